@@ -1,0 +1,24 @@
+// triescope subcommands; each returns the process exit code.
+#pragma once
+#include <string>
+#include <vector>
+
+namespace triescope::cli {
+
+using Args = std::vector<std::string>;
+int cmd_run(const Args& args);
+int cmd_diff(const Args& args);
+int cmd_inspect(const Args& args);
+int cmd_simulate(const Args& args);
+
+// Small argument helper: "--name value" pairs and positionals.
+struct ParsedArgs {
+  std::vector<std::string> positional;
+  std::vector<std::pair<std::string, std::string>> options;  // name without dashes -> value ("" for flags)
+  bool has(const std::string& name) const;
+  std::string get(const std::string& name, const std::string& dflt = "") const;
+};
+// `flags` lists options that take no value. Throws Error on an unknown option.
+ParsedArgs parse_args(const Args& args, const std::vector<std::string>& valued, const std::vector<std::string>& flags);
+
+}  // namespace triescope::cli

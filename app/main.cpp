@@ -1,0 +1,41 @@
+#include <cstdio>
+#include <iostream>
+#include <string>
+
+#include "app/commands.h"
+#include "core/common/error.h"
+
+namespace {
+void usage() {
+  std::cout << "usage: triescope <command> [args]\n"
+               "  run <sample.json> [--out trace.jsonl] [--backend cpu]   decode a sample, write its trace\n"
+               "  diff <a.jsonl> <b.jsonl> [--tolerance 1e-6]             first divergence of two traces (exit 1)\n"
+               "  inspect <trace.jsonl> [--step N]                         text view of one step\n"
+               "  simulate [--beams 3,9,15] [--lengths 64,256] [--csv F]  trie vs batch KV slots per step\n";
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace triescope::cli;
+  if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
+    usage();
+    return argc < 2 ? 2 : 0;
+  }
+  const std::string cmd = argv[1];
+  Args args(argv + 2, argv + argc);
+  try {
+    if (cmd == "run") return cmd_run(args);
+    if (cmd == "diff") return cmd_diff(args);
+    if (cmd == "inspect") return cmd_inspect(args);
+    if (cmd == "simulate") return cmd_simulate(args);
+    std::cerr << "triescope: unknown command '" << cmd << "'\n";
+    usage();
+    return 2;
+  } catch (const triescope::Error& e) {
+    std::cerr << "triescope " << cmd << ": error: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "triescope " << cmd << ": internal error: " << e.what() << "\n";
+    return 3;
+  }
+}

@@ -1,0 +1,52 @@
+// Strict reading of JSON objects: every error names the file and the dotted
+// field path ("samples/x.json: beam.num_beams must be >= 1, got 0"), and
+// keys nobody asked for are rejected by finish().
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace triescope {
+
+using json = nlohmann::json;
+
+// Parses a whole file; a syntax error names the file, line and column.
+json json_load_file(const std::string& path);
+json json_parse_text(const std::string& text, const std::string& origin);
+
+class JsonObjectReader {
+ public:
+  // `origin` names the file, `prefix` the field path of this object ("" at top).
+  JsonObjectReader(const json& obj, std::string origin, std::string prefix = "");
+
+  bool has(const std::string& key) const;
+  const json& raw(const std::string& key);  // marks used; throws when missing
+  std::string field(const std::string& key) const { return prefix_.empty() ? key : prefix_ + "." + key; }
+  std::string where(const std::string& key) const { return origin_ + ": " + field(key); }
+
+  int64_t get_int(const std::string& key, int64_t lo, int64_t hi);
+  int64_t get_int(const std::string& key, int64_t lo, int64_t hi, int64_t dflt);
+  double get_double(const std::string& key, double lo, double hi);
+  double get_double(const std::string& key, double lo, double hi, double dflt);
+  bool get_bool(const std::string& key, bool dflt);
+  std::string get_string(const std::string& key);
+  std::string get_string(const std::string& key, const std::string& dflt);
+  std::vector<int32_t> get_int_array(const std::string& key, int64_t lo, int64_t hi);
+  JsonObjectReader object(const std::string& key);
+
+  // Throws on any key present in the object that was never read.
+  void finish() const;
+  const std::string& origin() const { return origin_; }
+
+ private:
+  const json& obj_;
+  std::string origin_;
+  std::string prefix_;
+  mutable std::set<std::string> used_;
+};
+
+}  // namespace triescope

@@ -1,0 +1,49 @@
+// A sample file (samples/*.json) names an algorithm, a model, a prompt and the
+// algorithm's settings. run_sample() is the one entry point the CLI and the
+// GUI's live mode share.
+#pragma once
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "core/decode/beam_config.h"
+#include "core/model/model.h"
+#include "core/trace/trace.h"
+
+namespace triescope {
+
+inline constexpr const char* kSampleFormat = "triescope.sample";
+inline constexpr int kSampleVersion = 1;
+
+struct Sample {
+  std::string path;
+  std::string name;
+  std::string description;
+  std::string algorithm;  // trie_beam_search | batch_beam_search
+  json raw;               // the whole file, for algorithm sections
+  std::unique_ptr<Model> model;
+  std::vector<int32_t> prompt;
+  BeamConfig beam;
+  DecodeOptions options;
+};
+
+// Parses and validates a sample; every error names the file and the field.
+Sample sample_load(const std::string& path);
+Sample sample_parse(const json& j, const std::string& origin);
+
+struct SampleRun {
+  DecodeResult result;
+  // Filled for trie_beam_search: the batch baseline run on the same model, so
+  // the report can print both layouts' KV figures from one invocation.
+  std::unique_ptr<DecodeResult> baseline;
+};
+
+// Runs the sample, sending the trace to `trace` (may be null), and writes a
+// readable report to `report`.
+SampleRun run_sample(Sample& s, TraceSink* trace, std::ostream& report);
+
+// Renders token ids with the model's vocabulary when it has one.
+std::string tokens_to_text(const Model& m, const std::vector<int32_t>& tokens);
+
+}  // namespace triescope

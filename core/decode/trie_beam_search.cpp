@@ -1,0 +1,295 @@
+#include "core/decode/trie_beam_search.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include "core/common/error.h"
+#include "core/mask/ancestor_mask.h"
+
+namespace triescope {
+
+void prompt_check(const std::vector<int32_t>& prompt, int32_t vocab_size, const char* who) {
+  TS_CHECK(!prompt.empty(), who << ": prompt must hold at least one token");
+  for (size_t i = 0; i < prompt.size(); ++i)
+    TS_CHECK(prompt[i] >= 0 && prompt[i] < vocab_size,
+             who << ": prompt[" << i << "] = " << prompt[i] << " outside vocabulary [0, " << vocab_size << ")");
+}
+
+namespace {
+
+struct Candidate {
+  double score;
+  int64_t flat;  // beam rank * vocab + token: the tie-break, lower first
+};
+
+// The finished hypotheses, kept as the num_beams best (HF BeamHypotheses).
+class FinishedSet {
+ public:
+  FinishedSet(int32_t capacity, double length_penalty) : cap_(capacity), lp_(length_penalty) {}
+  void offer(std::vector<int32_t> tokens, double sum_logprobs, int32_t generated_len) {
+    const double score = sum_logprobs / std::pow(static_cast<double>(generated_len), lp_);
+    if (static_cast<int32_t>(items_.size()) >= cap_ && !(score > worst_)) return;
+    items_.push_back({std::move(tokens), score, sum_logprobs});
+    if (static_cast<int32_t>(items_.size()) > cap_) {
+      // drop the lowest score; among equal scores the earliest added (HF sorts (score, index)).
+      size_t lo = 0;
+      for (size_t i = 1; i < items_.size(); ++i)
+        if (items_[i].score < items_[lo].score) lo = i;
+      items_.erase(items_.begin() + static_cast<std::ptrdiff_t>(lo));
+      worst_ = items_.front().score;
+      for (auto& h : items_) worst_ = std::min(worst_, h.score);
+    } else {
+      worst_ = std::min(worst_, score);
+    }
+  }
+  bool full() const { return static_cast<int32_t>(items_.size()) >= cap_; }
+  double worst() const { return worst_; }
+  std::vector<Hypothesis> best_first() const {
+    std::vector<Hypothesis> v = items_;
+    std::stable_sort(v.begin(), v.end(), [](const Hypothesis& a, const Hypothesis& b) { return a.score < b.score; });
+    std::reverse(v.begin(), v.end());  // HF pops from the back of an ascending stable sort
+    return v;
+  }
+
+ private:
+  int32_t cap_;
+  double lp_;
+  double worst_ = 1e9;
+  std::vector<Hypothesis> items_;
+};
+
+}  // namespace
+
+DecodeResult trie_beam_search(Model& model, const std::vector<int32_t>& prompt, const BeamConfig& cfg,
+                              TraceSink* trace, const DecodeOptions& opt, LogitsConstraint* constraint) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const int32_t V = model.vocab_size();
+  const int32_t b = cfg.num_beams;
+  const int32_t n = static_cast<int32_t>(prompt.size());
+  prompt_check(prompt, V, "trie beam search");
+  TS_CHECK(2 * b <= V, "trie beam search: num_beams " << b << " needs vocabulary >= " << 2 * b << ", model has " << V);
+  TS_CHECK(cfg.eos_token < V, "trie beam search: eos_token " << cfg.eos_token << " outside vocabulary");
+
+  model.reset();
+  TokenTree tree;
+  KvSlots slots;
+  IncrementalAncestorMask mask;
+  const int64_t bps = model.kv_shape().bytes_per_slot();
+  DecodeResult res;
+  DecodeMetrics& m = res.metrics;
+  m.prompt_len = n;
+
+  if (trace) {
+    json config = {{"beam", cfg.to_json()}, {"prompt", prompt}};
+    if (constraint) config["constraint"] = constraint->describe();
+    trace->record(trace_header("trie_beam_search", opt.backend, config, model.describe(), model.vocab_strings()));
+  }
+
+  Logits logits;
+  auto feed = [&](const std::vector<int32_t>& nodes) -> json {
+    StepInput in;
+    for (int32_t id : nodes) {
+      const TreeNode& nd = tree.node(id);
+      in.tokens.push_back(nd.token);
+      in.positions.push_back(nd.depth);
+      in.slots.push_back(nd.slot);
+    }
+    in.num_slots = slots.num_slots();
+    in.mask = mask.extend(tree, nodes, in.num_slots);
+    model.forward(in, logits);
+    ++m.model_calls;
+    m.computed_tokens += static_cast<int64_t>(nodes.size());
+    if (!trace) return json();
+    return {{"queries", nodes}, {"positions", in.positions}, {"slots", in.slots}, {"mask", trace_mask(in.mask)}};
+  };
+  auto kv_json = [&](int32_t step, int32_t live_beams) {
+    const int64_t batch = batch_baseline_slots(b, n, step);
+    m.peak_slots = std::max<int64_t>(m.peak_slots, slots.num_slots());
+    m.batch_peak_slots = std::max(m.batch_peak_slots, batch);
+    return json{{"slots", slots.num_slots()}, {"peak", slots.peak()},      {"bytes", slots.num_slots() * bps},
+                {"batch_slots", batch},       {"batch_bytes", batch * bps}, {"live_beams", live_beams}};
+  };
+
+  // Prefill: the prompt is a chain at the root (positions 0..n-1).
+  std::vector<int32_t> prompt_nodes = tree.add_chain(kNoNode, prompt);
+  for (int32_t id : prompt_nodes) tree.node(id).slot = slots.allocate();
+  mask.reset(n + b * cfg.max_new_tokens);
+  {
+    json fwd = feed(prompt_nodes);
+    if (trace) {
+      json added = json::array();
+      for (int32_t id : prompt_nodes) added.push_back(trace_node(tree.node(id)));
+      trace->record({{"kind", "step"}, {"step", 0}, {"phase", "prefill"}, {"added", added}, {"forward", fwd},
+                     {"kv", kv_json(0, 1)}});
+    }
+  }
+
+  struct Beam {
+    int32_t node;
+    double score;
+    int64_t cstate;
+    int32_t logits_row;
+  };
+  std::vector<Beam> beams = {{prompt_nodes.back(), 0.0, constraint ? constraint->initial_state() : 0, n - 1}};
+  FinishedSet finished(b, cfg.length_penalty);
+  bool done = false;
+  std::vector<double> lp;
+  std::vector<Candidate> cands;
+
+  for (int32_t step = 1; step <= cfg.max_new_tokens && !done; ++step) {
+    // Alg. 2 line 9: score every (beam, token) and keep the top 2b.
+    const int32_t nb = static_cast<int32_t>(beams.size());
+    lp.resize(static_cast<size_t>(nb) * static_cast<size_t>(V));
+    for (int32_t i = 0; i < nb; ++i) log_softmax_row(logits.row(beams[static_cast<size_t>(i)].logits_row), V, lp.data() + static_cast<size_t>(i) * V);
+    json cinfo;
+    if (constraint) {
+      std::vector<int64_t> states;
+      for (auto& bm : beams) states.push_back(bm.cstate);
+      cinfo = json::array();
+      constraint->apply(states, step - 1, lp.data(), V, trace ? &cinfo : nullptr);
+    }
+    cands.clear();
+    const size_t keep = static_cast<size_t>(2 * b);
+    for (int32_t i = 0; i < nb; ++i) {
+      const size_t first = cands.size();
+      for (int32_t v = 0; v < V; ++v) {
+        const double l = lp[static_cast<size_t>(i) * V + static_cast<size_t>(v)];
+        if (std::isinf(l)) continue;  // masked by a constraint
+        cands.push_back({beams[static_cast<size_t>(i)].score + l, int64_t{i} * V + v});
+      }
+      auto better = [](const Candidate& a, const Candidate& c) { return a.score > c.score || (a.score == c.score && a.flat < c.flat); };
+      const size_t k = std::min(keep, cands.size() - first);
+      std::partial_sort(cands.begin() + static_cast<std::ptrdiff_t>(first), cands.begin() + static_cast<std::ptrdiff_t>(first + k), cands.end(), better);
+      cands.resize(first + k);
+      if (i + 1 == nb) {
+        const size_t kk = std::min(keep, cands.size());
+        std::partial_sort(cands.begin(), cands.begin() + static_cast<std::ptrdiff_t>(kk), cands.end(), better);
+        cands.resize(kk);
+      }
+    }
+
+    // Process the candidates in rank order (HF BeamSearchScorer.process).
+    struct Pick { int32_t beam; int32_t token; double score; };
+    std::vector<Pick> picks;
+    json chosen = json::array(), added = json::array(), status = json::array();
+    for (size_t rank = 0; rank < cands.size() && static_cast<int32_t>(picks.size()) < b; ++rank) {
+      const int32_t bi = static_cast<int32_t>(cands[rank].flat / V), tok = static_cast<int32_t>(cands[rank].flat % V);
+      if (tok == cfg.eos_token) {
+        if (static_cast<int32_t>(rank) >= b) continue;
+        const int32_t parent = beams[static_cast<size_t>(bi)].node;
+        std::vector<int32_t> gen = tree.path_tokens(parent);
+        gen.erase(gen.begin(), gen.begin() + n);
+        finished.offer(std::move(gen), cands[rank].score, step);
+        const int32_t id = tree.add_child(parent, tok, cands[rank].score);
+        tree.node(id).status = NodeStatus::finished;
+        if (trace) added.push_back(trace_node(tree.node(id)));
+        continue;
+      }
+      picks.push_back({bi, tok, cands[rank].score});
+    }
+    done = finished.full() && !cands.empty() && [&] {
+      if (cfg.early_stopping == EarlyStopping::yes) return true;
+      const double best = cands.front().score;
+      const double len = (cfg.early_stopping == EarlyStopping::never && cfg.length_penalty > 0.0) ? cfg.max_new_tokens : step;
+      return finished.worst() >= best / std::pow(len, cfg.length_penalty);
+    }();
+    if (picks.empty()) done = true;  // a constraint left nothing to extend
+
+    // GC before the new nodes take slots (Alg. 2 lines 5-7): keep the
+    // ancestors of every beam that survives into the next step.
+    if (!done && step < cfg.max_new_tokens && cfg.gc_interval > 0 && step % cfg.gc_interval == 0) {
+      std::vector<int32_t> live;
+      for (auto& p : picks) live.push_back(beams[static_cast<size_t>(p.beam)].node);
+      const CompactionPlan plan = kv_collect_garbage(tree, live, slots.num_slots());
+      model.compact(plan);
+      slots.apply(plan);
+      mask.reset(slots.num_slots() + b * (cfg.max_new_tokens - step + 1));  // Alg. 2 line 7: recompute
+      ++m.gc_runs;
+      if (trace) {
+        json g = trace_compaction(plan);
+        g["kind"] = "gc";
+        g["step"] = step;
+        trace->record(std::move(g));
+      }
+    }
+
+    // Alg. 2 line 10: grow the trie.
+    std::vector<Beam> next;
+    std::vector<int32_t> new_nodes;
+    std::vector<int32_t> parents;  // rows the incremental mask must keep
+    std::vector<char> has_child(static_cast<size_t>(nb), 0);
+    const bool feeds = !done && step < cfg.max_new_tokens;
+    for (auto& p : picks) {
+      const Beam& from = beams[static_cast<size_t>(p.beam)];
+      const int32_t id = tree.add_child(from.node, p.token, p.score);
+      tree.node(id).slot = slots.allocate();
+      has_child[static_cast<size_t>(p.beam)] = 1;
+      parents.push_back(from.node);
+      next.push_back({id, p.score, constraint ? constraint->next_state(from.cstate, p.token, step - 1) : 0,
+                      static_cast<int32_t>(new_nodes.size())});
+      new_nodes.push_back(id);
+      if (trace) {
+        added.push_back(trace_node(tree.node(id)));
+        chosen.push_back({{"beam", next.size() - 1}, {"from_beam", p.beam}, {"node", id}, {"token", p.token}, {"score", p.score}});
+      }
+    }
+    for (int32_t i = 0; i < nb; ++i)
+      if (!has_child[static_cast<size_t>(i)]) {
+        const int32_t dead = beams[static_cast<size_t>(i)].node;
+        if (tree.node(dead).depth >= n) {  // never prune the prompt
+          tree.prune_upwards(dead);
+          if (trace) status.push_back({{"node", dead}, {"status", "pruned"}});
+        }
+      }
+    beams = std::move(next);
+    m.steps = step;
+
+    json fwd;
+    if (feeds) {
+      mask.retain(parents);  // a new row = its parent's row + its own bit
+      fwd = feed(new_nodes);
+    }
+    if (trace) {
+      json rec = {{"kind", "step"}, {"step", step},    {"phase", "expand"},  {"added", added},
+                  {"status", status}, {"chosen", chosen}, {"kv", kv_json(step, static_cast<int32_t>(beams.size()))}};
+      if (feeds) rec["forward"] = fwd;
+      if (constraint) rec["constraint"] = cinfo;
+      trace->record(std::move(rec));
+      if (opt.keyframe_interval > 0 && step % opt.keyframe_interval == 0)
+        trace->record(trace_keyframe(step, tree, slots.num_slots()));
+    } else {
+      kv_json(step, static_cast<int32_t>(beams.size()));
+    }
+  }
+
+  // Finalize (HF): running beams join the finished set unless the search stopped early.
+  if (!done)
+    for (auto& bm : beams) {
+      std::vector<int32_t> gen = tree.path_tokens(bm.node);
+      gen.erase(gen.begin(), gen.begin() + n);
+      const int32_t len = static_cast<int32_t>(gen.size());
+      finished.offer(std::move(gen), bm.score, len);
+    }
+  res.hypotheses = finished.best_first();
+  m.final_slots = slots.num_slots();
+  m.peak_slots = std::max<int64_t>(m.peak_slots, slots.peak());
+  m.peak_bytes = m.peak_slots * bps;
+  m.batch_peak_bytes = m.batch_peak_slots * bps;
+  m.output_len = res.hypotheses.empty() ? 0 : static_cast<int32_t>(res.hypotheses.front().tokens.size());
+  m.mem_per_token = mem_per_token(m.peak_bytes, n, m.output_len);
+  m.batch_mem_per_token = mem_per_token(m.batch_peak_bytes, n, m.output_len);
+  m.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (trace) {
+    json outs = json::array();
+    for (auto& h : res.hypotheses) outs.push_back({{"tokens", h.tokens}, {"score", h.score}, {"sum_logprobs", h.sum_logprobs}});
+    if (opt.keyframe_interval <= 0 || m.steps % opt.keyframe_interval != 0)
+      trace->record(trace_keyframe(m.steps, tree, slots.num_slots()));
+    json metrics = m.to_json();
+    metrics.erase("seconds");  // wall time is not part of the reproducible trace
+    trace->record({{"kind", "summary"}, {"outputs", outs}, {"metrics", metrics}, {"seconds", m.seconds}});
+  }
+  return res;
+}
+
+}  // namespace triescope

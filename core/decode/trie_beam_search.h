@@ -1,0 +1,22 @@
+// Trie-based beam search (trie paper Algorithm 2): every beam lives in one
+// token tree over one shared KV cache; queries read their ancestors through
+// the ancestor mask; positions are depths; garbage collection every g steps
+// compacts the cache in one gather.
+#pragma once
+#include <vector>
+
+#include "core/decode/beam_config.h"
+#include "core/decode/logits_constraint.h"
+#include "core/model/model.h"
+#include "core/trace/trace.h"
+
+namespace triescope {
+
+DecodeResult trie_beam_search(Model& model, const std::vector<int32_t>& prompt, const BeamConfig& cfg,
+                              TraceSink* trace = nullptr, const DecodeOptions& opt = {},
+                              LogitsConstraint* constraint = nullptr);
+
+// Shared prompt checks for every decoder: non-empty, ids inside the vocabulary.
+void prompt_check(const std::vector<int32_t>& prompt, int32_t vocab_size, const char* who);
+
+}  // namespace triescope

@@ -1,0 +1,60 @@
+// The model seam (ARCHITECTURE.md): every decoder talks to a model only
+// through StepInput -> Logits, and a model reads context ONLY through the
+// mask rows and the KV slots, exactly as attention does.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/kv/kv_cache.h"
+#include "core/mask/bit_mask.h"
+
+namespace triescope {
+
+struct StepInput {
+  std::vector<int32_t> tokens;     // [num_queries] token fed at each query
+  std::vector<int32_t> positions;  // [num_queries] position id (tree depth) of each query
+  std::vector<int32_t> slots;      // [num_queries] KV slot each query's K/V is written to
+  BitMask mask;                    // [num_queries x num_slots] row q: slots query q may read (incl. its own)
+  int32_t num_slots = 0;           // slots in the cache once this step's writes are done
+};
+
+struct Logits {
+  int32_t rows = 0;
+  int32_t vocab = 0;
+  std::vector<float> data;  // [rows x vocab]
+  const float* row(int32_t r) const { return data.data() + static_cast<size_t>(r) * static_cast<size_t>(vocab); }
+  float* row(int32_t r) { return data.data() + static_cast<size_t>(r) * static_cast<size_t>(vocab); }
+  void resize(int32_t r, int32_t v) {
+    rows = r;
+    vocab = v;
+    data.assign(static_cast<size_t>(r) * static_cast<size_t>(v), 0.0f);
+  }
+};
+
+class Model {
+ public:
+  virtual ~Model() = default;
+  virtual int32_t vocab_size() const = 0;
+  // Writes the queries' K/V into their slots, then computes one logits row
+  // per query from the slots its mask row allows.
+  virtual void forward(const StepInput& in, Logits& out) = 0;
+  // Applies a compaction/reorder plan to the cache: one gather.
+  virtual void compact(const CompactionPlan& plan) = 0;
+  // Empties the cache.
+  virtual void reset() = 0;
+  // What a trace header says about this model.
+  virtual nlohmann::json describe() const = 0;
+  // Shape used for byte accounting (a real model's, or a nominal one).
+  virtual KvShape kv_shape() const = 0;
+  // Token strings when known (empty otherwise).
+  virtual std::vector<std::string> vocab_strings() const { return {}; }
+};
+
+// Validates a StepInput against a model's vocabulary; names the bad index.
+void step_input_check(const StepInput& in, int32_t vocab_size);
+
+}  // namespace triescope

@@ -1,0 +1,20 @@
+// Builds a Model from the "model" object of a sample file.
+#pragma once
+#include <memory>
+
+#include "core/config/json_reader.h"
+#include "core/model/model.h"
+
+namespace triescope {
+
+// `r` reads the model object; errors name r.origin() and the field.
+std::unique_ptr<Model> model_from_json(JsonObjectReader r);
+
+// The model types this build knows, for error messages.
+std::string model_types();
+
+// Token ids for a list of token strings against a vocabulary (scripted samples).
+std::vector<int32_t> tokens_from_strings(const std::vector<std::string>& vocab, const json& words,
+                                         const std::string& where);
+
+}  // namespace triescope

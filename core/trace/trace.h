@@ -1,0 +1,70 @@
+// Traces: the contract between core, cuda, gui and CI (docs/trace-format.md).
+// JSON Lines; the first record is the header with the format name and an
+// integer version; readers accept [kTraceMinVersion, kTraceVersion].
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/kv/kv_cache.h"
+#include "core/mask/bit_mask.h"
+#include "core/tree/token_tree.h"
+
+namespace triescope {
+
+using json = nlohmann::json;
+
+inline constexpr const char* kTraceFormat = "triescope.trace";
+inline constexpr int kTraceVersion = 1;
+inline constexpr int kTraceMinVersion = 1;
+
+// Where decoders send records. Implementations: a file, memory, the GUI.
+class TraceSink {
+ public:
+  virtual ~TraceSink() = default;
+  virtual void record(json rec) = 0;
+};
+
+class MemoryTraceSink final : public TraceSink {
+ public:
+  void record(json rec) override { records.push_back(std::move(rec)); }
+  std::vector<json> records;
+};
+
+// Writes to `path.tmp.<pid>` and renames onto `path` on commit(), so a failed
+// run never leaves a half-written trace. Destroyed uncommitted: removes the temp.
+class TraceFileWriter final : public TraceSink {
+ public:
+  explicit TraceFileWriter(std::string path);
+  ~TraceFileWriter() override;
+  TraceFileWriter(const TraceFileWriter&) = delete;
+  TraceFileWriter& operator=(const TraceFileWriter&) = delete;
+  void record(json rec) override;
+  void commit();
+
+ private:
+  std::string path_, tmp_;
+  std::FILE* f_ = nullptr;
+  bool committed_ = false;
+};
+
+// Writes `text` to `path` atomically (temp + rename). Throws Error naming the path.
+void file_write_atomic(const std::string& path, const std::string& text);
+
+// Reads a whole trace; checks format, version and record kinds. Errors name
+// the file, the line and the field.
+std::vector<json> trace_read(const std::string& path);
+std::vector<json> trace_parse(const std::string& text, const std::string& origin);
+
+// --- record helpers shared by every decoder ---
+json trace_header(const std::string& algorithm, const std::string& backend, const json& config, const json& model,
+                  const std::vector<std::string>& vocab);
+json trace_node(const TreeNode& n);
+json trace_mask(const BitMask& m);  // {"cols": N, "rows": ["hex", ...]}
+BitMask trace_mask_parse(const json& j, const std::string& where);
+json trace_keyframe(int32_t step, const TokenTree& tree, int32_t num_slots);
+json trace_compaction(const CompactionPlan& plan);
+
+}  // namespace triescope

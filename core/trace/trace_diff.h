@@ -1,0 +1,37 @@
+// The one comparison of two traces; `triescope diff` and the GUI's diff mode
+// both call it. Structure (ids, tokens, bits, slots, positions) compares
+// exactly, floating-point numbers within a relative/absolute tolerance.
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace triescope {
+
+struct TraceDivergence {
+  int64_t step = -1;      // -1: header or summary
+  size_t record = 0;      // index of the record in both traces
+  std::string kind;       // record kind (header, step, gc, keyframe, summary)
+  std::string phase;      // step phase, when the record has one
+  std::string field;      // dotted path inside the record, e.g. forward.mask.rows[1]
+  int64_t index = -1;     // bit (column) index for mask rows, else -1
+  std::string a, b;       // the two values as text
+  std::string describe() const;
+};
+
+struct TraceDiffOptions {
+  double tolerance = 1e-6;  // |a - b| <= tol * max(1, |a|, |b|) for non-integers
+};
+
+// Fields never compared: "backend" in the header (CPU vs CUDA by design) and
+// "seconds" anywhere (wall time).
+std::optional<TraceDivergence> trace_diff(const std::vector<nlohmann::json>& a, const std::vector<nlohmann::json>& b,
+                                          const TraceDiffOptions& opt = {});
+
+// Every divergence (up to `limit`), for the GUI's marks.
+std::vector<TraceDivergence> trace_diff_all(const std::vector<nlohmann::json>& a, const std::vector<nlohmann::json>& b,
+                                            const TraceDiffOptions& opt = {}, size_t limit = 100000);
+
+}  // namespace triescope

@@ -1,0 +1,170 @@
+#include "core/trace/trace_replay.h"
+
+#include <algorithm>
+
+#include "core/common/error.h"
+#include "core/trace/trace.h"
+
+namespace triescope {
+
+using nlohmann::json;
+
+namespace {
+
+int32_t get_i32(const json& j, const char* key, const std::string& where) {
+  TS_CHECK(j.contains(key) && j[key].is_number_integer(), where << ": field " << key << " must be an integer");
+  return j[key].get<int32_t>();
+}
+
+TreeNode node_from_json(const json& j, const std::string& where) {
+  TS_CHECK(j.is_object(), where << " must be an object");
+  TreeNode n;
+  n.id = get_i32(j, "id", where);
+  n.parent = get_i32(j, "parent", where);
+  n.token = get_i32(j, "token", where);
+  n.depth = get_i32(j, "depth", where);
+  n.slot = get_i32(j, "slot", where);
+  TS_CHECK(j.contains("logprob") && j["logprob"].is_number(), where << ": field logprob must be a number");
+  n.logprob = j["logprob"].get<double>();
+  TS_CHECK(j.contains("status") && j["status"].is_string(), where << ": field status must be a string");
+  try {
+    n.status = node_status_parse(j["status"].get<std::string>());
+  } catch (const Error& e) {
+    TS_FAIL(where << ": " << e.what());
+  }
+  TS_CHECK(n.id >= 0, where << ": field id must be >= 0, got " << n.id);
+  return n;
+}
+
+void put_node(std::vector<TreeNode>& nodes, const TreeNode& n) {
+  if (static_cast<size_t>(n.id) >= nodes.size()) nodes.resize(static_cast<size_t>(n.id) + 1);
+  nodes[static_cast<size_t>(n.id)] = n;
+}
+
+std::vector<int32_t> int_array(const json& j, const char* key, const std::string& where) {
+  std::vector<int32_t> v;
+  if (!j.contains(key)) return v;
+  TS_CHECK(j[key].is_array(), where << ": field " << key << " must be an array");
+  for (size_t i = 0; i < j[key].size(); ++i) {
+    TS_CHECK(j[key][i].is_number_integer(), where << ": field " << key << "[" << i << "] must be an integer");
+    v.push_back(j[key][i].get<int32_t>());
+  }
+  return v;
+}
+
+}  // namespace
+
+TraceReplay::TraceReplay(std::vector<json> records, std::string origin)
+    : records_(std::move(records)), origin_(std::move(origin)) {
+  TS_CHECK(!records_.empty() && records_.front().value("kind", "") == "header", origin_ << ": no header record");
+  if (header().contains("vocab") && header()["vocab"].is_array())
+    for (auto& v : header()["vocab"]) vocab_.push_back(v.is_string() ? v.get<std::string>() : v.dump());
+  for (size_t i = 1; i < records_.size(); ++i) {
+    const json& r = records_[i];
+    const std::string kind = r.value("kind", "");
+    if (kind == "step") {
+      const int32_t s = get_i32(r, "step", origin_ + ":" + std::to_string(i + 1));
+      if (steps_.empty() || steps_.back() != s) steps_.push_back(s);
+    } else if (kind == "keyframe") {
+      keyframes_.emplace_back(get_i32(r, "step", origin_ + ":" + std::to_string(i + 1)), i);
+    }
+  }
+}
+
+const json* TraceReplay::summary() const {
+  for (auto it = records_.rbegin(); it != records_.rend(); ++it)
+    if (it->value("kind", "") == "summary") return &*it;
+  return nullptr;
+}
+
+std::string TraceReplay::token_text(int32_t token) const {
+  if (token >= 0 && static_cast<size_t>(token) < vocab_.size()) return vocab_[static_cast<size_t>(token)];
+  return std::to_string(token);
+}
+
+StepView TraceReplay::at(int32_t step) const {
+  StepView v;
+  v.step = step;
+  size_t start = 1;
+  for (auto& [ks, idx] : keyframes_) {
+    if (ks > step) break;
+    const json& k = records_[idx];
+    const std::string where = origin_ + ":" + std::to_string(idx + 1);
+    v.nodes.clear();
+    TS_CHECK(k.contains("nodes") && k["nodes"].is_array(), where << ": keyframe field nodes must be an array");
+    for (size_t i = 0; i < k["nodes"].size(); ++i) put_node(v.nodes, node_from_json(k["nodes"][i], where + ": nodes[" + std::to_string(i) + "]"));
+    start = idx + 1;
+  }
+  for (size_t i = start; i < records_.size(); ++i) {
+    const json& r = records_[i];
+    const std::string kind = r.value("kind", "");
+    if (kind == "summary" || kind == "header") continue;
+    const int32_t s = r.contains("step") && r["step"].is_number_integer() ? r["step"].get<int32_t>() : -1;
+    if (s > step) break;
+    const std::string where = origin_ + ":" + std::to_string(i + 1);
+    const bool this_step = s == step;
+    if (kind == "gc") {
+      TS_CHECK(r.contains("moves") && r["moves"].is_array(), where << ": gc field moves must be an array");
+      std::vector<int32_t> remap(static_cast<size_t>(std::max(0, r.value("slots_before", 0))), kNoSlot);
+      if (this_step) v.gc_moves.clear();
+      for (auto& mv : r["moves"]) {
+        TS_CHECK(mv.is_array() && mv.size() == 2 && mv[0].is_number_integer() && mv[1].is_number_integer(),
+                 where << ": gc moves entries must be [old, new]");
+        const int32_t o = mv[0].get<int32_t>(), n = mv[1].get<int32_t>();
+        TS_CHECK(o >= 0 && static_cast<size_t>(o) < remap.size(), where << ": gc move from slot " << o << " outside slots_before");
+        remap[static_cast<size_t>(o)] = n;
+        if (this_step) v.gc_moves.emplace_back(o, n);
+      }
+      if (this_step) v.gc_slots_before = static_cast<int32_t>(remap.size());
+      for (auto& n : v.nodes)
+        if (n.slot >= 0) n.slot = static_cast<size_t>(n.slot) < remap.size() ? remap[static_cast<size_t>(n.slot)] : kNoSlot;
+    } else if (kind == "step") {
+      if (r.contains("added")) {
+        TS_CHECK(r["added"].is_array(), where << ": field added must be an array");
+        for (size_t k = 0; k < r["added"].size(); ++k) {
+          TreeNode n = node_from_json(r["added"][k], where + ": added[" + std::to_string(k) + "]");
+          put_node(v.nodes, n);
+          if (this_step) v.added.push_back(n.id);
+        }
+      }
+      if (r.contains("status") && r["status"].is_array())
+        for (auto& st : r["status"]) {
+          const int32_t id = get_i32(st, "node", where + ": status");
+          TS_CHECK(id >= 0 && static_cast<size_t>(id) < v.nodes.size(), where << ": status names unknown node " << id);
+          TS_CHECK(st.contains("status") && st["status"].is_string(), where << ": status entry needs a status string");
+          v.nodes[static_cast<size_t>(id)].status = node_status_parse(st["status"].get<std::string>());
+        }
+      if (this_step) {
+        v.phase = r.value("phase", "");
+        v.kv = r.value("kv", json::object());
+        v.chosen = r.value("chosen", json::array());
+        v.extra = json::object();
+        for (auto& [key, val] : r.items())
+          if (key != "kind" && key != "step" && key != "phase" && key != "added" && key != "status" && key != "chosen" &&
+              key != "kv" && key != "forward")
+            v.extra[key] = val;
+        v.forward.reset();
+        if (r.contains("forward") && r["forward"].is_object()) {
+          const json& f = r["forward"];
+          ForwardView fv;
+          fv.queries = int_array(f, "queries", where + ": forward");
+          fv.positions = int_array(f, "positions", where + ": forward");
+          fv.slots = int_array(f, "slots", where + ": forward");
+          TS_CHECK(f.contains("mask"), where << ": forward needs a mask");
+          fv.mask = trace_mask_parse(f["mask"], where + ": forward.mask");
+          TS_CHECK(fv.positions.size() == static_cast<size_t>(fv.mask.rows) && fv.slots.size() == fv.positions.size(),
+                   where << ": forward positions/slots/mask rows disagree in length");
+          v.forward = std::move(fv);
+        }
+      }
+    }
+  }
+  int32_t num_slots = v.kv.contains("slots") && v.kv["slots"].is_number_integer() ? v.kv["slots"].get<int32_t>() : 0;
+  for (auto& n : v.nodes) num_slots = std::max(num_slots, n.slot + 1);
+  v.slot_to_node.assign(static_cast<size_t>(std::max(0, num_slots)), kNoNode);
+  for (auto& n : v.nodes)
+    if (n.slot >= 0) v.slot_to_node[static_cast<size_t>(n.slot)] = n.id;
+  return v;
+}
+
+}  // namespace triescope

@@ -1,0 +1,62 @@
+// Rebuilds the state of a decode at any step from a trace: the nearest
+// keyframe at or before the step, then the gc and step records after it.
+// The CLI's `inspect` and the GUI read traces through this one class.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/mask/bit_mask.h"
+#include "core/tree/token_tree.h"
+
+namespace triescope {
+
+struct ForwardView {
+  std::vector<int32_t> queries;    // node ids (empty for layouts without a tree)
+  std::vector<int32_t> positions;  // [queries]
+  std::vector<int32_t> slots;      // [queries]
+  BitMask mask;                    // [queries x cols]
+};
+
+struct StepView {
+  int32_t step = 0;
+  std::string phase;
+  std::vector<TreeNode> nodes;          // the whole tree after this step (index = node id)
+  std::vector<int32_t> slot_to_node;    // [num_slots] node in each slot, -1 if none
+  std::vector<int32_t> added;           // nodes added by this step
+  std::vector<std::pair<int32_t, int32_t>> gc_moves;  // (old slot, new slot) if a GC ran in this step
+  int32_t gc_slots_before = -1;
+  std::optional<ForwardView> forward;   // the forward pass run at the end of this step
+  nlohmann::json kv;                    // slots, peak, bytes, batch_slots, ...
+  nlohmann::json chosen;                // chosen beams
+  nlohmann::json extra;                 // algorithm-specific fields of the step record (constraint, verify...)
+};
+
+class TraceReplay {
+ public:
+  // `records` as returned by trace_read (header first). `origin` names errors.
+  TraceReplay(std::vector<nlohmann::json> records, std::string origin);
+
+  const nlohmann::json& header() const { return records_.front(); }
+  const nlohmann::json* summary() const;
+  const std::vector<nlohmann::json>& records() const { return records_; }
+  const std::vector<std::string>& vocab() const { return vocab_; }
+  std::string token_text(int32_t token) const;
+  // Steps present in the trace, ascending (0 = prefill).
+  const std::vector<int32_t>& steps() const { return steps_; }
+  int32_t last_step() const { return steps_.empty() ? 0 : steps_.back(); }
+  // State after all records of `step`. Throws Error on a malformed record.
+  StepView at(int32_t step) const;
+
+ private:
+  std::vector<nlohmann::json> records_;
+  std::string origin_;
+  std::vector<std::string> vocab_;
+  std::vector<int32_t> steps_;
+  std::vector<std::pair<int32_t, size_t>> keyframes_;  // (step, record index)
+};
+
+}  // namespace triescope
