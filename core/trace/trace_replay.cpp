@@ -86,8 +86,10 @@ StepView TraceReplay::at(int32_t step) const {
   StepView v;
   v.step = step;
   size_t start = 1;
+  // Start from the last keyframe strictly before `step`, so the step's own
+  // records are replayed and its added nodes, phase and forward are known.
   for (auto& [ks, idx] : keyframes_) {
-    if (ks > step) break;
+    if (ks >= step) break;
     const json& k = records_[idx];
     const std::string where = origin_ + ":" + std::to_string(idx + 1);
     v.nodes.clear();
