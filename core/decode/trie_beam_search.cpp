@@ -238,8 +238,8 @@ DecodeResult trie_beam_search(Model& model, const std::vector<int32_t>& prompt, 
       if (!has_child[static_cast<size_t>(i)]) {
         const int32_t dead = beams[static_cast<size_t>(i)].node;
         if (tree.node(dead).depth >= n) {  // never prune the prompt
-          tree.prune_upwards(dead);
-          if (trace) status.push_back({{"node", dead}, {"status", "pruned"}});
+          for (int32_t id : tree.prune_upwards(dead))
+            if (trace) status.push_back({{"node", id}, {"status", "pruned"}});
         }
       }
     beams = std::move(next);

@@ -104,17 +104,22 @@ std::vector<int32_t> TokenTree::order_dfs() const {
   return out;
 }
 
-void TokenTree::prune_upwards(int32_t id) {
+std::vector<int32_t> TokenTree::prune_upwards(int32_t id) {
+  std::vector<int32_t> changed;
   for (int32_t n = id; n != kNoNode; n = node(n).parent) {
     if (n != id) {
       const bool keep = std::any_of(children(n).begin(), children(n).end(), [&](int32_t c) {
         const auto st = node(c).status;
         return st == NodeStatus::live || st == NodeStatus::finished || st == NodeStatus::accepted;
       });
-      if (keep) return;
+      if (keep) break;
     }
-    if (node(n).status == NodeStatus::live) node(n).status = NodeStatus::pruned;
+    if (node(n).status == NodeStatus::live) {
+      node(n).status = NodeStatus::pruned;
+      changed.push_back(n);
+    }
   }
+  return changed;
 }
 
 }  // namespace triescope

@@ -54,7 +54,8 @@ class TokenTree {
 
   // Marks `id` and every ancestor whose children are all non-live as pruned,
   // stopping at the first ancestor that still has a live or finished child.
-  void prune_upwards(int32_t id);
+  // Returns the nodes whose status changed (a trace must record all of them).
+  std::vector<int32_t> prune_upwards(int32_t id);
 
  private:
   std::vector<TreeNode> nodes_;
