@@ -48,10 +48,17 @@ int cmd_inspect(const Args& args) {
     for (int32_t r : roots) print_subtree(t, v, children, r, 1);
   }
   if (!v.gc_moves.empty()) {
-    std::cout << "\ngarbage collection: " << v.gc_slots_before << " -> " << v.gc_moves.size() << " slots; moves:";
-    for (auto& [o, n] : v.gc_moves)
-      if (o != n) std::cout << " " << o << "->" << n;
-    std::cout << "\n";
+    std::cout << "\ngarbage collection: " << v.gc_slots_before << " -> " << v.gc_moves.size() << " slots";
+    std::vector<char> kept(static_cast<size_t>(std::max(0, v.gc_slots_before)), 0);
+    std::string moved;
+    for (auto& [o, n] : v.gc_moves) {
+      if (o >= 0 && static_cast<size_t>(o) < kept.size()) kept[static_cast<size_t>(o)] = 1;
+      if (o != n) moved += " " + std::to_string(o) + "->" + std::to_string(n);
+    }
+    std::cout << "; freed slots:";
+    for (size_t s = 0; s < kept.size(); ++s)
+      if (!kept[s]) std::cout << " " << s;
+    std::cout << "; moved:" << (moved.empty() ? std::string(" none") : moved) << "\n";
   }
   if (v.forward) {
     const auto& f = *v.forward;
