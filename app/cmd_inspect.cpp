@@ -90,9 +90,11 @@ int cmd_inspect(const Args& args) {
     }
     std::cout << "\n";
   }
-  if (!v.kv.empty())
-    std::cout << "\nKV slots " << v.kv.value("slots", 0) << " (peak " << v.kv.value("peak", 0) << "), batch layout "
-              << v.kv.value("batch_slots", 0) << "\n";
+  if (!v.kv.empty()) {
+    std::cout << "\nKV slots " << v.kv.value("slots", 0) << " (peak " << v.kv.value("peak", 0) << ")";
+    if (v.kv.contains("batch_slots")) std::cout << ", batch layout " << v.kv.value("batch_slots", 0);
+    std::cout << "\n";
+  }
   return 0;
 }
 

@@ -22,8 +22,10 @@ Sample sample_parse(const json& j, const std::string& origin) {
   s.name = r.get_string("name");
   s.description = r.get_string("description", "");
   s.algorithm = r.get_string("algorithm");
-  TS_CHECK(s.algorithm == "trie_beam_search" || s.algorithm == "batch_beam_search",
-           r.where("algorithm") << " must be trie_beam_search or batch_beam_search, got \"" << s.algorithm << "\"");
+  const bool beam_algo = s.algorithm == "trie_beam_search" || s.algorithm == "batch_beam_search";
+  const bool seq_algo = s.algorithm == "greedy" || s.algorithm == "lookahead";
+  TS_CHECK(beam_algo || seq_algo,
+           r.where("algorithm") << " must be one of " << kSampleAlgorithms << ", got \"" << s.algorithm << "\"");
   s.model = model_from_json(r.object("model"));
   const int32_t V = s.model->vocab_size();
   TS_CHECK(r.has("prompt") != r.has("prompt_text"), origin << ": give exactly one of prompt (ids) or prompt_text (strings)");
@@ -35,7 +37,27 @@ Sample sample_parse(const json& j, const std::string& origin) {
     s.prompt = tokens_from_strings(vocab, r.raw("prompt_text"), r.where("prompt_text"));
   }
   TS_CHECK(!s.prompt.empty(), origin << ": prompt must hold at least one token");
-  s.beam = BeamConfig::from_json(r.object("beam"), V);
+  if (beam_algo) s.beam = BeamConfig::from_json(r.object("beam"), V);
+  if (seq_algo) {
+    auto l = r.object(s.algorithm == "greedy" ? "greedy" : "lookahead");
+    LookaheadConfig& c = s.lookahead;
+    c.max_new_tokens = static_cast<int32_t>(l.get_int("max_new_tokens", 1, 1 << 20));
+    c.eos_token = static_cast<int32_t>(l.get_int("eos_token", -1, V - 1, -1));
+    if (s.algorithm == "lookahead") {
+      c.window = static_cast<int32_t>(l.get_int("window", 0, 4096, c.window));
+      c.ngram = static_cast<int32_t>(l.get_int("ngram", 2, 64, c.ngram));
+      c.max_candidates = static_cast<int32_t>(l.get_int("max_candidates", 0, 4096, c.max_candidates));
+      c.pool_per_key = static_cast<int32_t>(l.get_int("pool_per_key", 1, 1 << 16, c.pool_per_key));
+      c.trie_depth = static_cast<int32_t>(l.get_int("trie_depth", 1, 4096, c.trie_depth));
+      c.trie_nodes = static_cast<int32_t>(l.get_int("trie_nodes", 1, 1 << 20, c.trie_nodes));
+      c.seed = static_cast<uint64_t>(l.get_int("seed", 0, INT64_MAX, 1));
+      const std::string v = l.get_string("verify", "trie");
+      TS_CHECK(v == "trie" || v == "independent" || v == "greedy_only",
+               l.where("verify") << " must be trie, independent or greedy_only, got \"" << v << "\"");
+      c.verify = v == "trie" ? LookaheadVerify::trie : v == "independent" ? LookaheadVerify::independent : LookaheadVerify::greedy_only;
+    }
+    l.finish();
+  }
   if (r.has("trace")) {
     auto t = r.object("trace");
     s.options.keyframe_interval = static_cast<int32_t>(t.get_int("keyframe_interval", 0, 1 << 20, 16));
@@ -68,12 +90,43 @@ void report_result(std::ostream& os, const Model& model, const std::vector<int32
        << tokens_to_text(model, prompt) << " | " << tokens_to_text(model, h.tokens) << "\n";
   }
 }
+
+SampleRun run_sequence_sample(Sample& s, TraceSink* trace, std::ostream& os) {
+  SampleRun out;
+  const LookaheadConfig& c = s.lookahead;
+  os << "algorithm: " << s.algorithm << ", max_new_tokens " << c.max_new_tokens << ", prompt " << s.prompt.size() << " tokens";
+  if (s.algorithm == "lookahead")
+    os << ", W " << c.window << ", N " << c.ngram << ", G " << c.max_candidates << ", D " << c.trie_depth << ", B "
+       << c.trie_nodes;
+  os << "\n";
+  const LookaheadResult greedy = greedy_decode(*s.model, s.prompt, c.max_new_tokens, c.eos_token, s.algorithm == "greedy" ? trace : nullptr);
+  if (s.algorithm == "greedy") {
+    out.sequence = greedy;
+  } else {
+    out.sequence = lookahead_decode(*s.model, s.prompt, c, trace);
+    LookaheadConfig ind = c;
+    ind.verify = LookaheadVerify::independent;
+    const LookaheadResult base = lookahead_decode(*s.model, s.prompt, ind);
+    const auto& m = out.sequence.metrics;
+    os << "lookahead (" << (c.verify == LookaheadVerify::trie ? "trie" : c.verify == LookaheadVerify::independent ? "independent" : "greedy_only")
+       << " verification): " << m.generated << " tokens in " << m.steps << " steps, " << m.computed_decode
+       << " tokens computed after the prefill (" << m.lookahead_tokens << " lookahead, " << m.verify_tokens << " verification)\n";
+    os << "independent-candidate baseline: " << base.metrics.steps << " steps, " << base.metrics.computed_decode
+       << " computed (" << base.metrics.verify_tokens << " verification)\n";
+    os << "greedy: " << greedy.metrics.steps + 1 << " forward passes, " << greedy.metrics.computed_decode << " computed\n";
+    os << "output identical to greedy decoding: " << (out.sequence.tokens == greedy.tokens ? "yes" : "NO") << "\n";
+  }
+  os << "output: " << tokens_to_text(*s.model, out.sequence.tokens) << "\n";
+  return out;
+}
+
 }  // namespace
 
 SampleRun run_sample(Sample& s, TraceSink* trace, std::ostream& os) {
   SampleRun out;
   os << "sample: " << s.name << " (" << s.path << ")\n";
   if (!s.description.empty()) os << "  " << s.description << "\n";
+  if (s.algorithm == "greedy" || s.algorithm == "lookahead") return run_sequence_sample(s, trace, os);
   os << "algorithm: " << s.algorithm << ", beams " << s.beam.num_beams << ", max_new_tokens " << s.beam.max_new_tokens
      << ", gc_interval " << s.beam.gc_interval << ", prompt " << s.prompt.size() << " tokens\n";
   if (s.algorithm == "batch_beam_search") {

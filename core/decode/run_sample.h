@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/decode/beam_config.h"
+#include "core/decode/lookahead.h"
 #include "core/model/model.h"
 #include "core/trace/trace.h"
 
@@ -20,11 +21,12 @@ struct Sample {
   std::string path;
   std::string name;
   std::string description;
-  std::string algorithm;  // trie_beam_search | batch_beam_search
+  std::string algorithm;  // see kSampleAlgorithms
   json raw;               // the whole file, for algorithm sections
   std::unique_ptr<Model> model;
   std::vector<int32_t> prompt;
-  BeamConfig beam;
+  BeamConfig beam;            // beam algorithms
+  LookaheadConfig lookahead;  // greedy and lookahead
   DecodeOptions options;
 };
 
@@ -32,8 +34,11 @@ struct Sample {
 Sample sample_load(const std::string& path);
 Sample sample_parse(const json& j, const std::string& origin);
 
+inline constexpr const char* kSampleAlgorithms = "trie_beam_search, batch_beam_search, greedy, lookahead";
+
 struct SampleRun {
-  DecodeResult result;
+  DecodeResult result;            // beam algorithms
+  LookaheadResult sequence;       // greedy and lookahead
   // Filled for trie_beam_search: the batch baseline run on the same model, so
   // the report can print both layouts' KV figures from one invocation.
   std::unique_ptr<DecodeResult> baseline;

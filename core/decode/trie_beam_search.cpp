@@ -5,7 +5,7 @@
 #include <cmath>
 
 #include "core/common/error.h"
-#include "core/mask/ancestor_mask.h"
+#include "core/decode/tree_step.h"
 
 namespace triescope {
 
@@ -88,20 +88,11 @@ DecodeResult trie_beam_search(Model& model, const std::vector<int32_t>& prompt, 
 
   Logits logits;
   auto feed = [&](const std::vector<int32_t>& nodes) -> json {
-    StepInput in;
-    for (int32_t id : nodes) {
-      const TreeNode& nd = tree.node(id);
-      in.tokens.push_back(nd.token);
-      in.positions.push_back(nd.depth);
-      in.slots.push_back(nd.slot);
-    }
-    in.num_slots = slots.num_slots();
-    in.mask = mask.extend(tree, nodes, in.num_slots);
+    const StepInput in = tree_step_input(tree, nodes, slots.num_slots(), &mask);
     model.forward(in, logits);
     ++m.model_calls;
     m.computed_tokens += static_cast<int64_t>(nodes.size());
-    if (!trace) return json();
-    return {{"queries", nodes}, {"positions", in.positions}, {"slots", in.slots}, {"mask", trace_mask(in.mask)}};
+    return trace ? tree_step_json(nodes, in) : json();
   };
   auto kv_json = [&](int32_t step, int32_t live_beams) {
     const int64_t batch = batch_baseline_slots(b, n, step);

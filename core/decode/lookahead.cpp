@@ -1,0 +1,323 @@
+#include "core/decode/lookahead.h"
+
+#include <algorithm>
+#include <chrono>
+#include <deque>
+#include <map>
+#include <unordered_map>
+
+#include "core/common/error.h"
+#include "core/decode/tree_step.h"
+#include "core/decode/trie_beam_search.h"
+#include "core/kv/kv_cache.h"
+
+namespace triescope {
+
+nlohmann::json LookaheadMetrics::to_json() const {
+  return {{"prompt_len", prompt_len},           {"generated", generated},
+          {"steps", steps},                     {"computed_tokens", computed_tokens},
+          {"computed_decode", computed_decode}, {"verify_tokens", verify_tokens},
+          {"lookahead_tokens", lookahead_tokens}, {"accepted_from_candidates", accepted_from_candidates},
+          {"peak_slots", peak_slots}};
+}
+
+namespace {
+
+const char* verify_name(LookaheadVerify v) {
+  switch (v) {
+    case LookaheadVerify::greedy_only: return "greedy_only";
+    case LookaheadVerify::independent: return "independent";
+    case LookaheadVerify::trie: return "trie";
+  }
+  return "?";
+}
+
+// n-gram pool keyed by the first token; most recent continuation first.
+class NgramPool {
+ public:
+  explicit NgramPool(int32_t per_key) : per_key_(per_key) {}
+  void add(int32_t key, std::vector<int32_t> cont) {
+    auto& d = pool_[key];
+    auto it = std::find(d.begin(), d.end(), cont);
+    if (it != d.end()) d.erase(it);
+    d.push_front(std::move(cont));
+    if (static_cast<int32_t>(d.size()) > per_key_) d.pop_back();
+  }
+  std::vector<std::vector<int32_t>> get(int32_t key, int32_t count) const {
+    auto it = pool_.find(key);
+    if (it == pool_.end()) return {};
+    const size_t n = std::min(it->second.size(), static_cast<size_t>(std::max(0, count)));
+    return {it->second.begin(), it->second.begin() + static_cast<std::ptrdiff_t>(n)};
+  }
+
+ private:
+  int32_t per_key_;
+  std::unordered_map<int32_t, std::deque<std::vector<int32_t>>> pool_;
+};
+
+uint64_t mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+struct Fed {
+  TokenTree tree;
+  KvSlots slots;
+  Logits logits;
+  int64_t computed = 0;
+};
+
+// Adds nodes with fresh slots and feeds them in one forward pass.
+json feed(Model& model, Fed& f, const std::vector<int32_t>& nodes, bool want_json) {
+  for (int32_t id : nodes) f.tree.node(id).slot = f.slots.allocate();
+  const StepInput in = tree_step_input(f.tree, nodes, f.slots.num_slots());
+  model.forward(in, f.logits);
+  f.computed += static_cast<int64_t>(nodes.size());
+  return want_json ? tree_step_json(nodes, in) : json();
+}
+
+json added_json(const TokenTree& t, const std::vector<int32_t>& nodes) {
+  json a = json::array();
+  for (int32_t id : nodes) a.push_back(trace_node(t.node(id)));
+  return a;
+}
+
+}  // namespace
+
+LookaheadResult greedy_decode(Model& model, const std::vector<int32_t>& prompt, int32_t max_new_tokens,
+                              int32_t eos_token, TraceSink* trace) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const int32_t V = model.vocab_size();
+  prompt_check(prompt, V, "greedy decoding");
+  TS_CHECK(max_new_tokens >= 1, "greedy decoding: max_new_tokens must be >= 1, got " << max_new_tokens);
+  model.reset();
+  LookaheadResult res;
+  Fed f;
+  if (trace)
+    trace->record(trace_header("greedy", "cpu-reference", {{"max_new_tokens", max_new_tokens}, {"eos_token", eos_token},
+                                                           {"prompt", prompt}},
+                               model.describe(), model.vocab_strings()));
+  std::vector<int32_t> nodes = f.tree.add_chain(kNoNode, prompt);
+  json fwd = feed(model, f, nodes, trace);
+  if (trace) trace->record({{"kind", "step"}, {"step", 0}, {"phase", "prefill"}, {"added", added_json(f.tree, nodes)}, {"forward", fwd}});
+  int32_t last = nodes.back(), row = f.logits.rows - 1;
+  res.metrics.prompt_len = static_cast<int32_t>(prompt.size());
+  for (int32_t step = 1;; ++step) {
+    const int32_t tok = argmax_row(f.logits.row(row), V);
+    res.tokens.push_back(tok);
+    if (tok == eos_token || static_cast<int32_t>(res.tokens.size()) >= max_new_tokens) break;
+    last = f.tree.add_child(last, tok, 0.0);
+    fwd = feed(model, f, {last}, trace);
+    row = 0;
+    res.metrics.steps = step;
+    if (trace)
+      trace->record({{"kind", "step"}, {"step", step}, {"phase", "decode"}, {"added", added_json(f.tree, {last})}, {"forward", fwd},
+                     {"kv", {{"slots", f.slots.num_slots()}, {"peak", f.slots.peak()}}}});
+  }
+  auto& m = res.metrics;
+  m.generated = static_cast<int32_t>(res.tokens.size());
+  m.computed_tokens = f.computed;
+  m.computed_decode = f.computed - m.prompt_len;
+  m.peak_slots = f.slots.peak();
+  m.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (trace) trace->record({{"kind", "summary"}, {"outputs", {{{"tokens", res.tokens}}}}, {"metrics", m.to_json()}, {"seconds", m.seconds}});
+  return res;
+}
+
+LookaheadResult lookahead_decode(Model& model, const std::vector<int32_t>& prompt, const LookaheadConfig& cfg,
+                                 TraceSink* trace) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const int32_t V = model.vocab_size();
+  prompt_check(prompt, V, "lookahead decoding");
+  TS_CHECK(cfg.max_new_tokens >= 1, "lookahead: max_new_tokens must be >= 1, got " << cfg.max_new_tokens);
+  TS_CHECK(cfg.window >= 0 && cfg.ngram >= 2 && cfg.max_candidates >= 0 && cfg.pool_per_key >= 1 &&
+               cfg.trie_depth >= 1 && cfg.trie_nodes >= 1,
+           "lookahead: need window >= 0, ngram >= 2, candidates >= 0, pool_per_key >= 1, trie depth/nodes >= 1");
+  const int32_t N = cfg.ngram, W = cfg.window;
+  model.reset();
+  LookaheadResult res;
+  auto& m = res.metrics;
+  m.prompt_len = static_cast<int32_t>(prompt.size());
+  Fed f;
+  NgramPool pool(cfg.pool_per_key);
+  if (trace) {
+    json c = {{"max_new_tokens", cfg.max_new_tokens}, {"eos_token", cfg.eos_token}, {"window", W}, {"ngram", N},
+              {"max_candidates", cfg.max_candidates}, {"pool_per_key", cfg.pool_per_key}, {"trie_depth", cfg.trie_depth},
+              {"trie_nodes", cfg.trie_nodes}, {"seed", cfg.seed}, {"verify", verify_name(cfg.verify)}, {"prompt", prompt}};
+    trace->record(trace_header("lookahead", "cpu-reference", c, model.describe(), model.vocab_strings()));
+  }
+
+  std::vector<int32_t> prompt_nodes = f.tree.add_chain(kNoNode, prompt);
+  json fwd = feed(model, f, prompt_nodes, trace);
+  if (trace)
+    trace->record({{"kind", "step"}, {"step", 0}, {"phase", "prefill"}, {"added", added_json(f.tree, prompt_nodes)}, {"forward", fwd}});
+  int32_t last = prompt_nodes.back();  // the last node whose KV is in the cache
+  int32_t pending = argmax_row(f.logits.row(f.logits.rows - 1), V);  // accepted, not yet fed
+
+  // The Jacobi window: guesses for the W positions after the pending token,
+  // seeded with prompt tokens (as the official implementation does).
+  std::vector<int32_t> window(static_cast<size_t>(W));
+  for (int32_t i = 0; i < W; ++i)
+    window[static_cast<size_t>(i)] = prompt[mix(cfg.seed ^ static_cast<uint64_t>(i)) % prompt.size()];
+  // Trajectory: the last N - 1 window states, each as position -> token.
+  std::deque<std::map<int32_t, int32_t>> history;
+
+  res.tokens.push_back(pending);
+  bool stop = pending == cfg.eos_token || cfg.max_new_tokens == 1;
+  for (int32_t step = 1; !stop; ++step) {
+    const int32_t p = f.tree.node(last).depth + 1;  // position of the pending token
+    const int32_t root = f.tree.add_child(last, pending, 0.0);
+    std::vector<int32_t> fed = {root};
+    // Lookahead branch: the window as a chain under the pending token.
+    std::vector<int32_t> win_nodes;
+    for (int32_t i = 0, parent = root; i < W; ++i) {
+      parent = f.tree.add_child(parent, window[static_cast<size_t>(i)], 0.0);
+      win_nodes.push_back(parent);
+      fed.push_back(parent);
+    }
+    // Verification branch.
+    const auto cands = cfg.verify == LookaheadVerify::greedy_only ? std::vector<std::vector<int32_t>>{}
+                                                                  : pool.get(pending, cfg.max_candidates);
+    std::vector<std::vector<int32_t>> chains;  // node ids per candidate (independent mode)
+    std::vector<int32_t> cand_nodes;
+    if (cfg.verify == LookaheadVerify::independent) {
+      for (const auto& c : cands) {
+        chains.emplace_back();
+        for (int32_t i = 0, parent = root; i < static_cast<int32_t>(c.size()); ++i) {
+          parent = f.tree.add_child(parent, c[static_cast<size_t>(i)], 0.0);
+          chains.back().push_back(parent);
+          cand_nodes.push_back(parent);
+        }
+      }
+    } else if (cfg.verify == LookaheadVerify::trie) {
+      // Alg. 1 line 1: merge into a trie under the pending token, within D and B.
+      std::map<std::pair<int32_t, int32_t>, int32_t> child;  // (parent, token) -> node
+      for (const auto& c : cands) {
+        int32_t parent = root;
+        for (int32_t i = 0; i < std::min<int32_t>(cfg.trie_depth, static_cast<int32_t>(c.size())); ++i) {
+          auto key = std::make_pair(parent, c[static_cast<size_t>(i)]);
+          auto it = child.find(key);
+          if (it == child.end()) {
+            if (static_cast<int32_t>(cand_nodes.size()) >= cfg.trie_nodes) break;
+            it = child.emplace(key, f.tree.add_child(parent, c[static_cast<size_t>(i)], 0.0)).first;
+            cand_nodes.push_back(it->second);
+          }
+          parent = it->second;
+        }
+      }
+    }
+    fed.insert(fed.end(), cand_nodes.begin(), cand_nodes.end());
+    // Alg. 1 lines 2-4: every node once, parents before children, one forward pass.
+    fwd = feed(model, f, fed, trace);
+    m.lookahead_tokens += W;
+    m.verify_tokens += static_cast<int64_t>(cand_nodes.size());
+    std::unordered_map<int32_t, int32_t> row_of;
+    for (size_t i = 0; i < fed.size(); ++i) row_of[fed[i]] = static_cast<int32_t>(i);
+    auto greedy_after = [&](int32_t node) { return argmax_row(f.logits.row(row_of.at(node)), V); };
+
+    // Alg. 1 line 5: the longest path whose every token is the greedy prediction of its parent.
+    std::vector<int32_t> matched;  // candidate nodes accepted, in order
+    if (cfg.verify == LookaheadVerify::independent) {
+      for (const auto& ch : chains) {
+        std::vector<int32_t> mm;
+        int32_t g = greedy_after(root);
+        for (int32_t nd : ch) {
+          if (f.tree.node(nd).token != g) break;
+          mm.push_back(nd);
+          g = greedy_after(nd);
+        }
+        if (mm.size() > matched.size()) matched = mm;
+      }
+    } else {
+      int32_t node = root;
+      for (;;) {
+        const int32_t g = greedy_after(node);
+        int32_t next = kNoNode;
+        for (int32_t c : f.tree.children(node))
+          if (f.tree.node(c).token == g && std::find(cand_nodes.begin(), cand_nodes.end(), c) != cand_nodes.end()) next = c;
+        if (next == kNoNode) break;
+        matched.push_back(next);
+        node = next;
+      }
+    }
+    std::vector<int32_t> accepted;
+    for (int32_t nd : matched) accepted.push_back(f.tree.node(nd).token);
+    const int32_t tail = matched.empty() ? root : matched.back();
+    accepted.push_back(greedy_after(tail));
+    m.accepted_from_candidates += static_cast<int64_t>(matched.size());
+
+    // Jacobi update: predictions for positions p+1 .. p+W+1.
+    std::map<int32_t, int32_t> jac;
+    jac[p + 1] = greedy_after(root);
+    for (int32_t i = 0; i < W; ++i) jac[p + 2 + i] = greedy_after(win_nodes[static_cast<size_t>(i)]);
+    std::map<int32_t, int32_t> state;
+    for (int32_t i = 0; i < W; ++i) state[p + 1 + i] = window[static_cast<size_t>(i)];
+    history.push_back(std::move(state));
+    while (static_cast<int32_t>(history.size()) > N - 1) history.pop_front();
+    // n-grams along the trajectory's diagonal: (L0[q], L1[q+1], ..., L_{N-2}[q+N-2], J[q+N-1]).
+    if (static_cast<int32_t>(history.size()) == N - 1)
+      for (const auto& [q, key] : history.front()) {
+        std::vector<int32_t> cont;
+        for (int32_t l = 1; l < N - 1; ++l) {
+          auto it = history[static_cast<size_t>(l)].find(q + l);
+          if (it == history[static_cast<size_t>(l)].end()) break;
+          cont.push_back(it->second);
+        }
+        auto jt = jac.find(q + N - 1);
+        if (static_cast<int32_t>(cont.size()) == N - 2 && jt != jac.end()) {
+          cont.push_back(jt->second);
+          pool.add(key, std::move(cont));
+        }
+      }
+
+    // Context and KV update (Alg. 1 line 6): keep the accepted path, drop the rest in one compaction.
+    for (int32_t nd : fed) f.tree.node(nd).status = NodeStatus::rejected;
+    f.tree.node(root).status = NodeStatus::accepted;
+    for (int32_t nd : matched) f.tree.node(nd).status = NodeStatus::accepted;
+    m.peak_slots = std::max<int64_t>(m.peak_slots, f.slots.num_slots());
+    json added = trace ? added_json(f.tree, fed) : json();
+    const CompactionPlan plan = kv_collect_garbage(f.tree, {tail}, f.slots.num_slots());
+    model.compact(plan);
+    f.slots.apply(plan);
+    last = tail;
+    for (int32_t t : accepted) {
+      if (stop) break;
+      res.tokens.push_back(t);
+      stop = t == cfg.eos_token || static_cast<int32_t>(res.tokens.size()) >= cfg.max_new_tokens;
+    }
+    pending = accepted.back();
+    // The next window starts after the new pending token.
+    const int32_t np = p + static_cast<int32_t>(accepted.size());
+    for (int32_t i = 0; i < W; ++i) {
+      auto it = jac.find(np + 1 + i);
+      window[static_cast<size_t>(i)] =
+          it != jac.end() ? it->second : window[static_cast<size_t>(std::max(0, W - 1))];
+    }
+    m.steps = step;
+    if (trace) {
+      trace->record({{"kind", "step"},
+                     {"step", step},
+                     {"phase", "verify"},
+                     {"added", added},
+                     {"forward", fwd},
+                     {"verify", {{"candidates", cands}, {"candidate_nodes", cand_nodes}, {"window_nodes", win_nodes},
+                                 {"accepted_nodes", matched}, {"accepted_tokens", accepted}}},
+                     {"kv", {{"slots", plan.old_num_slots}, {"peak", f.slots.peak()}}}});
+      json g = trace_compaction(plan);
+      g["kind"] = "gc";
+      g["step"] = step;
+      trace->record(std::move(g));
+    }
+  }
+  if (static_cast<int32_t>(res.tokens.size()) > cfg.max_new_tokens) res.tokens.resize(static_cast<size_t>(cfg.max_new_tokens));
+  m.generated = static_cast<int32_t>(res.tokens.size());
+  m.computed_tokens = f.computed;
+  m.computed_decode = f.computed - m.prompt_len;
+  m.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (trace) trace->record({{"kind", "summary"}, {"outputs", {{{"tokens", res.tokens}}}}, {"metrics", m.to_json()}, {"seconds", m.seconds}});
+  return res;
+}
+
+}  // namespace triescope
