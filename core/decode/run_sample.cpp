@@ -24,7 +24,8 @@ Sample sample_parse(const json& j, const std::string& origin) {
   s.algorithm = r.get_string("algorithm");
   const bool beam_algo = s.algorithm == "trie_beam_search" || s.algorithm == "batch_beam_search";
   const bool seq_algo = s.algorithm == "greedy" || s.algorithm == "lookahead";
-  TS_CHECK(beam_algo || seq_algo,
+  const bool multigen = s.algorithm == "multigen";
+  TS_CHECK(beam_algo || seq_algo || multigen,
            r.where("algorithm") << " must be one of " << kSampleAlgorithms << ", got \"" << s.algorithm << "\"");
   s.model = model_from_json(r.object("model"));
   const int32_t V = s.model->vocab_size();
@@ -57,6 +58,19 @@ Sample sample_parse(const json& j, const std::string& origin) {
       c.verify = v == "trie" ? LookaheadVerify::trie : v == "independent" ? LookaheadVerify::independent : LookaheadVerify::greedy_only;
     }
     l.finish();
+  }
+  if (multigen) {
+    auto g = r.object("multigen");
+    MultiGenConfig& c = s.multigen;
+    c.num_samples = static_cast<int32_t>(g.get_int("num_samples", 1, 1 << 16));
+    c.max_new_tokens = static_cast<int32_t>(g.get_int("max_new_tokens", 1, 1 << 20));
+    c.eos_token = static_cast<int32_t>(g.get_int("eos_token", -1, V - 1, -1));
+    const std::string method = g.get_string("method", "structured");
+    TS_CHECK(method == "copy" || method == "structured" || method == "hybrid",
+             g.where("method") << " must be copy, structured or hybrid, got \"" << method << "\"");
+    c.method = method == "copy" ? MultiGenMethod::copy : method == "hybrid" ? MultiGenMethod::hybrid : MultiGenMethod::structured;
+    if (g.has("sampling")) c.sampling = SamplingConfig::from_json(g.object("sampling"));
+    g.finish();
   }
   if (r.has("trace")) {
     auto t = r.object("trace");
@@ -120,6 +134,28 @@ SampleRun run_sequence_sample(Sample& s, TraceSink* trace, std::ostream& os) {
   return out;
 }
 
+SampleRun run_multigen_sample(Sample& s, TraceSink* trace, std::ostream& os) {
+  SampleRun out;
+  const MultiGenConfig& c = s.multigen;
+  os << "algorithm: multigen (" << multigen_method_name(c.method) << "), k " << c.num_samples << ", max_new_tokens "
+     << c.max_new_tokens << ", prompt " << s.prompt.size() << " tokens\n";
+  out.samples = multigen_decode(*s.model, s.prompt, c, trace);
+  for (size_t i = 0; i < out.samples.samples.size(); ++i)
+    os << "  sample " << i << ": " << tokens_to_text(*s.model, out.samples.samples[i]) << "\n";
+  // The other two methods on the same RNG stream: the samples must agree.
+  bool same = true;
+  os << "KV slots at peak:";
+  for (MultiGenMethod m : {MultiGenMethod::copy, MultiGenMethod::structured, MultiGenMethod::hybrid}) {
+    MultiGenConfig other = c;
+    other.method = m;
+    const MultiGenResult r = m == c.method ? out.samples : multigen_decode(*s.model, s.prompt, other);
+    same = same && r.samples == out.samples.samples;
+    os << " " << multigen_method_name(m) << " " << r.metrics.peak_slots;
+  }
+  os << "\nidentical samples across copy / structured / hybrid: " << (same ? "yes" : "NO") << "\n";
+  return out;
+}
+
 }  // namespace
 
 SampleRun run_sample(Sample& s, TraceSink* trace, std::ostream& os) {
@@ -127,6 +163,7 @@ SampleRun run_sample(Sample& s, TraceSink* trace, std::ostream& os) {
   os << "sample: " << s.name << " (" << s.path << ")\n";
   if (!s.description.empty()) os << "  " << s.description << "\n";
   if (s.algorithm == "greedy" || s.algorithm == "lookahead") return run_sequence_sample(s, trace, os);
+  if (s.algorithm == "multigen") return run_multigen_sample(s, trace, os);
   os << "algorithm: " << s.algorithm << ", beams " << s.beam.num_beams << ", max_new_tokens " << s.beam.max_new_tokens
      << ", gc_interval " << s.beam.gc_interval << ", prompt " << s.prompt.size() << " tokens\n";
   if (s.algorithm == "batch_beam_search") {

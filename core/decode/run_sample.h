@@ -9,6 +9,7 @@
 
 #include "core/decode/beam_config.h"
 #include "core/decode/lookahead.h"
+#include "core/decode/multigen.h"
 #include "core/model/model.h"
 #include "core/trace/trace.h"
 
@@ -27,6 +28,7 @@ struct Sample {
   std::vector<int32_t> prompt;
   BeamConfig beam;            // beam algorithms
   LookaheadConfig lookahead;  // greedy and lookahead
+  MultiGenConfig multigen;    // multigen
   DecodeOptions options;
 };
 
@@ -34,11 +36,12 @@ struct Sample {
 Sample sample_load(const std::string& path);
 Sample sample_parse(const json& j, const std::string& origin);
 
-inline constexpr const char* kSampleAlgorithms = "trie_beam_search, batch_beam_search, greedy, lookahead";
+inline constexpr const char* kSampleAlgorithms = "trie_beam_search, batch_beam_search, greedy, lookahead, multigen";
 
 struct SampleRun {
   DecodeResult result;            // beam algorithms
   LookaheadResult sequence;       // greedy and lookahead
+  MultiGenResult samples;         // multigen
   // Filled for trie_beam_search: the batch baseline run on the same model, so
   // the report can print both layouts' KV figures from one invocation.
   std::unique_ptr<DecodeResult> baseline;

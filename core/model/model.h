@@ -20,6 +20,11 @@ struct StepInput {
   std::vector<int32_t> slots;      // [num_queries] KV slot each query's K/V is written to
   BitMask mask;                    // [num_queries x num_slots] row q: slots query q may read (incl. its own)
   int32_t num_slots = 0;           // slots in the cache once this step's writes are done
+  // Every query's row allows all of slots [0, shared_prefix_slots) (e.g. the
+  // prompt in MultiGen). A model may attend to that block densely and gather
+  // the rest per query (MultiGen Method 3, "hybrid attention"); 0 = no hint.
+  // The result must not depend on it.
+  int32_t shared_prefix_slots = 0;
 };
 
 struct Logits {

@@ -73,6 +73,11 @@ void step_input_check(const StepInput& in, int32_t vocab_size) {
              "step input: slots[" << i << "] = " << in.slots[i] << " outside [0, " << in.num_slots << ")");
     TS_CHECK(in.positions[i] >= 0, "step input: positions[" << i << "] = " << in.positions[i] << " is negative");
   }
+  TS_CHECK(in.shared_prefix_slots >= 0 && in.shared_prefix_slots <= in.num_slots,
+           "step input: shared_prefix_slots " << in.shared_prefix_slots << " outside [0, " << in.num_slots << "]");
+  for (int32_t r = 0; r < in.mask.rows && in.shared_prefix_slots > 0; ++r)
+    for (int32_t s = 0; s < in.shared_prefix_slots; ++s)
+      TS_CHECK(in.mask.test(r, s), "step input: shared_prefix_slots says every row reads slot " << s << ", row " << r << " does not");
 }
 
 void SyntheticModel::forward(const StepInput& in, Logits& out) {

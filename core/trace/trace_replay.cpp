@@ -161,11 +161,34 @@ StepView TraceReplay::at(int32_t step) const {
       }
     }
   }
+  // A reader must never index through a malformed tree: every id defined,
+  // parents earlier in the tree, depth = parent's depth + 1, slots unique.
+  for (size_t i = 0; i < v.nodes.size(); ++i) {
+    const TreeNode& n = v.nodes[i];
+    TS_CHECK(n.id == static_cast<int32_t>(i), origin_ << ": node " << i << " is used by step " << step
+                                                      << " but never defined by an added or keyframe record");
+    TS_CHECK(n.parent >= kNoNode && n.parent < n.id,
+             origin_ << ": node " << i << " field parent = " << n.parent << " must be -1 or an earlier node");
+    if (n.parent != kNoNode)
+      TS_CHECK(n.depth == v.nodes[static_cast<size_t>(n.parent)].depth + 1,
+               origin_ << ": node " << i << " field depth = " << n.depth << ", its parent's depth + 1 is "
+                       << v.nodes[static_cast<size_t>(n.parent)].depth + 1);
+    TS_CHECK(n.slot >= kNoSlot && n.slot < (1 << 30), origin_ << ": node " << i << " field slot = " << n.slot << " out of range");
+  }
   int32_t num_slots = v.kv.contains("slots") && v.kv["slots"].is_number_integer() ? v.kv["slots"].get<int32_t>() : 0;
   for (auto& n : v.nodes) num_slots = std::max(num_slots, n.slot + 1);
   v.slot_to_node.assign(static_cast<size_t>(std::max(0, num_slots)), kNoNode);
   for (auto& n : v.nodes)
-    if (n.slot >= 0) v.slot_to_node[static_cast<size_t>(n.slot)] = n.id;
+    if (n.slot >= 0) {
+      TS_CHECK(v.slot_to_node[static_cast<size_t>(n.slot)] == kNoNode,
+               origin_ << ": slot " << n.slot << " held by nodes " << v.slot_to_node[static_cast<size_t>(n.slot)] << " and " << n.id
+                       << " at step " << step);
+      v.slot_to_node[static_cast<size_t>(n.slot)] = n.id;
+    }
+  if (v.forward)
+    for (int32_t q : v.forward->queries)
+      TS_CHECK(q >= 0 && static_cast<size_t>(q) < v.nodes.size(),
+               origin_ << ": step " << step << " forward.queries names node " << q << ", which does not exist");
   return v;
 }
 

@@ -88,7 +88,7 @@ TEST_CASE("samples: scripted vocabulary mismatches are named", "[sample]") {
 }
 
 TEST_CASE("samples: every bundled sample loads", "[sample]") {
-  for (const char* name : {"figure1_once_upon_a_time.json", "synthetic_long.json", "lookahead_repetitive.json"}) {
+  for (const char* name : {"figure1_once_upon_a_time.json", "synthetic_long.json", "lookahead_repetitive.json", "multigen_figure1.json"}) {
     CAPTURE(name);
     CHECK_NOTHROW(sample_load(std::string(TRIESCOPE_SOURCE_DIR) + "/samples/" + name));
   }
