@@ -174,3 +174,36 @@ TEST_CASE("trace reader: names the file, line and field of bad input", "[trace]"
   CHECK_THAT(msg(no_step), Catch::Contains("t.jsonl:2: field step"));
   CHECK(msg(good) == "no error");
 }
+
+TEST_CASE("trace replay: a malformed tree gets a named error, never a crash", "[trace]") {
+  auto base = decode_trace(2, 0, 0);
+  auto error_at = [](std::vector<json> recs, int32_t step) {
+    try {
+      TraceReplay(std::move(recs), "t.jsonl").at(step);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  REQUIRE(error_at(base, 3) == "no error");
+  SECTION("a node that is never defined") {
+    auto recs = base;
+    recs[1]["added"].erase(1);  // drop prompt node 1 from the prefill
+    CHECK_THAT(error_at(recs, 3), Catch::Contains("t.jsonl: node 1 is used by step 3 but never defined"));
+  }
+  SECTION("a parent that comes later") {
+    auto recs = base;
+    recs[1]["added"][0]["parent"] = 2;
+    CHECK_THAT(error_at(recs, 1), Catch::Contains("node 0 field parent = 2"));
+  }
+  SECTION("a depth that is not the parent's + 1") {
+    auto recs = base;
+    recs[1]["added"][2]["depth"] = 7;
+    CHECK_THAT(error_at(recs, 1), Catch::Contains("node 2 field depth = 7"));
+  }
+  SECTION("two nodes in one slot") {
+    auto recs = base;
+    recs[1]["added"][2]["slot"] = 1;
+    CHECK_THAT(error_at(recs, 1), Catch::Contains("slot 1 held by nodes 1 and 2"));
+  }
+}
