@@ -13,6 +13,8 @@
 
 namespace triescope {
 
+class StaticConstraint;
+
 inline constexpr const char* kSampleFormat = "triescope.sample";
 inline constexpr int kSampleVersion = 1;
 
@@ -26,6 +28,7 @@ struct Sample {
   std::vector<int32_t> prompt;
   BeamConfig beam;
   DecodeOptions options;
+  std::shared_ptr<StaticConstraint> constraint;  // the sample's "constraint" object (STATIC), if any
 };
 
 // Parses and validates a sample; every error names the file and the field.
