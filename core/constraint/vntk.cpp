@@ -81,7 +81,10 @@ int32_t where_bits(const uint64_t* bits, int32_t V, T* row) {
     count += std::popcount(word);
     const int32_t hi = std::min(64, V - w * 64);
     T* r = row + static_cast<size_t>(w) * 64;
-    for (int32_t b = 0; b < hi; ++b) r[b] = ((word >> b) & 1u) ? r[b] : kNegInf;
+    // Whole words first: deep dense rows are mostly empty, the root's mostly full.
+    if (word == 0) std::fill(r, r + hi, kNegInf);
+    else if (word != ~uint64_t{0})
+      for (int32_t b = 0; b < hi; ++b) r[b] = ((word >> b) & 1u) ? r[b] : kNegInf;
   }
   return count;
 }
