@@ -168,7 +168,7 @@ void run_steps(benchmark::State& state, const std::string& key) {
       const std::vector<int64_t>* st = ix ? &f.states[key][static_cast<size_t>(t)] : nullptr;
       if (floor) {
         const double m0 = cpu_now();
-        std::fill(lp.begin(), lp.end(), -std::numeric_limits<float>::infinity());
+        fill_neg_inf(lp.data(), static_cast<int64_t>(lp.size()));
         cpu_constraint += cpu_now() - m0;
         benchmark::DoNotOptimize(lp.data());
       }

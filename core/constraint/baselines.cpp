@@ -48,7 +48,6 @@ int64_t PointerTrieIndex::root_state() const { return static_cast<int64_t>(reint
 
 template <class T>
 void PointerTrieIndex::mask_impl(const int64_t* states, int32_t n, T* lp, int32_t* valid, MaskPath* path) {
-  constexpr T kNegInf = -std::numeric_limits<T>::infinity();
   std::vector<std::pair<int32_t, T>> keep;
   for (int32_t i = 0; i < n; ++i) {
     T* row = lp + static_cast<size_t>(i) * static_cast<size_t>(vocab_);
@@ -57,7 +56,7 @@ void PointerTrieIndex::mask_impl(const int64_t* states, int32_t n, T* lp, int32_
       const Node* nd = reinterpret_cast<const Node*>(static_cast<intptr_t>(states[i]));
       for (const auto& [tok, child] : nd->children) keep.emplace_back(tok, row[tok]);
     }
-    std::fill(row, row + vocab_, kNegInf);
+    fill_neg_inf(row, vocab_);
     for (auto& [tok, v] : keep) row[tok] = v;
     if (valid) valid[i] = static_cast<int32_t>(keep.size());
     if (path) path[i] = MaskPath::pointer;
