@@ -212,3 +212,27 @@ TEST_CASE("VNTK: speculative slice outputs (Alg. 2) hold exactly the row's candi
     CHECK(std::isinf(lp[6]));
   }
 }
+
+TEST_CASE("transition matrix: |V| > 65536 stores 32-bit tokens in the compact layout", "[constraint]") {
+  const int32_t d = GENERATE(0, 1);
+  const uint64_t seed = GENERATE(5u, 6u);
+  CAPTURE(d, seed);
+  const int32_t V = 70000;
+  auto set = std::make_shared<const ConstraintSet>(constraint_set_random(300, 3, V, seed));
+  const auto a = TransitionMatrix::build(*set, {d, CsrLayout::stacked});
+  const auto b = TransitionMatrix::build(*set, {d, CsrLayout::compact});
+  CHECK(b.cols16.empty());
+  REQUIRE(b.cols32.size() == static_cast<size_t>(b.num_edges()));
+  for (int64_t e = 0; e < a.num_edges(); ++e) REQUIRE(a.edge_token(e) == b.edge_token(e));
+  VntkIndex ia(std::make_shared<const TransitionMatrix>(a)), ib(std::make_shared<const TransitionMatrix>(b));
+  for (int64_t i = 0; i < set->size(); i += 7) {
+    int64_t sa = 0, sb = 0;
+    for (int32_t t = 0; t < 3; ++t) {
+      sa = ia.next_state(sa, set->item(i)[t], t);
+      sb = ib.next_state(sb, set->item(i)[t], t);
+      REQUIRE(sa == sb);
+      REQUIRE(sa != kDeadState);
+    }
+  }
+  CHECK_THROWS_WITH(TransitionMatrix::build(*set, {2, CsrLayout::stacked}), Catch::Contains("needs"));
+}
