@@ -129,6 +129,12 @@ TEST_CASE("exact indexes agree: masks and next states on random sets and beams",
       std::vector<double> lp = lp0;
       std::vector<int32_t> valid(static_cast<size_t>(n));
       ix.mask(st.data(), n, t, lp.data(), valid.data(), nullptr);
+      // the float instantiation (the benchmark's) masks the same tokens
+      std::vector<float> lpf(lp0.begin(), lp0.end());
+      std::vector<int32_t> validf(static_cast<size_t>(n));
+      ix.mask(st.data(), n, t, lpf.data(), validf.data(), nullptr);
+      REQUIRE(validf == valid);
+      for (size_t k2 = 0; k2 < lp.size(); ++k2) REQUIRE(std::isinf(lpf[k2]) == std::isinf(lp[k2]));
       for (int32_t i = 0; i < n; ++i) {
         CAPTURE(i);
         const auto want = brute_valid(*set, prefixes[static_cast<size_t>(i)]);
