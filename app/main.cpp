@@ -11,7 +11,8 @@ void usage() {
                "  run <sample.json> [--out trace.jsonl] [--backend cpu]   decode a sample, write its trace\n"
                "  diff <a.jsonl> <b.jsonl> [--tolerance 1e-6]             first divergence of two traces (exit 1)\n"
                "  inspect <trace.jsonl> [--step N]                         text view of one step\n"
-               "  simulate [--beams 3,9,15] [--lengths 64,256] [--csv F]  trie vs batch KV slots per step\n";
+               "  simulate [--beams 3,9,15] [--lengths 64,256] [--csv F]  trie vs batch KV slots per step\n"
+               "  constraint build|stats|check|csr|random ...            STATIC constraint sets and CSR indexes\n";
 }
 }  // namespace
 
@@ -28,6 +29,7 @@ int main(int argc, char** argv) {
     if (cmd == "diff") return cmd_diff(args);
     if (cmd == "inspect") return cmd_inspect(args);
     if (cmd == "simulate") return cmd_simulate(args);
+    if (cmd == "constraint") return cmd_constraint(args);
     std::cerr << "triescope: unknown command '" << cmd << "'\n";
     usage();
     return 2;

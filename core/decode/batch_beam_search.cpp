@@ -161,11 +161,12 @@ DecodeResult batch_beam_search(Model& model, const std::vector<int32_t>& prompt,
     for (int32_t j = 0; j < B; ++j)
       for (int32_t p = 0; p < cap; ++p)
         plan.src[static_cast<size_t>(j) * cap + static_cast<size_t>(p)] = (j < new_rows ? next_indices[static_cast<size_t>(j)] : j) * cap + p;
+    const std::vector<int64_t> prev_cstates = cstates;  // rows are gathered: read the old states, not ones already overwritten
     for (int32_t j = 0; j < new_rows; ++j) {
       reordered.push_back(input_ids[static_cast<size_t>(next_indices[static_cast<size_t>(j)])]);
       reordered.back().push_back(next_tokens[static_cast<size_t>(j)]);
       beam_scores[static_cast<size_t>(j)] = next_scores[static_cast<size_t>(j)];
-      if (constraint) cstates[static_cast<size_t>(j)] = constraint->next_state(cstates[static_cast<size_t>(next_indices[static_cast<size_t>(j)])], next_tokens[static_cast<size_t>(j)], cur - 1);
+      if (constraint) cstates[static_cast<size_t>(j)] = constraint->next_state(prev_cstates[static_cast<size_t>(next_indices[static_cast<size_t>(j)])], next_tokens[static_cast<size_t>(j)], cur - 1);
     }
     model.compact(plan);
     for (int32_t j = new_rows; j < B; ++j) reordered.push_back(input_ids[static_cast<size_t>(j)]);

@@ -4,6 +4,7 @@
 
 #include "core/common/error.h"
 #include "core/config/json_reader.h"
+#include "core/constraint/static_constraint.h"
 #include "core/decode/batch_beam_search.h"
 #include "core/decode/trie_beam_search.h"
 #include "core/model/model_factory.h"
@@ -77,6 +78,7 @@ Sample sample_parse(const json& j, const std::string& origin) {
     s.options.keyframe_interval = static_cast<int32_t>(t.get_int("keyframe_interval", 0, 1 << 20, 16));
     t.finish();
   }
+  if (r.has("constraint")) s.constraint = static_constraint_from_json(r.object("constraint"), V, origin);
   r.finish();
   return s;
 }
@@ -167,15 +169,17 @@ SampleRun run_sample(Sample& s, TraceSink* trace, std::ostream& os) {
   os << "algorithm: " << s.algorithm << ", beams " << s.beam.num_beams << ", max_new_tokens " << s.beam.max_new_tokens
      << ", gc_interval " << s.beam.gc_interval << ", prompt " << s.prompt.size() << " tokens\n";
   if (s.algorithm == "batch_beam_search") {
-    out.result = batch_beam_search(*s.model, s.prompt, s.beam, trace, s.options);
+    out.result = batch_beam_search(*s.model, s.prompt, s.beam, trace, s.options, s.constraint.get());
     report_result(os, *s.model, s.prompt, out.result, "batch beam search");
+    if (s.constraint) static_constraint_report(*s.constraint, out.result, os);
     const auto& m = out.result.metrics;
     os << "KV cache: batch layout holds " << m.peak_slots << " tokens at its peak (" << m.peak_bytes << " bytes)\n";
     return out;
   }
-  out.result = trie_beam_search(*s.model, s.prompt, s.beam, trace, s.options);
+  out.result = trie_beam_search(*s.model, s.prompt, s.beam, trace, s.options, s.constraint.get());
   report_result(os, *s.model, s.prompt, out.result, "trie beam search");
-  out.baseline = std::make_unique<DecodeResult>(batch_beam_search(*s.model, s.prompt, s.beam));
+  if (s.constraint) static_constraint_report(*s.constraint, out.result, os);
+  out.baseline = std::make_unique<DecodeResult>(batch_beam_search(*s.model, s.prompt, s.beam, nullptr, s.options, s.constraint.get()));
   const auto& m = out.result.metrics;
   const auto& bm = out.baseline->metrics;
   const bool same = out.result.hypotheses.size() == out.baseline->hypotheses.size() &&

@@ -15,6 +15,8 @@
 
 namespace triescope {
 
+class StaticConstraint;
+
 inline constexpr const char* kSampleFormat = "triescope.sample";
 inline constexpr int kSampleVersion = 1;
 
@@ -30,6 +32,7 @@ struct Sample {
   LookaheadConfig lookahead;  // greedy and lookahead
   MultiGenConfig multigen;    // multigen
   DecodeOptions options;
+  std::shared_ptr<StaticConstraint> constraint;  // the sample's "constraint" object (STATIC), if any
 };
 
 // Parses and validates a sample; every error names the file and the field.

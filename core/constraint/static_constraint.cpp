@@ -1,0 +1,99 @@
+#include "core/constraint/static_constraint.h"
+
+#include <algorithm>
+#include <filesystem>
+
+#include "core/common/error.h"
+#include "core/constraint/baselines.h"
+#include "core/constraint/vntk.h"
+
+namespace triescope {
+
+const std::vector<std::string>& constraint_impl_names() {
+  static const std::vector<std::string> names = {"vntk", "pointer_trie", "ppv_exact", "ppv_approx", "hash_bitmap"};
+  return names;
+}
+
+std::shared_ptr<ConstraintIndex> constraint_index_make(const std::string& impl, std::shared_ptr<const ConstraintSet> set,
+                                                       TransitionMatrixOptions opt, int32_t top_k) {
+  TS_CHECK(set, "constraint: no constraint set");
+  if (impl == "vntk") return std::make_shared<VntkIndex>(std::make_shared<const TransitionMatrix>(TransitionMatrix::build(*set, opt)));
+  if (impl == "pointer_trie") return std::make_shared<PointerTrieIndex>(*set);
+  if (impl == "ppv_exact") return std::make_shared<PpvIndex>(set, 0);
+  if (impl == "ppv_approx") return std::make_shared<PpvIndex>(set, top_k);
+  if (impl == "hash_bitmap") return std::make_shared<HashBitmapIndex>(*set);
+  TS_FAIL("constraint: impl must be one of vntk, pointer_trie, ppv_exact, ppv_approx, hash_bitmap; got \"" << impl << "\"");
+}
+
+StaticConstraint::StaticConstraint(std::shared_ptr<const ConstraintSet> set, std::shared_ptr<ConstraintIndex> index)
+    : set_(std::move(set)), index_(std::move(index)) {
+  TS_CHECK(set_ && index_, "static constraint: needs a set and an index");
+}
+
+void StaticConstraint::apply(const std::vector<int64_t>& states, int32_t step, double* logprobs, int32_t vocab, nlohmann::json* trace) {
+  TS_CHECK(vocab == index_->vocab_size(), "constraint: the model's vocabulary has " << vocab << " tokens, the constraint set "
+                                                                                    << set_->origin << " was read for " << index_->vocab_size());
+  const int32_t n = static_cast<int32_t>(states.size());
+  std::vector<int32_t> valid(static_cast<size_t>(n));
+  std::vector<MaskPath> path(static_cast<size_t>(n));
+  index_->mask(states.data(), n, step, logprobs, valid.data(), path.data());
+  if (!trace) return;
+  if (!trace->is_array()) *trace = nlohmann::json::array();
+  for (int32_t i = 0; i < n; ++i) {
+    nlohmann::json rec = {{"beam", i},
+                          {"state", index_->trace_state(states[static_cast<size_t>(i)], step)},
+                          {"valid", valid[static_cast<size_t>(i)]},
+                          {"path", mask_path_name(path[static_cast<size_t>(i)])}};
+    index_->trace_extra(states[static_cast<size_t>(i)], step, rec);
+    trace->push_back(std::move(rec));
+  }
+}
+
+nlohmann::json StaticConstraint::describe() const {
+  nlohmann::json j = index_->describe();
+  j["set"] = {{"origin", set_->origin}, {"items", set_->size()}, {"length", set_->length}, {"vocab_size", set_->vocab_size},
+              {"duplicates_removed", set_->duplicates_removed}};
+  return j;
+}
+
+StaticConstraint::Compliance StaticConstraint::compliance(const std::vector<Hypothesis>& hyps) const {
+  Compliance c;
+  for (const auto& h : hyps) {
+    ++c.hypotheses;
+    c.in_set += set_->contains(h.tokens);
+  }
+  return c;
+}
+
+std::shared_ptr<StaticConstraint> static_constraint_from_json(JsonObjectReader r, int32_t vocab_size, const std::string& sample_path) {
+  const std::string file = r.get_string("file");
+  const std::string format = r.get_string("format", "auto");
+  TS_CHECK(format == "text" || format == "npy" || format == "auto", r.where("format") << " must be text, npy or auto, got \"" << format << "\"");
+  TransitionMatrixOptions opt;
+  opt.dense_levels = static_cast<int32_t>(r.get_int("dense_levels", 0, 2, 0));
+  opt.layout = csr_layout_parse(r.get_string("layout", "stacked"), r.where("layout"));
+  const std::string impl = r.get_string("impl", "vntk");
+  const auto& names = constraint_impl_names();
+  TS_CHECK(std::find(names.begin(), names.end(), impl) != names.end(),
+           r.where("impl") << " must be one of vntk, pointer_trie, ppv_exact, ppv_approx, hash_bitmap; got \"" << impl << "\"");
+  const int32_t top_k = static_cast<int32_t>(r.get_int("top_k", 1, 1 << 20, 50));
+  r.finish();
+  std::filesystem::path p(file);
+  if (p.is_relative()) p = std::filesystem::path(sample_path).parent_path() / p;
+  auto set = std::make_shared<const ConstraintSet>(constraint_set_read(p.string(), format, vocab_size));
+  try {
+    return std::make_shared<StaticConstraint>(set, constraint_index_make(impl, set, opt, top_k));
+  } catch (const Error& e) {
+    TS_FAIL(r.where("impl") << ": " << e.what());
+  }
+}
+
+void static_constraint_report(const StaticConstraint& c, const DecodeResult& r, std::ostream& os) {
+  const auto comp = c.compliance(r.hypotheses);
+  const auto d = c.describe();
+  os << "constraint: " << d.value("name", d.value("impl", std::string("?"))) << " over |C| = " << c.set().size() << " ids (L = "
+     << c.set().length << ", " << c.set().origin << "); compliance " << comp.in_set << "/" << comp.hypotheses
+     << " hypotheses in C" << (comp.in_set == comp.hypotheses ? " (100%)" : " (VIOLATION)") << "\n";
+}
+
+}  // namespace triescope

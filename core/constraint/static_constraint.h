@@ -1,0 +1,56 @@
+// STATIC as a LogitsConstraint: plugs any ConstraintIndex (the CSR/VNTK
+// index or a baseline) into trie_beam_search and batch_beam_search, records
+// per-beam constraint info in the trace, and checks compliance of outputs.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "core/config/json_reader.h"
+#include "core/constraint/constraint_index.h"
+#include "core/constraint/constraint_set.h"
+#include "core/constraint/transition_matrix.h"
+#include "core/decode/beam_config.h"
+#include "core/decode/logits_constraint.h"
+
+namespace triescope {
+
+// impl: "vntk" (CSR, layout and d from opt), "pointer_trie", "ppv_exact",
+// "ppv_approx" (top_k logits), "hash_bitmap".
+std::shared_ptr<ConstraintIndex> constraint_index_make(const std::string& impl, std::shared_ptr<const ConstraintSet> set,
+                                                       TransitionMatrixOptions opt, int32_t top_k = 50);
+const std::vector<std::string>& constraint_impl_names();
+
+class StaticConstraint final : public LogitsConstraint {
+ public:
+  StaticConstraint(std::shared_ptr<const ConstraintSet> set, std::shared_ptr<ConstraintIndex> index);
+  int64_t initial_state() const override { return index_->root_state(); }
+  // Trace (when not null): one object per beam {beam, state, valid, path[, row, slice]}.
+  void apply(const std::vector<int64_t>& states, int32_t step, double* logprobs, int32_t vocab, nlohmann::json* trace) override;
+  int64_t next_state(int64_t state, int32_t token, int32_t step) const override { return index_->next_state(state, token, step); }
+  nlohmann::json describe() const override;
+
+  const ConstraintSet& set() const { return *set_; }
+  ConstraintIndex& index() { return *index_; }
+  struct Compliance {
+    int64_t hypotheses = 0;
+    int64_t in_set = 0;
+  };
+  Compliance compliance(const std::vector<Hypothesis>& hyps) const;
+
+ private:
+  std::shared_ptr<const ConstraintSet> set_;
+  std::shared_ptr<ConstraintIndex> index_;
+};
+
+// A sample's "constraint" object: {"file": path relative to the sample,
+// "format": "text"|"npy"|"auto", "dense_levels": d, "layout":
+// "stacked"|"compact", "impl": see constraint_index_make, "top_k": k}.
+std::shared_ptr<StaticConstraint> static_constraint_from_json(JsonObjectReader r, int32_t vocab_size, const std::string& sample_path);
+
+// One report line: implementation, |C|, and how many hypotheses lie in C.
+void static_constraint_report(const StaticConstraint& c, const DecodeResult& r, std::ostream& os);
+
+}  // namespace triescope
