@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "core/decode/trie_beam_search.h"
+#include "core/model/model_factory.h"
 #include "core/trace/trace.h"
 #include "tests/torch/torch_test_util.h"
 
@@ -189,4 +191,55 @@ TEST_CASE("bad checkpoints get named errors", "[model]") {
     fs::remove(st);
     REQUIRE_THROWS_WITH(TorchTransformer::load_dir(dir.string()), Catch::Contains("has neither model.safetensors"));
   }
+}
+
+TEST_CASE("attention biases (Qwen2 style) load and are used", "[model]") {
+  LlamaConfig c = tiny_config(4, 2, 64);
+  c.attention_bias = true;
+  const TensorMap w = llama_random_weights(c, 13, 0.2);
+  REQUIRE(w.count("model.layers.0.self_attn.k_proj.bias"));
+  const fs::path dir = fresh_dir("bias");
+  llama_checkpoint_write(dir.string(), c, w);
+  auto loaded = TorchTransformer::load_dir(dir.string());
+  TorchTransformer ref(c, w, {});
+  const Logits a = logits_of(*loaded), b = logits_of(ref);
+  CHECK(max_abs_diff(a.data.data(), b.data.data(), static_cast<int32_t>(a.data.size())) == 0.0f);
+  TensorMap zero = w;  // zeroing the biases changes the logits: they are applied
+  for (auto& [name, t] : zero)
+    if (name.find(".bias") != std::string::npos) std::fill(t.data.begin(), t.data.end(), 0.0f);
+  TorchTransformer nob(c, zero, {});
+  const Logits z = logits_of(nob);
+  CHECK(max_abs_diff(a.data.data(), z.data.data(), static_cast<int32_t>(a.data.size())) > 1e-3f);
+}
+
+TEST_CASE("model directory with tokenizer.json: text in, token strings in the trace", "[model]") {
+  torch_models_register();
+  const LlamaConfig c = tiny_config(4, 2, 302);  // the small tokenizer's ids reach 301
+  const fs::path dir = fresh_dir("with_tokenizer");
+  llama_checkpoint_write(dir.string(), c, llama_random_weights(c, 17, 0.2));
+  file_write_atomic((dir / "tokenizer.json").string(), small_tokenizer().dump());
+  const json mj = {{"type", "transformer"}, {"path", dir.string()}};
+  auto m = model_from_json(JsonObjectReader(mj, "sample.json", "model"));
+  REQUIRE(model_has_tokenizer(*m));
+  const std::string text = "the world<|endoftext|> caf\xc3\xa9";
+  const auto ids = model_encode_text(*m, text);
+  CHECK(model_decode_text(*m, ids) == text);
+  const auto vocab = m->vocab_strings();
+  REQUIRE(vocab.size() == 302u);
+  CHECK(vocab[300] == "<|endoftext|>");
+  BeamConfig cfg;
+  cfg.num_beams = 3;
+  cfg.max_new_tokens = 4;
+  MemoryTraceSink sink;
+  trie_beam_search(*m, ids, cfg, &sink);
+  REQUIRE(!sink.records.empty());
+  CHECK(sink.records.front()["vocab"].size() == 302u);
+  CHECK(sink.records.front().dump().find("<|endoftext|>") != std::string::npos);
+
+  // A config.json pasted into random_init works; that model has no tokenizer.
+  const json no_tok = {{"type", "transformer"}, {"random_init", c.to_json()}};
+  auto plain = model_from_json(JsonObjectReader(no_tok, "sample.json", "model"));
+  CHECK(!model_has_tokenizer(*plain));
+  CHECK(plain->vocab_strings().empty());
+  REQUIRE_THROWS_WITH(model_encode_text(*plain, "the"), Catch::Contains("no tokenizer"));
 }

@@ -6,61 +6,13 @@
 
 #include "core/model/torch/bpe_tokenizer.h"
 #include "core/trace/trace.h"
+#include "tests/torch/torch_test_util.h"
+
+using namespace triescope::test;
 
 using namespace triescope;
 using json = nlohmann::json;
 
-namespace {
-// GPT-2's byte alphabet, written out independently of the tokenizer's table.
-std::string byte_char(int b) {
-  static std::vector<std::string> table = [] {
-    std::vector<int> cps(256, -1);
-    for (int x = 33; x <= 126; ++x) cps[x] = x;
-    for (int x = 161; x <= 172; ++x) cps[x] = x;
-    for (int x = 174; x <= 255; ++x) cps[x] = x;
-    int n = 0;
-    for (int x = 0; x < 256; ++x)
-      if (cps[x] < 0) cps[x] = 256 + n++;
-    std::vector<std::string> t;
-    for (int cp : cps) {
-      std::string s;
-      if (cp < 0x80) {
-        s += static_cast<char>(cp);
-      } else {
-        s += static_cast<char>(0xc0 | (cp >> 6));
-        s += static_cast<char>(0x80 | (cp & 0x3f));
-      }
-      t.push_back(s);
-    }
-    return t;
-  }();
-  return table[static_cast<size_t>(b)];
-}
-
-json small_tokenizer(bool digits = false) {
-  json vocab = json::object();
-  for (int b = 0; b < 256; ++b) vocab[byte_char(b)] = b;
-  const std::string G = byte_char(' ');  // "Ġ"
-  const std::vector<std::pair<std::string, std::string>> merges = {
-      {G, "t"}, {"h", "e"}, {G + "t", "he"}, {"e", "r"}, {G, "w"}, {"o", "r"}, {G + "w", "or"}, {"l", "d"},
-      {G + "wor", "ld"}, {"1", "2"}, {byte_char(0xc3), byte_char(0xa9)}};  // the last: the bytes of "é"
-  json m = json::array();
-  int id = 256;
-  for (const auto& [a, b] : merges) {
-    m.push_back(a + " " + b);
-    vocab[a + b] = id++;
-  }
-  json pre = json{{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", true}};
-  if (digits) pre = {{"type", "Sequence"}, {"pretokenizers", {{{"type", "Digits"}, {"individual_digits", true}}, pre}}};
-  return {{"version", "1.0"},
-          {"added_tokens",
-           {{{"id", 300}, {"content", "<|endoftext|>"}, {"special", true}},
-            {{"id", 301}, {"content", "<|im_start|>"}, {"special", true}}}},
-          {"pre_tokenizer", pre},
-          {"decoder", {{"type", "ByteLevel"}}},
-          {"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", m}}}};
-}
-}  // namespace
 
 TEST_CASE("GPT-2 pre-tokenizer split", "[model]") {
   using V = std::vector<std::string>;

@@ -9,6 +9,59 @@
 #include "core/model/torch/torch_transformer.h"
 
 namespace triescope::test {
+using json = nlohmann::json;
+// GPT-2's byte alphabet, written out independently of the tokenizer's table.
+inline std::string byte_char(int b) {
+  static std::vector<std::string> table = [] {
+    std::vector<int> cps(256, -1);
+    for (int x = 33; x <= 126; ++x) cps[x] = x;
+    for (int x = 161; x <= 172; ++x) cps[x] = x;
+    for (int x = 174; x <= 255; ++x) cps[x] = x;
+    int n = 0;
+    for (int x = 0; x < 256; ++x)
+      if (cps[x] < 0) cps[x] = 256 + n++;
+    std::vector<std::string> t;
+    for (int cp : cps) {
+      std::string s;
+      if (cp < 0x80) {
+        s += static_cast<char>(cp);
+      } else {
+        s += static_cast<char>(0xc0 | (cp >> 6));
+        s += static_cast<char>(0x80 | (cp & 0x3f));
+      }
+      t.push_back(s);
+    }
+    return t;
+  }();
+  return table[static_cast<size_t>(b)];
+}
+
+inline json small_tokenizer(bool digits = false) {
+  json vocab = json::object();
+  for (int b = 0; b < 256; ++b) vocab[byte_char(b)] = b;
+  const std::string G = byte_char(' ');  // "Ġ"
+  const std::vector<std::pair<std::string, std::string>> merges = {
+      {G, "t"}, {"h", "e"}, {G + "t", "he"}, {"e", "r"}, {G, "w"}, {"o", "r"}, {G + "w", "or"}, {"l", "d"},
+      {G + "wor", "ld"}, {"1", "2"}, {byte_char(0xc3), byte_char(0xa9)}};  // the last: the bytes of "é"
+  json m = json::array();
+  int id = 256;
+  for (const auto& [a, b] : merges) {
+    m.push_back(a + " " + b);
+    vocab[a + b] = id++;
+  }
+  json pre = json{{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", true}};
+  if (digits) pre = {{"type", "Sequence"}, {"pretokenizers", {{{"type", "Digits"}, {"individual_digits", true}}, pre}}};
+  return {{"version", "1.0"},
+          {"added_tokens",
+           {{{"id", 300}, {"content", "<|endoftext|>"}, {"special", true}},
+            {{"id", 301}, {"content", "<|im_start|>"}, {"special", true}}}},
+          {"pre_tokenizer", pre},
+          {"decoder", {{"type", "ByteLevel"}}},
+          {"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", m}}}};
+}
+}  // namespace triescope::test
+
+namespace triescope::test {
 
 inline LlamaConfig tiny_config(int32_t heads = 4, int32_t kv_heads = 2, int32_t vocab = 96, bool tied = false,
                                int32_t layers = 2, int32_t hidden = 32) {

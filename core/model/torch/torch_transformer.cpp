@@ -226,11 +226,20 @@ void TorchTransformer::forward(const StepInput& in, Logits& out) {
       const at::Tensor Vs = V.narrow(0, 0, S).permute({1, 0, 2});  // [nkv, S, hd]
       attn = at::matmul(p, Vs).view({nkv, g, q, hd}).permute({2, 0, 1, 3}).reshape({q, nh * hd});
     } else {
-      const at::Tensor Kg = K.index_select(0, gidx).view({q, L, nkv, hd}).permute({0, 2, 3, 1});  // [q, nkv, hd, L]
-      const at::Tensor Vg = V.index_select(0, gidx).view({q, L, nkv, hd}).permute({0, 2, 1, 3});  // [q, nkv, L, hd]
-      const at::Tensor Q = qh.view({q, nkv, g, hd});
-      at::Tensor sc = at::matmul(Q, Kg).mul_(scale) + mask.view({q, 1, 1, L});  // [q, nkv, g, L]
-      attn = at::matmul(at::softmax(sc, -1), Vg).reshape({q, nh * hd});
+      // In query chunks so the gathered K/V stay within ~16M floats each
+      // (a batch prefill gathers b x prompt rows of prompt slots).
+      const int64_t chunk = std::max<int64_t>(1, (int64_t{1} << 24) / std::max<int64_t>(1, L * nkv * hd));
+      std::vector<at::Tensor> parts;
+      for (int64_t q0 = 0; q0 < q; q0 += chunk) {
+        const int64_t qn = std::min(chunk, q - q0);
+        const at::Tensor gi = gidx.narrow(0, q0 * L, qn * L);
+        const at::Tensor Kg = K.index_select(0, gi).view({qn, L, nkv, hd}).permute({0, 2, 3, 1});  // [qn, nkv, hd, L]
+        const at::Tensor Vg = V.index_select(0, gi).view({qn, L, nkv, hd}).permute({0, 2, 1, 3});  // [qn, nkv, L, hd]
+        const at::Tensor Q = qh.narrow(0, q0, qn).view({qn, nkv, g, hd});
+        at::Tensor sc = at::matmul(Q, Kg).mul_(scale) + mask.narrow(0, q0, qn).view({qn, 1, 1, L});  // [qn, nkv, g, L]
+        parts.push_back(at::matmul(at::softmax(sc, -1), Vg).reshape({qn, nh * hd}));
+      }
+      attn = parts.size() == 1 ? parts[0] : at::cat(parts, 0);
     }
     x = x + at::linear(attn, W.wo);
     const at::Tensor h2 = m.rms_norm(x, W.post_norm);

@@ -37,7 +37,10 @@ std::unique_ptr<Model> transformer_from_json(JsonObjectReader& r) {
     static const std::set<std::string> keys = {"vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers",
                                                "num_attention_heads", "num_key_value_heads", "head_dim", "rms_norm_eps",
                                                "rope_theta", "max_position_embeddings", "tie_word_embeddings",
-                                               "attention_bias", "eos_token_id", "model_type", "hidden_act"};
+                                               "attention_bias", "eos_token_id", "model_type", "hidden_act",
+                                               // harmless keys of a pasted config.json
+                                               "architectures", "torch_dtype", "bos_token_id", "pad_token_id",
+                                               "initializer_range", "use_cache", "transformers_version"};
     const json& cj = r.raw("random_init");
     TS_CHECK(cj.is_object(), r.where("random_init") << " must be an object of config.json keys");
     for (auto& [k, v] : cj.items()) TS_CHECK(keys.count(k), r.where("random_init") << "." << k << " is not a known config key");
