@@ -155,7 +155,6 @@ void TorchTransformer::forward(const StepInput& in, Logits& out) {
 
   // Read the mask rows once: allowed slots per query, checked against writes.
   std::vector<std::vector<int64_t>> rows(static_cast<size_t>(q));
-  int64_t allowed = 0;
   size_t longest = 0;
   for (int64_t r = 0; r < q; ++r) {
     const uint64_t* w = in.mask.row(static_cast<int32_t>(r));
@@ -167,23 +166,65 @@ void TorchTransformer::forward(const StepInput& in, Logits& out) {
         row.push_back(s);
       }
     TS_CHECK(!row.empty(), "transformer: mask row " << r << " allows no slot");
-    allowed += static_cast<int64_t>(row.size());
     longest = std::max(longest, row.size());
   }
-  const bool dense = m.opt.attention == "dense" || (m.opt.attention == "auto" && q * S <= 2 * allowed);
-  m.last_attention = dense ? "dense" : "gather";
   const float ninf = -std::numeric_limits<float>::infinity();
-  const int64_t L = dense ? S : static_cast<int64_t>(longest);
-  std::vector<float> add(static_cast<size_t>(q * L), ninf);  // [q x L] additive mask: 0 allowed, -inf not
-  std::vector<int64_t> gather_idx;                           // [q x L] slot read at each column (gather path)
-  if (!dense) gather_idx.assign(static_cast<size_t>(q * L), 0);
-  for (int64_t r = 0; r < q; ++r) {
-    const auto& row = rows[static_cast<size_t>(r)];
-    for (size_t k = 0; k < row.size(); ++k) {
-      if (dense) {
-        add[static_cast<size_t>(r * L + row[k])] = 0.0f;
-      } else {
-        add[static_cast<size_t>(r * L) + k] = 0.0f;
+  const bool gather = m.opt.attention == "gather";
+  // Dense blocks: runs of consecutive queries, each scored against the slot
+  // span [lo, lo + span) covering their rows. "dense" is one block over all
+  // slots; "auto" starts a new block when merging would more than double the
+  // scored cells (+4096), so the batch layout's block-diagonal rows cost
+  // b x (prompt + t), not (b x (prompt + t))^2, while a trie step stays one block.
+  struct Block {
+    int64_t q0, n, lo, span;
+    std::vector<float> add;  // [n x span] additive mask: 0 allowed, -inf not
+  };
+  std::vector<Block> blocks;
+  if (!gather) {
+    if (m.opt.attention == "dense") {
+      blocks.push_back({0, q, 0, S, {}});
+    } else {
+      int64_t lo = 0, hi = 0, own = 0;  // current block's span and the sum of its rows' own spans
+      for (int64_t r = 0; r < q; ++r) {
+        const auto& row = rows[static_cast<size_t>(r)];
+        const int64_t rlo = row.front(), rhi = row.back() + 1;
+        if (!blocks.empty()) {
+          const int64_t mlo = std::min(lo, rlo), mhi = std::max(hi, rhi);
+          if ((blocks.back().n + 1) * (mhi - mlo) <= 2 * (own + rhi - rlo) + 4096) {
+            lo = mlo;
+            hi = mhi;
+            own += rhi - rlo;
+            ++blocks.back().n;
+            continue;
+          }
+          blocks.back().lo = lo;
+          blocks.back().span = hi - lo;
+        }
+        blocks.push_back({r, 1, 0, 0, {}});
+        lo = rlo;
+        hi = rhi;
+        own = rhi - rlo;
+      }
+      blocks.back().lo = lo;
+      blocks.back().span = hi - lo;
+    }
+    for (auto& bl : blocks) {
+      bl.add.assign(static_cast<size_t>(bl.n * bl.span), ninf);
+      for (int64_t r = 0; r < bl.n; ++r)
+        for (int64_t s : rows[static_cast<size_t>(bl.q0 + r)]) bl.add[static_cast<size_t>(r * bl.span + s - bl.lo)] = 0.0f;
+    }
+  }
+  m.last_attention = gather ? "gather" : blocks.size() == 1 && blocks[0].span == S ? "dense" : "blocks";
+  const int64_t L = static_cast<int64_t>(longest);
+  std::vector<float> gadd;          // [q x L] gather path: additive mask over each query's gathered slots
+  std::vector<int64_t> gather_idx;  // [q x L] slot read at each column (padding reads the row's first slot, masked)
+  if (gather) {
+    gadd.assign(static_cast<size_t>(q * L), ninf);
+    gather_idx.assign(static_cast<size_t>(q * L), 0);
+    for (int64_t r = 0; r < q; ++r) {
+      const auto& row = rows[static_cast<size_t>(r)];
+      for (size_t k = 0; k < row.size(); ++k) {
+        gadd[static_cast<size_t>(r * L) + k] = 0.0f;
         gather_idx[static_cast<size_t>(r * L) + k] = row[k];
       }
     }
@@ -195,8 +236,10 @@ void TorchTransformer::forward(const StepInput& in, Logits& out) {
   std::vector<float> posf(in.positions.begin(), in.positions.end());
   const at::Tensor tok = long_tensor(tok64, m.dev), slots = long_tensor(slot64, m.dev);
   const at::Tensor pos = at::from_blob(posf.data(), {q}, fopt).clone().to(m.dev);
-  const at::Tensor mask = at::from_blob(add.data(), {q, L}, fopt).clone().to(m.dev);
-  const at::Tensor gidx = dense ? at::Tensor() : long_tensor(gather_idx, m.dev);
+  const at::Tensor mask = gather ? at::from_blob(gadd.data(), {q, L}, fopt).clone().to(m.dev) : at::Tensor();
+  const at::Tensor gidx = gather ? long_tensor(gather_idx, m.dev) : at::Tensor();
+  std::vector<at::Tensor> block_mask;
+  for (auto& bl : blocks) block_mask.push_back(at::from_blob(bl.add.data(), {bl.n, bl.span}, fopt).clone().to(m.dev));
   // RoPE from the explicit position ids: angle = position x inv_freq.
   const at::Tensor freqs = pos.unsqueeze(1) * m.inv_freq.unsqueeze(0);  // [q, hd/2]
   const at::Tensor emb = at::cat({freqs, freqs}, -1).unsqueeze(1);     // [q, 1, hd]
@@ -217,14 +260,19 @@ void TorchTransformer::forward(const StepInput& in, Logits& out) {
     K.index_copy_(0, slots, kh);
     V.index_copy_(0, slots, vh);
     at::Tensor attn;
-    if (dense) {
-      // GQA: query head j reads KV head j / g.
-      const at::Tensor Q = qh.view({q, nkv, g, hd}).permute({1, 2, 0, 3}).reshape({nkv, g * q, hd});
-      const at::Tensor Kt = K.narrow(0, 0, S).permute({1, 2, 0});  // [nkv, hd, S]
-      at::Tensor sc = at::matmul(Q, Kt).mul_(scale).view({nkv, g, q, S}) + mask;
-      const at::Tensor p = at::softmax(sc, -1).view({nkv, g * q, S});
-      const at::Tensor Vs = V.narrow(0, 0, S).permute({1, 0, 2});  // [nkv, S, hd]
-      attn = at::matmul(p, Vs).view({nkv, g, q, hd}).permute({2, 0, 1, 3}).reshape({q, nh * hd});
+    if (!gather) {
+      std::vector<at::Tensor> parts;
+      for (size_t bi = 0; bi < blocks.size(); ++bi) {
+        const int64_t n = blocks[bi].n, lo = blocks[bi].lo, sp = blocks[bi].span;
+        // GQA: query head j reads KV head j / g.
+        const at::Tensor Q = qh.narrow(0, blocks[bi].q0, n).view({n, nkv, g, hd}).permute({1, 2, 0, 3}).reshape({nkv, g * n, hd});
+        const at::Tensor Kt = K.narrow(0, lo, sp).permute({1, 2, 0});  // [nkv, hd, span]
+        at::Tensor sc = at::matmul(Q, Kt).mul_(scale).view({nkv, g, n, sp}) + block_mask[bi];
+        const at::Tensor p = at::softmax(sc, -1).view({nkv, g * n, sp});
+        const at::Tensor Vs = V.narrow(0, lo, sp).permute({1, 0, 2});  // [nkv, span, hd]
+        parts.push_back(at::matmul(p, Vs).view({nkv, g, n, hd}).permute({2, 0, 1, 3}).reshape({n, nh * hd}));
+      }
+      attn = parts.size() == 1 ? parts[0] : at::cat(parts, 0);
     } else {
       // In query chunks so the gathered K/V stay within ~16M floats each
       // (a batch prefill gathers b x prompt rows of prompt slots).

@@ -21,12 +21,14 @@ namespace triescope {
 
 struct TransformerOptions {
   std::string device = "cpu";  // "cpu" or "cuda" (needs a LibTorch built with CUDA)
-  // How a step's attention reads the cache. dense: every query scores every
-  // slot, the mask rows become an additive 0/-inf matrix. gather: each query
-  // gathers just the slots its row allows (padded to the longest row). auto:
-  // dense when at least half the [queries x slots] cells are allowed (trie
-  // steps, prefill), gather otherwise (the batch layout, where a beam reads
-  // 1/b of the cache). Both compute the same function; tests run both.
+  // How a step's attention reads the cache; all three compute the same
+  // function (tests run each against the same reference). dense: every query
+  // scores every slot, the mask rows become an additive 0/-inf matrix.
+  // auto: dense blocks: runs of consecutive queries scored against just the
+  // slot span their rows cover (one block for a trie step or a prefill; about
+  // one block per beam for the batch layout, whose rows are block-diagonal, so
+  // the baseline is not charged b^2 attention work a real batch implementation
+  // never does). gather: each query gathers exactly the slots its row allows.
   std::string attention = "auto";
   nlohmann::json source;  // what describe() says about where the weights came from
 };
@@ -47,7 +49,8 @@ class TorchTransformer : public Model {
   const LlamaConfig& config() const;
   void set_tokenizer(std::shared_ptr<const BpeTokenizer> tok);
   const BpeTokenizer* tokenizer() const;
-  // Attention path chosen by the last forward: "dense" or "gather".
+  // Attention path taken by the last forward: "dense" (one block over all
+  // slots), "blocks" or "gather".
   const std::string& last_attention() const;
 
   // A Hugging Face model directory: config.json, model.safetensors (or the
