@@ -23,6 +23,7 @@ int cmd_make_checkpoint(const Args& args) {
   }
   TS_CHECK(init_std > 0.0 && init_std <= 10.0, "make-checkpoint: --init-std must be in (0, 10], got " << init_std);
   const std::string dtype = p.get("dtype", "F32");
+  TS_CHECK(dtype == "F32" || dtype == "F16" || dtype == "BF16", "make-checkpoint: --dtype must be F32, F16 or BF16, got \"" << dtype << "\"");
   llama_checkpoint_write(p.positional[1], c, llama_random_weights(c, seed, init_std), dtype);
   std::cout << "wrote " << p.positional[1] << "/config.json and model.safetensors (" << dtype << ", seed " << seed
             << ", init_std " << init_std << ")\n";

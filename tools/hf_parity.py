@@ -56,7 +56,7 @@ def main() -> int:
     for b in [int(x) for x in args.beams.split(",")]:
         with torch.no_grad():
             out = model.generate(prompt, num_beams=b, num_return_sequences=b, do_sample=False, length_penalty=1.0,
-                                 early_stopping=False, max_new_tokens=args.new, min_new_tokens=args.new,
+                                 early_stopping=False, max_new_tokens=args.new,
                                  output_scores=True, return_dict_in_generate=True, pad_token_id=0,
                                  eos_token_id=None)
         hf = [seq[args.prompt_len:].tolist() for seq in out.sequences]
