@@ -264,3 +264,24 @@ TEST_CASE("transformer model object: bad fields get named errors", "[model]") {
   CHECK(m->vocab_size() == 64);
   CHECK(m->describe()["type"] == "transformer");
 }
+
+TEST_CASE("transformer rejects reads of empty slots and repeated writes", "[model]") {
+  const LlamaConfig c = tiny_config(4, 2);
+  auto m = tiny_model(c, 1);
+  m->reset();
+  StepInput in;
+  in.tokens = {1, 2};
+  in.positions = {0, 1};
+  in.slots = {0, 1};
+  in.num_slots = 3;
+  in.mask.reset(2, 3);
+  in.mask.set(0, 0);
+  in.mask.set(1, 0);
+  in.mask.set(1, 2);  // slot 2 was never written
+  Logits out;
+  REQUIRE_THROWS_WITH(m->forward(in, out), Catch::Contains("reads slot 2 that holds no K/V"));
+  in.mask.flip(1, 2);
+  in.slots = {1, 1};
+  in.mask.set(1, 1);
+  REQUIRE_THROWS_WITH(m->forward(in, out), Catch::Contains("written twice"));
+}

@@ -151,6 +151,11 @@ void TorchTransformer::forward(const StepInput& in, Logits& out) {
   out.resize(static_cast<int32_t>(q), c.vocab_size);
   if (q == 0) return;
   m.ensure_capacity(S);
+  std::vector<uint8_t> fresh(static_cast<size_t>(S), 0);
+  for (size_t i = 0; i < in.slots.size(); ++i) {  // index_copy_ with a repeated slot would keep an arbitrary one
+    TS_CHECK(!fresh[static_cast<size_t>(in.slots[i])], "transformer: slots[" << i << "] = " << in.slots[i] << " is written twice in one step");
+    fresh[static_cast<size_t>(in.slots[i])] = 1;
+  }
   for (int32_t s : in.slots) m.written[static_cast<size_t>(s)] = 1;  // all writes happen before any read
 
   // Read the mask rows once: allowed slots per query, checked against writes.
