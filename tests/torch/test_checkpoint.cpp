@@ -180,6 +180,10 @@ TEST_CASE("bad checkpoints get named errors", "[model]") {
     file_write_atomic(cp.string(), j.dump());
     REQUIRE_THROWS_WITH(TorchTransformer::load_dir(dir.string()), Catch::Contains("rope_scaling"));
     j = c.to_json();
+    j["mlp_bias"] = true;
+    file_write_atomic(cp.string(), j.dump());
+    REQUIRE_THROWS_WITH(TorchTransformer::load_dir(dir.string()), Catch::Contains("mlp_bias"));
+    j = c.to_json();
     j["model_type"] = "gpt2";
     file_write_atomic(cp.string(), j.dump());
     REQUIRE_THROWS_WITH(TorchTransformer::load_dir(dir.string()), Catch::Contains("not a Llama-architecture model"));

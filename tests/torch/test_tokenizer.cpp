@@ -56,6 +56,14 @@ TEST_CASE("byte-level BPE encode and decode", "[model]") {
     CHECK(d.encode("x12") == std::vector<int32_t>{'x', '1', '2'});
     CHECK(d.decode(d.encode("room 1234 of 56")) == "room 1234 of 56");
   }
+  SECTION("ignore_merges: a pre-token found whole in the vocabulary is one token") {
+    json j = small_tokenizer();
+    j["model"]["vocab"]["xyz"] = 299;
+    CHECK(BpeTokenizer::parse(j, "a.json").encode("xyz") == std::vector<int32_t>{'x', 'y', 'z'});
+    j["model"]["ignore_merges"] = true;
+    const BpeTokenizer im = BpeTokenizer::parse(j, "b.json");
+    CHECK(im.encode("xyz xy") == std::vector<int32_t>{299, id(G), 'x', 'y'});
+  }
   CHECK_THROWS_WITH(t.decode({400}), Catch::Contains("outside"));
 }
 

@@ -185,6 +185,7 @@ BpeTokenizer BpeTokenizer::parse(const json& j, const std::string& origin) {
   TS_CHECK(byte_level, origin << ": no ByteLevel pre_tokenizer or decoder: only byte-level BPE is supported");
   for (size_t i = 0; i < names.size(); ++i) t.pretokenizer_ += (i ? "+" : "") + names[i];
 
+  if (m.contains("ignore_merges") && m["ignore_merges"].is_boolean()) t.ignore_merges_ = m["ignore_merges"].get<bool>();
   TS_CHECK(m.contains("vocab") && m["vocab"].is_object(), origin << ": model.vocab must be an object {token: id}");
   int32_t max_id = -1;
   for (auto& [tok, id] : m["vocab"].items()) {
@@ -270,6 +271,14 @@ void BpeTokenizer::encode_plain(const std::string& text, std::vector<int32_t>& o
     for (const auto& word : gpt2_split(piece)) {
       sym.clear();
       for (unsigned char c : word) sym.push_back(byte_char_[c]);
+      if (ignore_merges_ && sym.size() > 1) {
+        std::string whole;
+        for (const auto& x : sym) whole += x;
+        if (auto it = vocab_.find(whole); it != vocab_.end()) {
+          out.push_back(it->second);
+          continue;
+        }
+      }
       // Merge the lowest-ranked adjacent pair, all its occurrences left to right, until none is ranked.
       while (sym.size() > 1) {
         int32_t best = INT32_MAX;

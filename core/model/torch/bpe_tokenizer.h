@@ -48,6 +48,7 @@ class BpeTokenizer {
   };
   std::vector<Added> added_;  // longest content first
   bool individual_digits_ = false;
+  bool ignore_merges_ = false;  // Llama-3 style: a pre-token found whole in the vocab is one token
   bool add_prefix_space_ = false;
   std::string pretokenizer_;
   std::string byte_char_[256];                            // GPT-2 byte -> unicode char (UTF-8)

@@ -93,6 +93,7 @@ LlamaConfig llama_config_parse(const nlohmann::json& j, const std::string& origi
   if (j.contains("hidden_act")) {
     TS_CHECK(j["hidden_act"] == "silu", origin << ": hidden_act must be \"silu\" (SwiGLU), got " << j["hidden_act"].dump());
   }
+  TS_CHECK(!opt_bool(j, origin, "mlp_bias", false), origin << ": mlp_bias is not implemented (Llama MLPs have no biases)");
   TS_CHECK(!j.contains("rope_scaling") || j["rope_scaling"].is_null(),
            origin << ": rope_scaling " << j["rope_scaling"].dump() << " is not implemented (plain RoPE only)");
   if (opt_bool(j, origin, "use_sliding_window", false) || (model_type == "mistral" && j.contains("sliding_window") &&
