@@ -4,20 +4,36 @@
 #include "app/commands.h"
 #include "core/common/error.h"
 #include "core/decode/run_sample.h"
+#ifdef TRIESCOPE_WITH_TORCH
+#include "core/model/torch/torch_transformer.h"
+#endif
 
 namespace triescope::cli {
 
 int cmd_run(const Args& args) {
-  auto p = parse_args(args, {"out", "backend"}, {"quiet"});
+  auto p = parse_args(args, {"out", "backend", "prompt"}, {"quiet"});
   TS_CHECK(p.positional.size() == 1, "run: expected one sample file, got " << p.positional.size() << " arguments");
   const std::string backend = p.get("backend", "cpu");
   TS_CHECK(backend == "cpu", "run: --backend " << backend << " is not available in this build (cpu)");
   Sample s = sample_load(p.positional[0]);
+  if (p.has("prompt")) {  // text replaces the sample's prompt ids (needs a model with tokenizer.json)
+#ifdef TRIESCOPE_WITH_TORCH
+    s.prompt = model_encode_text(*s.model, p.get("prompt"));
+    TS_CHECK(!s.prompt.empty(), "run: --prompt encodes to no tokens");
+#else
+    TS_FAIL("run: --prompt needs a model with a tokenizer; this build has no LibTorch transformer");
+#endif
+  }
   std::string out = p.get("out");
   if (out.empty()) out = std::filesystem::path(p.positional[0]).stem().string() + ".trace.jsonl";
   TraceFileWriter writer(out);  // temp file + rename: no half-written trace on failure
   std::ostringstream report;
-  run_sample(s, &writer, report);
+  [[maybe_unused]] const SampleRun r = run_sample(s, &writer, report);
+#ifdef TRIESCOPE_WITH_TORCH
+  if (model_has_tokenizer(*s.model) && !r.result.hypotheses.empty())
+    report << "best, as text: " << model_decode_text(*s.model, s.prompt) << "|"
+           << model_decode_text(*s.model, r.result.hypotheses[0].tokens) << "\n";
+#endif
   writer.commit();
   if (!p.has("quiet")) std::cout << report.str() << "trace: " << out << "\n";
   return 0;

@@ -4,13 +4,17 @@
 
 #include "app/commands.h"
 #include "core/common/error.h"
+#ifdef TRIESCOPE_WITH_TORCH
+#include "core/model/torch/torch_transformer.h"
+#endif
 
 namespace {
 void usage() {
   std::cout << "usage: triescope <command> [args]\n"
-               "  run <sample.json> [--out trace.jsonl] [--backend cpu]   decode a sample, write its trace\n"
+               "  run <sample.json> [--out trace.jsonl] [--backend cpu] [--prompt TEXT]  decode a sample, write its trace\n"
                "  diff <a.jsonl> <b.jsonl> [--tolerance 1e-6]             first divergence of two traces (exit 1)\n"
                "  inspect <trace.jsonl> [--step N]                         text view of one step\n"
+               "  make-checkpoint <config.json> <outdir> [--seed N] [--init-std 0.02] [--dtype F32]  random Llama checkpoint (LibTorch builds)\n"
                "  simulate [--beams 3,9,15] [--lengths 64,256] [--csv F]  trie vs batch KV slots per step\n"
                "  constraint build|stats|check|csr|random ...            STATIC constraint sets and CSR indexes\n";
 }
@@ -25,6 +29,10 @@ int main(int argc, char** argv) {
   const std::string cmd = argv[1];
   Args args(argv + 2, argv + argc);
   try {
+#ifdef TRIESCOPE_WITH_TORCH
+    triescope::torch_models_register();
+    if (cmd == "make-checkpoint") return cmd_make_checkpoint(args);
+#endif
     if (cmd == "run") return cmd_run(args);
     if (cmd == "diff") return cmd_diff(args);
     if (cmd == "inspect") return cmd_inspect(args);

@@ -1,6 +1,7 @@
 #include "core/model/model_factory.h"
 
 #include <cmath>
+#include <map>
 
 #include "core/common/error.h"
 #include "core/model/scripted_model.h"
@@ -36,12 +37,19 @@ std::vector<int32_t> tokens_from_strings(const std::vector<std::string>& vocab, 
   return ids;
 }
 
+namespace {
+std::map<std::string, ModelBuilder>& model_registry() {
+  static std::map<std::string, ModelBuilder> r;
+  return r;
+}
+}  // namespace
+
+void model_type_register(const std::string& type, ModelBuilder build) { model_registry()[type] = build; }
+
 std::string model_types() {
-#ifdef TRIESCOPE_WITH_TORCH
-  return "\"synthetic\", \"scripted\", \"transformer\"";
-#else
-  return "\"synthetic\", \"scripted\"";
-#endif
+  std::string s = "\"synthetic\", \"scripted\"";
+  for (const auto& [name, build] : model_registry()) s += ", \"" + name + "\"";
+  return s;
 }
 
 std::unique_ptr<Model> model_from_json(JsonObjectReader r) {
@@ -92,6 +100,7 @@ std::unique_ptr<Model> model_from_json(JsonObjectReader r) {
     r.finish();
     return std::make_unique<ScriptedModel>(std::move(c));
   }
+  if (auto it = model_registry().find(type); it != model_registry().end()) return it->second(r);
   TS_FAIL(r.where("type") << " must be one of " << model_types() << ", got \"" << type << "\"");
 }
 

@@ -10,6 +10,12 @@ namespace triescope {
 // `r` reads the model object; errors name r.origin() and the field.
 std::unique_ptr<Model> model_from_json(JsonObjectReader r);
 
+// Optional libraries add model types here (triescope_torch registers
+// "transformer" through torch_models_register()), so triescope_core never
+// links them. Registering a type twice replaces the builder.
+using ModelBuilder = std::unique_ptr<Model> (*)(JsonObjectReader& r);
+void model_type_register(const std::string& type, ModelBuilder build);
+
 // The model types this build knows, for error messages.
 std::string model_types();
 

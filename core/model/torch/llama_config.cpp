@@ -1,0 +1,192 @@
+#include "core/model/torch/llama_config.h"
+
+#include <cmath>
+#include <filesystem>
+
+#include "core/common/error.h"
+#include "core/config/json_reader.h"
+#include "core/trace/trace.h"
+
+namespace triescope {
+
+nlohmann::json LlamaConfig::to_json() const {
+  nlohmann::json j = {{"model_type", "llama"},
+                      {"architectures", {"LlamaForCausalLM"}},
+                      {"vocab_size", vocab_size},
+                      {"hidden_size", hidden_size},
+                      {"intermediate_size", intermediate_size},
+                      {"num_hidden_layers", num_hidden_layers},
+                      {"num_attention_heads", num_attention_heads},
+                      {"num_key_value_heads", num_key_value_heads},
+                      {"head_dim", head_dim},
+                      {"rms_norm_eps", rms_norm_eps},
+                      {"rope_theta", rope_theta},
+                      {"max_position_embeddings", max_position_embeddings},
+                      {"tie_word_embeddings", tie_word_embeddings},
+                      {"attention_bias", attention_bias},
+                      {"hidden_act", "silu"},
+                      {"torch_dtype", "float32"}};
+  if (eos_token_id >= 0) j["eos_token_id"] = eos_token_id;
+  return j;
+}
+
+namespace {
+int32_t need_int(const nlohmann::json& j, const std::string& origin, const char* key, int64_t lo, int64_t hi) {
+  TS_CHECK(j.contains(key), origin << ": " << key << " is missing");
+  const auto& v = j[key];
+  TS_CHECK(v.is_number_integer(), origin << ": " << key << " must be an integer, got " << v.dump());
+  const int64_t x = v.get<int64_t>();
+  TS_CHECK(x >= lo && x <= hi, origin << ": " << key << " must be in [" << lo << ", " << hi << "], got " << x);
+  return static_cast<int32_t>(x);
+}
+double opt_double(const nlohmann::json& j, const std::string& origin, const char* key, double lo, double hi, double d) {
+  if (!j.contains(key) || j[key].is_null()) return d;
+  TS_CHECK(j[key].is_number(), origin << ": " << key << " must be a number, got " << j[key].dump());
+  const double x = j[key].get<double>();
+  TS_CHECK(x >= lo && x <= hi, origin << ": " << key << " must be in [" << lo << ", " << hi << "], got " << x);
+  return x;
+}
+bool opt_bool(const nlohmann::json& j, const std::string& origin, const char* key, bool d) {
+  if (!j.contains(key) || j[key].is_null()) return d;
+  TS_CHECK(j[key].is_boolean(), origin << ": " << key << " must be true or false, got " << j[key].dump());
+  return j[key].get<bool>();
+}
+}  // namespace
+
+LlamaConfig llama_config_parse(const nlohmann::json& j, const std::string& origin) {
+  TS_CHECK(j.is_object(), origin << ": config must be a JSON object");
+  std::string model_type = "llama";
+  if (j.contains("model_type")) {
+    TS_CHECK(j["model_type"].is_string(), origin << ": model_type must be a string");
+    model_type = j["model_type"].get<std::string>();
+    TS_CHECK(model_type == "llama" || model_type == "qwen2" || model_type == "mistral",
+             origin << ": model_type \"" << model_type << "\" is not a Llama-architecture model (llama, qwen2, mistral)");
+  }
+  LlamaConfig c;
+  c.vocab_size = need_int(j, origin, "vocab_size", 2, 1 << 22);
+  c.hidden_size = need_int(j, origin, "hidden_size", 1, 1 << 16);
+  c.intermediate_size = need_int(j, origin, "intermediate_size", 1, 1 << 18);
+  c.num_hidden_layers = need_int(j, origin, "num_hidden_layers", 1, 1024);
+  c.num_attention_heads = need_int(j, origin, "num_attention_heads", 1, 1024);
+  c.num_key_value_heads = j.contains("num_key_value_heads") && !j["num_key_value_heads"].is_null()
+                              ? need_int(j, origin, "num_key_value_heads", 1, 1024)
+                              : c.num_attention_heads;
+  TS_CHECK(c.num_attention_heads % c.num_key_value_heads == 0,
+           origin << ": num_attention_heads (" << c.num_attention_heads << ") must be a multiple of num_key_value_heads ("
+                  << c.num_key_value_heads << ")");
+  if (j.contains("head_dim") && !j["head_dim"].is_null()) {
+    c.head_dim = need_int(j, origin, "head_dim", 2, 4096);
+  } else {
+    TS_CHECK(c.hidden_size % c.num_attention_heads == 0, origin << ": hidden_size (" << c.hidden_size
+                                                                << ") must be a multiple of num_attention_heads ("
+                                                                << c.num_attention_heads << ")");
+    c.head_dim = c.hidden_size / c.num_attention_heads;
+  }
+  TS_CHECK(c.head_dim % 2 == 0, origin << ": head_dim must be even for rotary embeddings, got " << c.head_dim);
+  c.rms_norm_eps = opt_double(j, origin, "rms_norm_eps", 0.0, 1.0, 1e-6);
+  c.rope_theta = opt_double(j, origin, "rope_theta", 1.0, 1e12, 10000.0);
+  c.max_position_embeddings = j.contains("max_position_embeddings")
+                                  ? need_int(j, origin, "max_position_embeddings", 1, 1 << 24)
+                                  : 2048;
+  c.tie_word_embeddings = opt_bool(j, origin, "tie_word_embeddings", false);
+  c.attention_bias = opt_bool(j, origin, "attention_bias", model_type == "qwen2");
+  if (j.contains("hidden_act")) {
+    TS_CHECK(j["hidden_act"] == "silu", origin << ": hidden_act must be \"silu\" (SwiGLU), got " << j["hidden_act"].dump());
+  }
+  TS_CHECK(!opt_bool(j, origin, "mlp_bias", false), origin << ": mlp_bias is not implemented (Llama MLPs have no biases)");
+  TS_CHECK(!j.contains("rope_scaling") || j["rope_scaling"].is_null(),
+           origin << ": rope_scaling " << j["rope_scaling"].dump() << " is not implemented (plain RoPE only)");
+  if (opt_bool(j, origin, "use_sliding_window", false) || (model_type == "mistral" && j.contains("sliding_window") &&
+                                                           !j["sliding_window"].is_null())) {
+    TS_FAIL(origin << ": sliding-window attention is not implemented");
+  }
+  if (j.contains("eos_token_id")) {
+    const auto& e = j["eos_token_id"];
+    if (e.is_number_integer()) c.eos_token_id = e.get<int32_t>();
+    else if (e.is_array() && !e.empty() && e[0].is_number_integer()) c.eos_token_id = e[0].get<int32_t>();
+  }
+  return c;
+}
+
+LlamaConfig llama_config_load(const std::string& path) { return llama_config_parse(json_load_file(path), path); }
+
+std::vector<std::pair<std::string, std::vector<int64_t>>> llama_tensor_shapes(const LlamaConfig& c) {
+  const int64_t H = c.hidden_size, I = c.intermediate_size, V = c.vocab_size;
+  const int64_t qd = int64_t{c.num_attention_heads} * c.head_dim, kvd = int64_t{c.num_key_value_heads} * c.head_dim;
+  std::vector<std::pair<std::string, std::vector<int64_t>>> s;
+  s.push_back({"model.embed_tokens.weight", {V, H}});
+  for (int32_t l = 0; l < c.num_hidden_layers; ++l) {
+    const std::string p = "model.layers." + std::to_string(l) + ".";
+    s.push_back({p + "input_layernorm.weight", {H}});
+    s.push_back({p + "self_attn.q_proj.weight", {qd, H}});
+    s.push_back({p + "self_attn.k_proj.weight", {kvd, H}});
+    s.push_back({p + "self_attn.v_proj.weight", {kvd, H}});
+    if (c.attention_bias) {
+      s.push_back({p + "self_attn.q_proj.bias", {qd}});
+      s.push_back({p + "self_attn.k_proj.bias", {kvd}});
+      s.push_back({p + "self_attn.v_proj.bias", {kvd}});
+    }
+    s.push_back({p + "self_attn.o_proj.weight", {H, qd}});
+    s.push_back({p + "post_attention_layernorm.weight", {H}});
+    s.push_back({p + "mlp.gate_proj.weight", {I, H}});
+    s.push_back({p + "mlp.up_proj.weight", {I, H}});
+    s.push_back({p + "mlp.down_proj.weight", {H, I}});
+  }
+  s.push_back({"model.norm.weight", {H}});
+  if (!c.tie_word_embeddings) s.push_back({"lm_head.weight", {V, H}});
+  return s;
+}
+
+namespace {
+std::string shape_str(const std::vector<int64_t>& s) {
+  std::string o = "[";
+  for (size_t i = 0; i < s.size(); ++i) o += (i ? ", " : "") + std::to_string(s[i]);
+  return o + "]";
+}
+}  // namespace
+
+void llama_weights_check(const LlamaConfig& c, const TensorMap& w, const std::string& origin) {
+  for (const auto& [name, shape] : llama_tensor_shapes(c)) {
+    auto it = w.find(name);
+    TS_CHECK(it != w.end(), origin << ": tensor \"" << name << "\" is missing (expected shape " << shape_str(shape) << ")");
+    TS_CHECK(it->second.shape == shape, origin << ": tensor \"" << name << "\" has shape " << shape_str(it->second.shape)
+                                               << ", config.json implies " << shape_str(shape));
+  }
+}
+
+TensorMap llama_random_weights(const LlamaConfig& c, uint64_t seed, double init_std) {
+  uint64_t state = seed;
+  auto next = [&state]() {
+    uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  };
+  auto uniform = [&]() { return (static_cast<double>(next() >> 11) + 0.5) * (1.0 / 9007199254740992.0); };  // (0, 1)
+  TensorMap w;
+  for (const auto& [name, shape] : llama_tensor_shapes(c)) {
+    HostTensor t;
+    t.shape = shape;
+    t.data.resize(static_cast<size_t>(t.numel()));
+    if (name.find("layernorm") != std::string::npos || name == "model.norm.weight") {
+      std::fill(t.data.begin(), t.data.end(), 1.0f);
+    } else {
+      for (size_t i = 0; i < t.data.size(); i += 2) {  // Box-Muller: two normals per draw
+        const double r = std::sqrt(-2.0 * std::log(uniform())), a = 2.0 * M_PI * uniform();
+        t.data[i] = static_cast<float>(init_std * r * std::cos(a));
+        if (i + 1 < t.data.size()) t.data[i + 1] = static_cast<float>(init_std * r * std::sin(a));
+      }
+    }
+    w.emplace(name, std::move(t));
+  }
+  return w;
+}
+
+void llama_checkpoint_write(const std::string& dir, const LlamaConfig& c, const TensorMap& w, const std::string& dtype) {
+  llama_weights_check(c, w, dir);
+  std::filesystem::create_directories(dir);
+  safetensors_write((std::filesystem::path(dir) / "model.safetensors").string(), w, dtype);
+  file_write_atomic((std::filesystem::path(dir) / "config.json").string(), c.to_json().dump(2) + "\n");
+}
+
+}  // namespace triescope

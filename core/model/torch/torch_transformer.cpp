@@ -1,0 +1,336 @@
+#include "core/model/torch/torch_transformer.h"
+
+#include <ATen/ATen.h>
+#include <c10/core/InferenceMode.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <limits>
+
+#include "core/common/error.h"
+
+namespace triescope {
+
+namespace {
+at::Tensor host_to_tensor(const HostTensor& t, const at::Device& dev) {
+  return at::from_blob(const_cast<float*>(t.data.data()), t.shape, at::TensorOptions().dtype(at::kFloat)).clone().to(dev);
+}
+at::Tensor long_tensor(const std::vector<int64_t>& v, const at::Device& dev) {
+  return at::from_blob(const_cast<int64_t*>(v.data()), {static_cast<int64_t>(v.size())}, at::TensorOptions().dtype(at::kLong))
+      .clone()
+      .to(dev);
+}
+}  // namespace
+
+struct TorchTransformer::Impl {
+  LlamaConfig cfg;
+  TransformerOptions opt;
+  at::Device dev{at::kCPU};
+  struct Layer {
+    at::Tensor in_norm, wq, wk, wv, bq, bk, bv, wo, post_norm, wg, wu, wd;
+  };
+  at::Tensor embed, norm, head, inv_freq;
+  std::vector<Layer> layers;
+  std::vector<at::Tensor> kv;    // [layers] each [2, capacity, kv_heads, head_dim]
+  int64_t capacity = 0;          // slots the cache tensors hold
+  std::vector<uint8_t> written;  // [capacity] 1 once a forward wrote the slot
+  std::shared_ptr<const BpeTokenizer> tokenizer;
+  std::string last_attention = "none";
+
+  at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& w) const {
+    return w * (x * at::rsqrt(x.pow(2).mean(-1, true) + cfg.rms_norm_eps));
+  }
+  // rotate_half convention (HF Llama): x * cos + cat(-x2, x1) * sin.
+  static at::Tensor rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
+    const int64_t h = x.size(-1) / 2;
+    const at::Tensor rot = at::cat({-x.narrow(-1, h, h), x.narrow(-1, 0, h)}, -1);
+    return x * cos + rot * sin;
+  }
+  void ensure_capacity(int64_t slots) {
+    if (slots <= capacity) return;
+    const int64_t cap = std::max<int64_t>({slots, 2 * capacity, 64});
+    for (auto& t : kv) {
+      // Zeros, not empty: the dense path multiplies masked-out V rows by exactly 0.
+      at::Tensor n = at::zeros({2, cap, cfg.num_key_value_heads, cfg.head_dim}, at::TensorOptions().dtype(at::kFloat).device(dev));
+      if (capacity > 0) n.narrow(1, 0, capacity).copy_(t);
+      t = n;
+    }
+    if (kv.empty())
+      for (int32_t l = 0; l < cfg.num_hidden_layers; ++l)
+        kv.push_back(at::zeros({2, cap, cfg.num_key_value_heads, cfg.head_dim}, at::TensorOptions().dtype(at::kFloat).device(dev)));
+    written.resize(static_cast<size_t>(cap), 0);
+    capacity = cap;
+  }
+};
+
+TorchTransformer::TorchTransformer(const LlamaConfig& cfg, const TensorMap& w, TransformerOptions opt)
+    : impl_(std::make_unique<Impl>()) {
+  Impl& m = *impl_;
+  m.cfg = cfg;
+  m.opt = std::move(opt);
+  TS_CHECK(m.opt.device == "cpu" || m.opt.device == "cuda", "transformer: device must be \"cpu\" or \"cuda\", got \"" << m.opt.device << "\"");
+  TS_CHECK(m.opt.attention == "auto" || m.opt.attention == "dense" || m.opt.attention == "gather",
+           "transformer: attention must be \"auto\", \"dense\" or \"gather\", got \"" << m.opt.attention << "\"");
+  if (m.opt.device == "cuda") {
+    TS_CHECK(at::hasCUDA(), "transformer: device \"cuda\" requested, but this LibTorch has no CUDA device available");
+    m.dev = at::Device(at::kCUDA);
+  }
+  llama_weights_check(cfg, w, "transformer weights");
+  c10::InferenceMode guard;
+  auto get = [&](const std::string& name) { return host_to_tensor(w.at(name), m.dev); };
+  m.embed = get("model.embed_tokens.weight");
+  m.norm = get("model.norm.weight");
+  m.head = cfg.tie_word_embeddings ? m.embed : get("lm_head.weight");
+  for (int32_t l = 0; l < cfg.num_hidden_layers; ++l) {
+    const std::string p = "model.layers." + std::to_string(l) + ".";
+    Impl::Layer L;
+    L.in_norm = get(p + "input_layernorm.weight");
+    L.wq = get(p + "self_attn.q_proj.weight");
+    L.wk = get(p + "self_attn.k_proj.weight");
+    L.wv = get(p + "self_attn.v_proj.weight");
+    if (cfg.attention_bias) {
+      L.bq = get(p + "self_attn.q_proj.bias");
+      L.bk = get(p + "self_attn.k_proj.bias");
+      L.bv = get(p + "self_attn.v_proj.bias");
+    }
+    L.wo = get(p + "self_attn.o_proj.weight");
+    L.post_norm = get(p + "post_attention_layernorm.weight");
+    L.wg = get(p + "mlp.gate_proj.weight");
+    L.wu = get(p + "mlp.up_proj.weight");
+    L.wd = get(p + "mlp.down_proj.weight");
+    m.layers.push_back(std::move(L));
+  }
+  // inv_freq as HF computes it: 1 / theta^(2i/d) in fp32.
+  m.inv_freq = (1.0 / at::pow(m.cfg.rope_theta, at::arange(0, cfg.head_dim, 2, at::TensorOptions().dtype(at::kLong)).to(at::kFloat) /
+                                                    static_cast<double>(cfg.head_dim)))
+                   .to(m.dev);
+}
+
+TorchTransformer::~TorchTransformer() = default;
+
+int32_t TorchTransformer::vocab_size() const { return impl_->cfg.vocab_size; }
+const LlamaConfig& TorchTransformer::config() const { return impl_->cfg; }
+void TorchTransformer::set_tokenizer(std::shared_ptr<const BpeTokenizer> tok) { impl_->tokenizer = std::move(tok); }
+const BpeTokenizer* TorchTransformer::tokenizer() const { return impl_->tokenizer.get(); }
+const std::string& TorchTransformer::last_attention() const { return impl_->last_attention; }
+
+KvShape TorchTransformer::kv_shape() const {
+  return KvShape{impl_->cfg.num_hidden_layers, impl_->cfg.num_key_value_heads, impl_->cfg.head_dim, 4};
+}
+
+void TorchTransformer::reset() {
+  impl_->kv.clear();
+  impl_->capacity = 0;
+  impl_->written.clear();
+}
+
+void TorchTransformer::compact(const CompactionPlan& plan) {
+  Impl& m = *impl_;
+  m.ensure_capacity(plan.old_num_slots);
+  std::vector<int64_t> src(plan.src.size());
+  std::vector<uint8_t> written(plan.src.size());
+  for (size_t i = 0; i < plan.src.size(); ++i) {
+    TS_CHECK(plan.src[i] >= 0 && plan.src[i] < plan.old_num_slots,
+             "transformer: compaction src[" << i << "] = " << plan.src[i] << " outside [0, " << plan.old_num_slots << ")");
+    src[i] = plan.src[i];
+    written[i] = m.written[static_cast<size_t>(plan.src[i])];
+  }
+  c10::InferenceMode guard;
+  const at::Tensor idx = long_tensor(src, m.dev);
+  for (auto& t : m.kv) t = t.index_select(1, idx);  // one gather per layer
+  m.capacity = static_cast<int64_t>(src.size());
+  m.written = std::move(written);
+}
+
+void TorchTransformer::forward(const StepInput& in, Logits& out) {
+  Impl& m = *impl_;
+  const LlamaConfig& c = m.cfg;
+  step_input_check(in, c.vocab_size);
+  const int64_t q = static_cast<int64_t>(in.tokens.size()), S = in.num_slots;
+  out.resize(static_cast<int32_t>(q), c.vocab_size);
+  if (q == 0) return;
+  m.ensure_capacity(S);
+  std::vector<uint8_t> fresh(static_cast<size_t>(S), 0);
+  for (size_t i = 0; i < in.slots.size(); ++i) {  // index_copy_ with a repeated slot would keep an arbitrary one
+    TS_CHECK(!fresh[static_cast<size_t>(in.slots[i])], "transformer: slots[" << i << "] = " << in.slots[i] << " is written twice in one step");
+    fresh[static_cast<size_t>(in.slots[i])] = 1;
+  }
+  for (int32_t s : in.slots) m.written[static_cast<size_t>(s)] = 1;  // all writes happen before any read
+
+  // Read the mask rows once: allowed slots per query, checked against writes.
+  std::vector<std::vector<int64_t>> rows(static_cast<size_t>(q));
+  size_t longest = 0;
+  for (int64_t r = 0; r < q; ++r) {
+    const uint64_t* w = in.mask.row(static_cast<int32_t>(r));
+    auto& row = rows[static_cast<size_t>(r)];
+    for (int32_t wi = 0; wi < in.mask.words_per_row; ++wi)
+      for (uint64_t bits = w[wi]; bits; bits &= bits - 1) {
+        const int64_t s = int64_t{wi} * 64 + __builtin_ctzll(bits);
+        TS_CHECK(m.written[static_cast<size_t>(s)], "transformer: query " << r << " reads slot " << s << " that holds no K/V");
+        row.push_back(s);
+      }
+    TS_CHECK(!row.empty(), "transformer: mask row " << r << " allows no slot");
+    longest = std::max(longest, row.size());
+  }
+  const float ninf = -std::numeric_limits<float>::infinity();
+  const bool gather = m.opt.attention == "gather";
+  // Dense blocks: runs of consecutive queries, each scored against the slot
+  // span [lo, lo + span) covering their rows. "dense" is one block over all
+  // slots; "auto" starts a new block when merging would more than double the
+  // scored cells (+4096), so the batch layout's block-diagonal rows cost
+  // b x (prompt + t), not (b x (prompt + t))^2, while a trie step stays one block.
+  struct Block {
+    int64_t q0, n, lo, span;
+    std::vector<float> add;  // [n x span] additive mask: 0 allowed, -inf not
+  };
+  std::vector<Block> blocks;
+  if (!gather) {
+    if (m.opt.attention == "dense") {
+      blocks.push_back({0, q, 0, S, {}});
+    } else {
+      int64_t lo = 0, hi = 0, own = 0;  // current block's span and the sum of its rows' own spans
+      for (int64_t r = 0; r < q; ++r) {
+        const auto& row = rows[static_cast<size_t>(r)];
+        const int64_t rlo = row.front(), rhi = row.back() + 1;
+        if (!blocks.empty()) {
+          const int64_t mlo = std::min(lo, rlo), mhi = std::max(hi, rhi);
+          if ((blocks.back().n + 1) * (mhi - mlo) <= 2 * (own + rhi - rlo) + 4096) {
+            lo = mlo;
+            hi = mhi;
+            own += rhi - rlo;
+            ++blocks.back().n;
+            continue;
+          }
+          blocks.back().lo = lo;
+          blocks.back().span = hi - lo;
+        }
+        blocks.push_back({r, 1, 0, 0, {}});
+        lo = rlo;
+        hi = rhi;
+        own = rhi - rlo;
+      }
+      blocks.back().lo = lo;
+      blocks.back().span = hi - lo;
+    }
+    for (auto& bl : blocks) {
+      bl.add.assign(static_cast<size_t>(bl.n * bl.span), ninf);
+      for (int64_t r = 0; r < bl.n; ++r)
+        for (int64_t s : rows[static_cast<size_t>(bl.q0 + r)]) bl.add[static_cast<size_t>(r * bl.span + s - bl.lo)] = 0.0f;
+    }
+  }
+  m.last_attention = gather ? "gather" : blocks.size() == 1 && blocks[0].span == S ? "dense" : "blocks";
+  const int64_t L = static_cast<int64_t>(longest);
+  std::vector<float> gadd;          // [q x L] gather path: additive mask over each query's gathered slots
+  std::vector<int64_t> gather_idx;  // [q x L] slot read at each column (padding reads the row's first slot, masked)
+  if (gather) {
+    gadd.assign(static_cast<size_t>(q * L), ninf);
+    gather_idx.assign(static_cast<size_t>(q * L), 0);
+    for (int64_t r = 0; r < q; ++r) {
+      const auto& row = rows[static_cast<size_t>(r)];
+      for (size_t k = 0; k < row.size(); ++k) {
+        gadd[static_cast<size_t>(r * L) + k] = 0.0f;
+        gather_idx[static_cast<size_t>(r * L) + k] = row[k];
+      }
+    }
+  }
+
+  c10::InferenceMode guard;
+  const auto fopt = at::TensorOptions().dtype(at::kFloat);
+  std::vector<int64_t> tok64(in.tokens.begin(), in.tokens.end()), slot64(in.slots.begin(), in.slots.end());
+  std::vector<float> posf(in.positions.begin(), in.positions.end());
+  const at::Tensor tok = long_tensor(tok64, m.dev), slots = long_tensor(slot64, m.dev);
+  const at::Tensor pos = at::from_blob(posf.data(), {q}, fopt).clone().to(m.dev);
+  const at::Tensor mask = gather ? at::from_blob(gadd.data(), {q, L}, fopt).clone().to(m.dev) : at::Tensor();
+  const at::Tensor gidx = gather ? long_tensor(gather_idx, m.dev) : at::Tensor();
+  std::vector<at::Tensor> block_mask;
+  for (auto& bl : blocks) block_mask.push_back(at::from_blob(bl.add.data(), {bl.n, bl.span}, fopt).clone().to(m.dev));
+  // RoPE from the explicit position ids: angle = position x inv_freq.
+  const at::Tensor freqs = pos.unsqueeze(1) * m.inv_freq.unsqueeze(0);  // [q, hd/2]
+  const at::Tensor emb = at::cat({freqs, freqs}, -1).unsqueeze(1);     // [q, 1, hd]
+  const at::Tensor cos = emb.cos(), sin = emb.sin();
+
+  const int64_t nh = c.num_attention_heads, nkv = c.num_key_value_heads, hd = c.head_dim, g = nh / nkv;
+  const double scale = 1.0 / std::sqrt(static_cast<double>(hd));
+  at::Tensor x = at::embedding(m.embed, tok);  // [q, hidden]
+  for (size_t l = 0; l < m.layers.size(); ++l) {
+    const auto& W = m.layers[l];
+    const at::Tensor h = m.rms_norm(x, W.in_norm);
+    at::Tensor qh = at::linear(h, W.wq, W.bq).view({q, nh, hd});
+    at::Tensor kh = at::linear(h, W.wk, W.bk).view({q, nkv, hd});
+    const at::Tensor vh = at::linear(h, W.wv, W.bv).view({q, nkv, hd});
+    qh = Impl::rope(qh, cos, sin);
+    kh = Impl::rope(kh, cos, sin);
+    at::Tensor K = m.kv[l].select(0, 0), V = m.kv[l].select(0, 1);  // [capacity, nkv, hd] views
+    K.index_copy_(0, slots, kh);
+    V.index_copy_(0, slots, vh);
+    at::Tensor attn;
+    if (!gather) {
+      std::vector<at::Tensor> parts;
+      for (size_t bi = 0; bi < blocks.size(); ++bi) {
+        const int64_t n = blocks[bi].n, lo = blocks[bi].lo, sp = blocks[bi].span;
+        // GQA: query head j reads KV head j / g.
+        const at::Tensor Q = qh.narrow(0, blocks[bi].q0, n).view({n, nkv, g, hd}).permute({1, 2, 0, 3}).reshape({nkv, g * n, hd});
+        const at::Tensor Kt = K.narrow(0, lo, sp).permute({1, 2, 0});  // [nkv, hd, span]
+        at::Tensor sc = at::matmul(Q, Kt).mul_(scale).view({nkv, g, n, sp}) + block_mask[bi];
+        const at::Tensor p = at::softmax(sc, -1).view({nkv, g * n, sp});
+        const at::Tensor Vs = V.narrow(0, lo, sp).permute({1, 0, 2});  // [nkv, span, hd]
+        parts.push_back(at::matmul(p, Vs).view({nkv, g, n, hd}).permute({2, 0, 1, 3}).reshape({n, nh * hd}));
+      }
+      attn = parts.size() == 1 ? parts[0] : at::cat(parts, 0);
+    } else {
+      // In query chunks so the gathered K/V stay within ~16M floats each
+      // (a batch prefill gathers b x prompt rows of prompt slots).
+      const int64_t chunk = std::max<int64_t>(1, (int64_t{1} << 24) / std::max<int64_t>(1, L * nkv * hd));
+      std::vector<at::Tensor> parts;
+      for (int64_t q0 = 0; q0 < q; q0 += chunk) {
+        const int64_t qn = std::min(chunk, q - q0);
+        const at::Tensor gi = gidx.narrow(0, q0 * L, qn * L);
+        const at::Tensor Kg = K.index_select(0, gi).view({qn, L, nkv, hd}).permute({0, 2, 3, 1});  // [qn, nkv, hd, L]
+        const at::Tensor Vg = V.index_select(0, gi).view({qn, L, nkv, hd}).permute({0, 2, 1, 3});  // [qn, nkv, L, hd]
+        const at::Tensor Q = qh.narrow(0, q0, qn).view({qn, nkv, g, hd});
+        at::Tensor sc = at::matmul(Q, Kg).mul_(scale) + mask.narrow(0, q0, qn).view({qn, 1, 1, L});  // [qn, nkv, g, L]
+        parts.push_back(at::matmul(at::softmax(sc, -1), Vg).reshape({qn, nh * hd}));
+      }
+      attn = parts.size() == 1 ? parts[0] : at::cat(parts, 0);
+    }
+    x = x + at::linear(attn, W.wo);
+    const at::Tensor h2 = m.rms_norm(x, W.post_norm);
+    x = x + at::linear(at::silu(at::linear(h2, W.wg)) * at::linear(h2, W.wu), W.wd);
+  }
+  const at::Tensor logits = at::linear(m.rms_norm(x, m.norm), m.head).to(at::kCPU).contiguous();
+  std::memcpy(out.data.data(), logits.data_ptr<float>(), sizeof(float) * static_cast<size_t>(q * c.vocab_size));
+}
+
+nlohmann::json TorchTransformer::describe() const {
+  nlohmann::json j = {{"type", "transformer"},
+                      {"config", impl_->cfg.to_json()},
+                      {"device", impl_->opt.device},
+                      {"attention", impl_->opt.attention},
+                      {"dtype", "float32"}};
+  if (!impl_->opt.source.is_null()) j["source"] = impl_->opt.source;
+  if (impl_->tokenizer) j["tokenizer"] = {{"type", "byte-level BPE"}, {"pre_tokenizer", impl_->tokenizer->pretokenizer()}};
+  return j;
+}
+
+std::vector<std::string> TorchTransformer::vocab_strings() const {
+  if (!impl_->tokenizer) return {};
+  std::vector<std::string> v(static_cast<size_t>(impl_->cfg.vocab_size));
+  for (int32_t i = 0; i < impl_->cfg.vocab_size; ++i) v[static_cast<size_t>(i)] = impl_->tokenizer->token_display(i);
+  return v;
+}
+
+std::unique_ptr<TorchTransformer> TorchTransformer::load_dir(const std::string& dir, TransformerOptions opt) {
+  namespace fs = std::filesystem;
+  const LlamaConfig cfg = llama_config_load((fs::path(dir) / "config.json").string());
+  const TensorMap w = safetensors_read_dir(dir);
+  llama_weights_check(cfg, w, fs::exists(fs::path(dir) / "model.safetensors") ? (fs::path(dir) / "model.safetensors").string()
+                                                                              : (fs::path(dir) / "model.safetensors.index.json").string());
+  if (opt.source.is_null()) opt.source = {{"path", dir}};
+  auto m = std::make_unique<TorchTransformer>(cfg, w, std::move(opt));
+  const fs::path tok = fs::path(dir) / "tokenizer.json";
+  if (fs::exists(tok)) m->set_tokenizer(std::make_shared<BpeTokenizer>(BpeTokenizer::load(tok.string())));
+  return m;
+}
+
+}  // namespace triescope

@@ -1,0 +1,78 @@
+// TorchTransformer: a Llama-architecture decoder in LibTorch behind the Model
+// seam (ARCHITECTURE.md). Token embedding, RMSNorm, rotary embeddings driven
+// by each query's explicit position id (its tree depth, not its index in the
+// flat step), grouped-query attention, SwiGLU MLP, tied or untied head.
+// KV cache: one tensor per layer, [2 (K, V), slots, kv_heads, head_dim],
+// addressed by slot; a compaction plan is one index_select per layer.
+// fp32 compute; fp16/bf16 checkpoints are converted on load.
+//
+// This header includes no LibTorch headers (the implementation is behind a
+// pointer), so code that only builds or drives a model compiles fast.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/model/model.h"
+#include "core/model/torch/bpe_tokenizer.h"
+#include "core/model/torch/llama_config.h"
+
+namespace triescope {
+
+struct TransformerOptions {
+  std::string device = "cpu";  // "cpu" or "cuda" (needs a LibTorch built with CUDA)
+  // How a step's attention reads the cache; all three compute the same
+  // function (tests run each against the same reference). dense: every query
+  // scores every slot, the mask rows become an additive 0/-inf matrix.
+  // auto: dense blocks: runs of consecutive queries scored against just the
+  // slot span their rows cover (one block for a trie step or a prefill; about
+  // one block per beam for the batch layout, whose rows are block-diagonal, so
+  // the baseline is not charged b^2 attention work a real batch implementation
+  // never does). gather: each query gathers exactly the slots its row allows.
+  std::string attention = "auto";
+  nlohmann::json source;  // what describe() says about where the weights came from
+};
+
+class TorchTransformer : public Model {
+ public:
+  TorchTransformer(const LlamaConfig& cfg, const TensorMap& weights, TransformerOptions opt);
+  ~TorchTransformer() override;
+
+  int32_t vocab_size() const override;
+  void forward(const StepInput& in, Logits& out) override;
+  void compact(const CompactionPlan& plan) override;
+  void reset() override;
+  nlohmann::json describe() const override;
+  KvShape kv_shape() const override;
+  std::vector<std::string> vocab_strings() const override;
+
+  const LlamaConfig& config() const;
+  void set_tokenizer(std::shared_ptr<const BpeTokenizer> tok);
+  const BpeTokenizer* tokenizer() const;
+  // Attention path taken by the last forward: "dense" (one block over all
+  // slots), "blocks" or "gather".
+  const std::string& last_attention() const;
+
+  // A Hugging Face model directory: config.json, model.safetensors (or the
+  // sharded index) and, when present, tokenizer.json.
+  static std::unique_ptr<TorchTransformer> load_dir(const std::string& dir, TransformerOptions opt = {});
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Registers model type "transformer" with model_from_json (model_factory.h).
+// Idempotent; the CLI calls it at start-up, tests before they load samples.
+// Model object: {"type": "transformer", "path": "<HF dir>"} or
+// {"type": "transformer", "random_init": {config.json keys}, "seed": N,
+//  "init_std": 0.02}, plus optional "tokenizer", "device", "attention".
+void torch_models_register();
+
+// Text in and out for a model that has a tokenizer (a TorchTransformer
+// loaded with tokenizer.json); an Error otherwise.
+std::vector<int32_t> model_encode_text(const Model& m, const std::string& text);
+std::string model_decode_text(const Model& m, const std::vector<int32_t>& ids);
+bool model_has_tokenizer(const Model& m);
+
+}  // namespace triescope

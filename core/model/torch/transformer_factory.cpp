@@ -1,0 +1,82 @@
+// "type": "transformer" in a sample's model object, registered with
+// model_from_json through model_type_register (triescope_core never links
+// LibTorch; the CLI and tests call torch_models_register()).
+#include <filesystem>
+#include <set>
+
+#include "core/common/error.h"
+#include "core/model/model_factory.h"
+#include "core/model/torch/torch_transformer.h"
+
+namespace triescope {
+
+namespace fs = std::filesystem;
+
+namespace {
+// Paths in a sample are relative to the sample file's folder.
+std::string resolve(const std::string& origin, const std::string& p) {
+  const fs::path path(p);
+  if (path.is_absolute()) return p;
+  return (fs::path(origin).parent_path() / path).lexically_normal().string();
+}
+
+std::unique_ptr<Model> transformer_from_json(JsonObjectReader& r) {
+  TransformerOptions opt;
+  opt.device = r.get_string("device", "cpu");
+  opt.attention = r.get_string("attention", "auto");
+  TS_CHECK(opt.device == "cpu" || opt.device == "cuda", r.where("device") << " must be \"cpu\" or \"cuda\", got \"" << opt.device << "\"");
+  TS_CHECK(opt.attention == "auto" || opt.attention == "dense" || opt.attention == "gather",
+           r.where("attention") << " must be \"auto\", \"dense\" or \"gather\", got \"" << opt.attention << "\"");
+  TS_CHECK(r.has("path") != r.has("random_init"), r.origin() << ": " << r.field("path") << ": give exactly one of path (a Hugging Face model directory) or random_init (a config)");
+  std::unique_ptr<TorchTransformer> m;
+  if (r.has("path")) {
+    const std::string dir = resolve(r.origin(), r.get_string("path"));
+    TS_CHECK(fs::is_directory(dir), r.where("path") << ": \"" << dir << "\" is not a directory (bring your own model: a Hugging Face Llama-architecture directory with config.json and *.safetensors)");
+    m = TorchTransformer::load_dir(dir, opt);
+  } else {
+    static const std::set<std::string> keys = {"vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers",
+                                               "num_attention_heads", "num_key_value_heads", "head_dim", "rms_norm_eps",
+                                               "rope_theta", "max_position_embeddings", "tie_word_embeddings",
+                                               "attention_bias", "eos_token_id", "model_type", "hidden_act",
+                                               // harmless keys of a pasted config.json
+                                               "architectures", "torch_dtype", "bos_token_id", "pad_token_id",
+                                               "initializer_range", "use_cache", "transformers_version"};
+    const json& cj = r.raw("random_init");
+    TS_CHECK(cj.is_object(), r.where("random_init") << " must be an object of config.json keys");
+    for (auto& [k, v] : cj.items()) TS_CHECK(keys.count(k), r.where("random_init") << "." << k << " is not a known config key");
+    const LlamaConfig cfg = llama_config_parse(cj, r.where("random_init"));
+    const auto seed = static_cast<uint64_t>(r.get_int("seed", 0, INT64_MAX, 0));
+    const double init_std = r.get_double("init_std", 1e-6, 10.0, 0.02);
+    opt.source = {{"random_init", true}, {"seed", seed}, {"init_std", init_std}};
+    m = std::make_unique<TorchTransformer>(cfg, llama_random_weights(cfg, seed, init_std), opt);
+  }
+  if (r.has("tokenizer")) {
+    const std::string tp = resolve(r.origin(), r.get_string("tokenizer"));
+    m->set_tokenizer(std::make_shared<BpeTokenizer>(BpeTokenizer::load(tp)));
+  }
+  r.finish();
+  return m;
+}
+}  // namespace
+
+void torch_models_register() { model_type_register("transformer", &transformer_from_json); }
+
+bool model_has_tokenizer(const Model& m) {
+  const auto* t = dynamic_cast<const TorchTransformer*>(&m);
+  return t != nullptr && t->tokenizer() != nullptr;
+}
+
+std::vector<int32_t> model_encode_text(const Model& m, const std::string& text) {
+  TS_CHECK(model_has_tokenizer(m), "text prompt: the model has no tokenizer (a transformer with tokenizer.json is needed; give token ids instead)");
+  auto ids = dynamic_cast<const TorchTransformer&>(m).tokenizer()->encode(text);
+  for (size_t i = 0; i < ids.size(); ++i)
+    TS_CHECK(ids[i] < m.vocab_size(), "text prompt: token " << ids[i] << " at " << i << " is outside the model's vocabulary (" << m.vocab_size() << ")");
+  return ids;
+}
+
+std::string model_decode_text(const Model& m, const std::vector<int32_t>& ids) {
+  TS_CHECK(model_has_tokenizer(m), "decode: the model has no tokenizer");
+  return dynamic_cast<const TorchTransformer&>(m).tokenizer()->decode(ids);
+}
+
+}  // namespace triescope
