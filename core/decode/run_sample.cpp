@@ -5,6 +5,7 @@
 #include "core/common/error.h"
 #include "core/config/json_reader.h"
 #include "core/decode/batch_beam_search.h"
+#include "core/decode/run_sample_dsbd.h"
 #include "core/decode/trie_beam_search.h"
 #include "core/model/model_factory.h"
 
@@ -22,8 +23,8 @@ Sample sample_parse(const json& j, const std::string& origin) {
   s.name = r.get_string("name");
   s.description = r.get_string("description", "");
   s.algorithm = r.get_string("algorithm");
-  TS_CHECK(s.algorithm == "trie_beam_search" || s.algorithm == "batch_beam_search",
-           r.where("algorithm") << " must be trie_beam_search or batch_beam_search, got \"" << s.algorithm << "\"");
+  TS_CHECK(s.algorithm == "trie_beam_search" || s.algorithm == "batch_beam_search" || sample_algorithm_is_sampling(s.algorithm),
+           r.where("algorithm") << " must be trie_beam_search, batch_beam_search, beam_sampling, speculative or dsbd, got \"" << s.algorithm << "\"");
   s.model = model_from_json(r.object("model"));
   const int32_t V = s.model->vocab_size();
   TS_CHECK(r.has("prompt") != r.has("prompt_text"), origin << ": give exactly one of prompt (ids) or prompt_text (strings)");
@@ -36,6 +37,7 @@ Sample sample_parse(const json& j, const std::string& origin) {
   }
   TS_CHECK(!s.prompt.empty(), origin << ": prompt must hold at least one token");
   s.beam = BeamConfig::from_json(r.object("beam"), V);
+  if (sample_algorithm_is_sampling(s.algorithm)) sample_sampling_check(r, s);
   if (r.has("trace")) {
     auto t = r.object("trace");
     s.options.keyframe_interval = static_cast<int32_t>(t.get_int("keyframe_interval", 0, 1 << 20, 16));
@@ -76,6 +78,7 @@ SampleRun run_sample(Sample& s, TraceSink* trace, std::ostream& os) {
   if (!s.description.empty()) os << "  " << s.description << "\n";
   os << "algorithm: " << s.algorithm << ", beams " << s.beam.num_beams << ", max_new_tokens " << s.beam.max_new_tokens
      << ", gc_interval " << s.beam.gc_interval << ", prompt " << s.prompt.size() << " tokens\n";
+  if (sample_algorithm_is_sampling(s.algorithm)) return run_sample_sampling(s, trace, os);
   if (s.algorithm == "batch_beam_search") {
     out.result = batch_beam_search(*s.model, s.prompt, s.beam, trace, s.options);
     report_result(os, *s.model, s.prompt, out.result, "batch beam search");
