@@ -197,8 +197,9 @@ struct Accepted {
 };
 
 json kv_record(const KvSlots& slots, int64_t bps, int64_t paper, int32_t live) {
-  return {{"slots", slots.num_slots()}, {"peak", slots.peak()}, {"bytes", slots.num_slots() * bps},
-          {"paper_slots", paper},       {"paper_bytes", paper * bps}, {"live_beams", live}};
+  // batch_slots: the paper's layout, one cache per input beam (Section 3.3), at the same moment.
+  return {{"slots", slots.num_slots()}, {"peak", slots.peak()},       {"bytes", slots.num_slots() * bps},
+          {"batch_slots", paper},       {"batch_bytes", paper * bps}, {"live_beams", live}};
 }
 
 }  // namespace
@@ -558,14 +559,15 @@ DsbdResult dsbd_decode(Model& target, Model& draft, const std::vector<int32_t>& 
         if (node_tlp[static_cast<size_t>(outputs[i])] > node_tlp[static_cast<size_t>(outputs[best])]) best = i;
       outputs = {outputs[best]};
     }
-    // Forest nodes that lead to no output are dead; rejected ones stay rejected.
+    // Forest nodes that lead to no output and were never decided are dead;
+    // accepted and rejected ones keep the decision the verify record shows.
     in_forest.resize(static_cast<size_t>(tree.size()), 0);
     std::vector<char> keep(static_cast<size_t>(tree.size()), 0);
     for (int32_t o : outputs)
       for (int32_t a = o; a != kNoNode && !keep[static_cast<size_t>(a)]; a = tree.node(a).parent) keep[static_cast<size_t>(a)] = 1;
     for (int32_t id = 0; id < tree.size(); ++id)
       if (in_forest[static_cast<size_t>(id)] && !keep[static_cast<size_t>(id)] && tree.node(id).depth >= n &&
-          (tree.node(id).status == NodeStatus::live || tree.node(id).status == NodeStatus::accepted))
+          tree.node(id).status == NodeStatus::live)
         set_status(id, NodeStatus::pruned);
     beams = outputs;
     st.shared_peak_slots = slots.peak();
