@@ -23,6 +23,7 @@ DsbdConfig DsbdConfig::from_json(JsonObjectReader r, int32_t default_width) {
   const std::string ratio = r.get_string("accept_ratio", "p/q");
   TS_CHECK(ratio == "p/q" || ratio == "q/p", r.where("accept_ratio") << " must be \"p/q\" or \"q/p\", got \"" << ratio << "\"");
   c.ratio = ratio == "p/q" ? AcceptRatio::p_over_q : AcceptRatio::q_over_p;
+  c.renormalize_q = r.get_bool("renormalize_q", true);
   TS_CHECK(c.min_width <= c.draft_width, r.where("min_width") << " = " << c.min_width << " exceeds draft_width " << c.draft_width);
   r.finish();
   return c;
@@ -37,6 +38,7 @@ nlohmann::json DsbdConfig::to_json() const {
           {"min_width", min_width},
           {"memory_constrained", memory_constrained},
           {"accept_ratio", ratio == AcceptRatio::p_over_q ? "p/q" : "q/p"},
+          {"renormalize_q", renormalize_q},
           {"max_new_tokens", max_new_tokens},
           {"sampling", sampling.to_json()}};
 }
@@ -437,7 +439,8 @@ DsbdResult dsbd_decode(Model& target, Model& draft, const std::vector<int32_t>& 
         for (int32_t x = 0; x < V; ++x)
           qmass += q[k * V + static_cast<size_t>(x)] = L.q_full[static_cast<size_t>(A[k].s_idx) * V + static_cast<size_t>(x)];
       }
-      for (double& x : q) x /= qmass;
+      if (cfg.renormalize_q)
+        for (double& x : q) x /= qmass;
       const std::vector<double> p = beam_distribution(beam_lp, token_lp, V, cfg.sampling);
       std::vector<int64_t> drafts;
       std::vector<int32_t> draft_of;  // surviving draft -> index in L

@@ -36,6 +36,10 @@ struct DsbdConfig {
   int32_t min_width = 1;     // W_min of Eq. 6
   bool memory_constrained = false;  // Section 3.4: keep only the lowest-perplexity output beam
   AcceptRatio ratio = AcceptRatio::p_over_q;
+  // Layers >= 2 test the surviving drafts against q_beam restricted to the
+  // accepted parents and renormalised: that is the law they were drawn from.
+  // false (negative control only): q_beam as drawn over all parents.
+  bool renormalize_q = true;
   int32_t max_new_tokens = 16;
   SamplingConfig sampling;   // the warp T, applied to p_beam and q_beam alike; seed
 
