@@ -26,7 +26,7 @@ TEST_CASE("philox4x32-10 matches the Random123 known-answer vectors", "[spec]") 
   }
 }
 
-TEST_CASE("philox uniforms: in [0, 1), keyed by every counter field, roughly uniform", "[spec]") {
+TEST_CASE("philox uniforms: in the unit interval, keyed by every counter field, roughly uniform", "[spec]") {
   const uint64_t seed = GENERATE(0ull, 1ull, 0xdeadbeefcafeull);
   CAPTURE(seed);
   const PhiloxKey key{seed};
