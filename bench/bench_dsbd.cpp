@@ -31,6 +31,7 @@ namespace {
 struct Point {
   std::string method, params;
   double passes_per_step = 0, draft_per_step = 0, loglik_per_token = 0, tokens_per_s = 0;
+  double target_queries = 0, draft_queries = 0;  // per output step: what CPU time pays for
   double layer_accept[3] = {-1, -1, -1};
   double mean_width = 0, steps_per_iter = 0;
   int64_t shared_peak = 0, paper_peak = 0;  // this layout (trie / shared trie) vs the baseline's (batch copies / one cache per input beam)
@@ -47,13 +48,14 @@ std::string fmt(double x, int prec = 4) {
 std::string csv_row(const Point& p) {
   std::ostringstream os;
   os << p.method << ',' << '"' << p.params << '"' << ',' << fmt(p.passes_per_step) << ',' << fmt(p.draft_per_step) << ','
-     << fmt(p.loglik_per_token) << ',' << fmt(p.tokens_per_s, 1) << ',';
+     << fmt(p.loglik_per_token) << ',' << fmt(p.tokens_per_s, 1) << ',' << fmt(p.target_queries, 2) << ','
+     << fmt(p.draft_queries, 2) << ',';
   for (double a : p.layer_accept) os << (a < 0 ? std::string() : fmt(a, 3)) << ',';
   os << fmt(p.mean_width, 2) << ',' << fmt(p.steps_per_iter, 3) << ',' << p.shared_peak << ',' << p.paper_peak;
   return os.str();
 }
 const char* kHeader =
-    "method,params,target_passes_per_step,draft_passes_per_step,loglik_per_token,tokens_per_s,accept_l1,accept_l2,accept_l3,"
+    "method,params,target_passes_per_step,draft_passes_per_step,loglik_per_token,tokens_per_s,target_queries_per_step,draft_queries_per_step,accept_l1,accept_l2,accept_l3,"
     "mean_width,steps_per_iteration,peak_kv_slots_trie,peak_kv_slots_baseline_layout";
 
 // Pareto front: no other point is both cheaper (fewer target passes) and better.
@@ -112,7 +114,11 @@ int main(int argc, char** argv) {
     const double runs = static_cast<double>(prompts) * seeds;
     const double steps_total = runs * max_new;
     std::vector<Point> points;
+    double tq = 0, dq = 0;  // queries fed, summed by the loops below and reset by finish()
     auto finish = [&](Point p, double target_calls, double draft_calls, double ll, double secs) {
+      p.target_queries = tq / steps_total;
+      p.draft_queries = dq / steps_total;
+      tq = dq = 0;
       p.passes_per_step = target_calls / steps_total;
       p.draft_per_step = draft_calls / steps_total;
       p.loglik_per_token = ll / steps_total;
@@ -134,6 +140,7 @@ int main(int argc, char** argv) {
           SamplingConfig sc;
           sc.seed = static_cast<uint64_t>(s + 1);
           const auto r = beam_sampling(target, prompt_set[static_cast<size_t>(pi)], cfg, sc);
+          tq += static_cast<double>(r.sampling.target_tokens);
           tc_ += static_cast<double>(r.sampling.target_calls);
           ll += r.sampling.log_likelihood;
           secs += r.decode.metrics.seconds;
@@ -153,6 +160,8 @@ int main(int argc, char** argv) {
           c.max_new_tokens = max_new;
           c.sampling.seed = static_cast<uint64_t>(s + 1);
           const auto r = speculative_decode(target, draft, prompt_set[static_cast<size_t>(pi)], c);
+          tq += static_cast<double>(r.sampling.target_tokens);
+          dq += static_cast<double>(r.sampling.draft_tokens);
           tc_ += static_cast<double>(r.sampling.target_calls);
           dc_ += static_cast<double>(r.sampling.draft_calls);
           ll += r.sampling.log_likelihood;
@@ -189,6 +198,8 @@ int main(int argc, char** argv) {
                   c.max_new_tokens = max_new;
                   c.sampling.seed = static_cast<uint64_t>(s + 1);
                   const auto r = dsbd_decode(target, draft, prompt_set[static_cast<size_t>(pi)], c);
+                  tq += static_cast<double>(r.out.sampling.target_tokens);
+                  dq += static_cast<double>(r.out.sampling.draft_tokens);
                   tc_ += static_cast<double>(r.out.sampling.target_calls);
                   dc_ += static_cast<double>(r.out.sampling.draft_calls);
                   ll += r.out.sampling.log_likelihood;

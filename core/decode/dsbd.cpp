@@ -605,6 +605,8 @@ DsbdResult dsbd_decode(Model& target, Model& draft, const std::vector<int32_t>& 
   res.sampling.iterations = st.iterations;
   res.sampling.target_calls = tf.calls;
   res.sampling.draft_calls = df.calls;
+  res.sampling.target_tokens = tf.tokens;
+  res.sampling.draft_tokens = df.tokens;
   for (int64_t x : st.layer_verified) res.sampling.layers_verified += x;
   for (int64_t x : st.layer_accepted) res.sampling.layers_accepted += x;
   res.sampling.log_likelihood = res.decode.hypotheses.front().sum_logprobs;

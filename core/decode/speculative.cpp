@@ -172,6 +172,8 @@ SamplingDecodeResult speculative_decode(Model& target, Model& draft, const std::
   res.sampling.iterations = iteration;
   res.sampling.target_calls = tf.calls;
   res.sampling.draft_calls = df.calls;
+  res.sampling.target_tokens = tf.tokens;
+  res.sampling.draft_tokens = df.tokens;
   res.sampling.log_likelihood = cur_lp;
   m.steps = step;
   m.model_calls = tf.calls;
