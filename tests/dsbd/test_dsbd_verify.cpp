@@ -31,7 +31,7 @@ std::vector<double> random_dist(uint64_t seed, uint32_t stream, size_t n, double
 struct Layer {
   std::vector<double> p, q;
 };
-Layer synthetic_layer(int32_t vocab, int32_t perturb_q8) {
+Layer synthetic_layer(int32_t vocab, int32_t perturb_q8, const SamplingConfig& warp = {}) {
   SyntheticConfig tc;
   tc.vocab_size = vocab;
   tc.seed = 77;
@@ -61,7 +61,7 @@ Layer synthetic_layer(int32_t vocab, int32_t perturb_q8) {
     log_softmax_row(out.row(1), vocab, tok.data());
     log_softmax_row(out.row(2), vocab, tok.data() + vocab);
     const std::vector<double> beam_lp = {std::log(0.7), std::log(0.3)};  // the input beams' likelihoods
-    (which == 0 ? l.p : l.q) = beam_distribution(beam_lp, tok, vocab, SamplingConfig{});
+    (which == 0 ? l.p : l.q) = beam_distribution(beam_lp, tok, vocab, warp);  // T o p_beam, T o q_beam
   }
   return l;
 }
@@ -170,9 +170,15 @@ TEST_CASE("Eq. 4: equal p and q accept every draft, disjoint ones none", "[spec]
 
 TEST_CASE("Theorem 3.1: output beams of one layer are iid p_beam (chi-square over seeds)", "[spec]") {
   const int32_t ws = GENERATE(2, 4, 6);
+  const int32_t warp_case = GENERATE(0, 1);  // 0: no warp; 1: temperature 0.8 and top-k 6 over the 8 pairs
   const int32_t wl = 2;
-  CAPTURE(ws, wl);
-  const Layer l = synthetic_layer(4, 256);  // 2 beams x 4 tokens, a strongly perturbed draft
+  CAPTURE(ws, wl, warp_case);
+  SamplingConfig warp;
+  if (warp_case == 1) {
+    warp.temperature = 0.8;
+    warp.top_k = 6;
+  }
+  const Layer l = synthetic_layer(4, 256, warp);  // 2 beams x 4 tokens, a strongly perturbed draft
   double tv = 0.0;
   for (size_t i = 0; i < l.p.size(); ++i) tv += 0.5 * std::abs(l.p[i] - l.q[i]);
   CAPTURE(tv);
