@@ -6,6 +6,7 @@
 #include "core/config/json_reader.h"
 #include "core/constraint/static_constraint.h"
 #include "core/decode/batch_beam_search.h"
+#include "core/decode/run_sample_dsbd.h"
 #include "core/decode/trie_beam_search.h"
 #include "core/model/model_factory.h"
 
@@ -23,7 +24,8 @@ Sample sample_parse(const json& j, const std::string& origin) {
   s.name = r.get_string("name");
   s.description = r.get_string("description", "");
   s.algorithm = r.get_string("algorithm");
-  const bool beam_algo = s.algorithm == "trie_beam_search" || s.algorithm == "batch_beam_search";
+  const bool sampling_algo = sample_algorithm_is_sampling(s.algorithm);
+  const bool beam_algo = s.algorithm == "trie_beam_search" || s.algorithm == "batch_beam_search" || sampling_algo;
   const bool seq_algo = s.algorithm == "greedy" || s.algorithm == "lookahead";
   const bool multigen = s.algorithm == "multigen";
   TS_CHECK(beam_algo || seq_algo || multigen,
@@ -73,6 +75,7 @@ Sample sample_parse(const json& j, const std::string& origin) {
     if (g.has("sampling")) c.sampling = SamplingConfig::from_json(g.object("sampling"));
     g.finish();
   }
+  if (sampling_algo) sample_sampling_check(r, s);
   if (r.has("trace")) {
     auto t = r.object("trace");
     s.options.keyframe_interval = static_cast<int32_t>(t.get_int("keyframe_interval", 0, 1 << 20, 16));
@@ -168,6 +171,7 @@ SampleRun run_sample(Sample& s, TraceSink* trace, std::ostream& os) {
   if (s.algorithm == "multigen") return run_multigen_sample(s, trace, os);
   os << "algorithm: " << s.algorithm << ", beams " << s.beam.num_beams << ", max_new_tokens " << s.beam.max_new_tokens
      << ", gc_interval " << s.beam.gc_interval << ", prompt " << s.prompt.size() << " tokens\n";
+  if (sample_algorithm_is_sampling(s.algorithm)) return run_sample_sampling(s, trace, os);
   if (s.algorithm == "batch_beam_search") {
     out.result = batch_beam_search(*s.model, s.prompt, s.beam, trace, s.options, s.constraint.get());
     report_result(os, *s.model, s.prompt, out.result, "batch beam search");

@@ -39,7 +39,7 @@ struct Sample {
 Sample sample_load(const std::string& path);
 Sample sample_parse(const json& j, const std::string& origin);
 
-inline constexpr const char* kSampleAlgorithms = "trie_beam_search, batch_beam_search, greedy, lookahead, multigen";
+inline constexpr const char* kSampleAlgorithms = "trie_beam_search, batch_beam_search, beam_sampling, speculative, dsbd, greedy, lookahead, multigen";
 
 struct SampleRun {
   DecodeResult result;            // beam algorithms

@@ -29,6 +29,7 @@ nlohmann::json SamplingConfig::to_json() const {
 
 nlohmann::json SamplingDecodeMetrics::to_json() const {
   return {{"target_calls", target_calls},       {"draft_calls", draft_calls},         {"iterations", iterations},
+          {"target_tokens", target_tokens},     {"draft_tokens", draft_tokens},
           {"layers_verified", layers_verified}, {"layers_accepted", layers_accepted}, {"log_likelihood", log_likelihood}};
 }
 
@@ -286,6 +287,7 @@ SamplingDecodeResult beam_sampling(Model& model, const std::vector<int32_t>& pro
   m.mem_per_token = mem_per_token(m.peak_bytes, n, m.output_len);
   m.batch_mem_per_token = mem_per_token(m.batch_peak_bytes, n, m.output_len);
   res.sampling.target_calls = feeder.calls;
+  res.sampling.target_tokens = feeder.tokens;
   res.sampling.log_likelihood = res.decode.hypotheses.empty() ? 0.0 : res.decode.hypotheses.front().sum_logprobs;
   m.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (trace) {

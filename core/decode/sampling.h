@@ -47,6 +47,8 @@ std::vector<int64_t> top_indices(const std::vector<double>& prob, int32_t w);
 struct SamplingDecodeMetrics {
   int64_t target_calls = 0;   // target forward passes (prefill included)
   int64_t draft_calls = 0;    // draft forward passes (prefill included)
+  int64_t target_tokens = 0;  // queries fed to the target (the compute a CPU pays for)
+  int64_t draft_tokens = 0;   // queries fed to the draft
   int64_t iterations = 0;     // draft/verify rounds (speculative decoders)
   int64_t layers_verified = 0;
   int64_t layers_accepted = 0;

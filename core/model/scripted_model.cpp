@@ -48,6 +48,11 @@ void ScriptedModel::forward(const StepInput& in, Logits& out) {
 }
 
 void ScriptedModel::compact(const CompactionPlan& plan) {
+  // A slot allocated in a layout shared with a second model may not be written here yet (DSBD).
+  if (tokens_.size() < static_cast<size_t>(plan.old_num_slots)) {
+    tokens_.resize(static_cast<size_t>(plan.old_num_slots), -1);
+    positions_.resize(static_cast<size_t>(plan.old_num_slots), -1);
+  }
   compaction_apply(plan, tokens_, 1);
   compaction_apply(plan, positions_, 1);
 }

@@ -1,0 +1,198 @@
+#include "core/decode/speculative.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include "core/common/error.h"
+#include "core/decode/trie_beam_search.h"
+
+namespace triescope {
+
+nlohmann::json SpeculativeConfig::to_json() const {
+  return {{"gamma", gamma}, {"max_new_tokens", max_new_tokens}, {"sampling", sampling.to_json()}};
+}
+
+SamplingDecodeResult speculative_decode(Model& target, Model& draft, const std::vector<int32_t>& prompt,
+                                        const SpeculativeConfig& cfg, TraceSink* trace, const DecodeOptions& opt) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const int32_t V = target.vocab_size();
+  const int32_t n = static_cast<int32_t>(prompt.size());
+  prompt_check(prompt, V, "speculative decoding");
+  TS_CHECK(draft.vocab_size() == V, "speculative decoding: draft vocabulary " << draft.vocab_size() << " != target " << V);
+  TS_CHECK(cfg.gamma >= 1, "speculative decoding: gamma must be >= 1, got " << cfg.gamma);
+  TS_CHECK(cfg.max_new_tokens >= 1, "speculative decoding: max_new_tokens must be >= 1");
+  TS_CHECK(!cfg.sampling.deterministic, "speculative decoding: sampling.deterministic is not supported");
+  target.reset();
+  draft.reset();
+  TokenTree tree;
+  KvSlots slots;
+  TreeFeeder tf(target), df(draft);
+  const PhiloxKey key{cfg.sampling.seed};
+  SamplingDecodeResult res;
+  DecodeMetrics& m = res.decode.metrics;
+  m.prompt_len = n;
+  const int64_t bps = target.kv_shape().bytes_per_slot();
+  if (trace) {
+    json config = cfg.to_json();
+    config["prompt"] = prompt;
+    config["draft_model"] = draft.describe();
+    trace->record(trace_header("speculative", opt.backend, config, target.describe(), target.vocab_strings()));
+  }
+  std::vector<double> tlp, dlp;
+  std::vector<int32_t> trow, drow;
+  const std::vector<int32_t> prompt_nodes = tree.add_chain(kNoNode, prompt);
+  for (int32_t id : prompt_nodes) tree.node(id).slot = slots.allocate();
+  int32_t step = 0;
+  {
+    // Prefill all but the last prompt token: that one is the first query of
+    // the first draft and of the first verification.
+    const std::vector<int32_t> pre(prompt_nodes.begin(), prompt_nodes.end() - 1);
+    json rec = {{"kind", "step"}, {"step", 0}, {"phase", "prefill"}};
+    if (!pre.empty()) {
+      rec["forward"] = tf.feed(tree, slots.num_slots(), pre, tlp, trow, trace != nullptr);
+      rec["draft_forward"] = df.feed(tree, slots.num_slots(), pre, dlp, drow, trace != nullptr);
+    }
+    if (trace) {
+      json added = json::array();
+      for (int32_t id : prompt_nodes) added.push_back(trace_node(tree.node(id)));
+      rec["added"] = added;
+      rec["kv"] = {{"slots", slots.num_slots()}, {"peak", slots.peak()}, {"bytes", slots.num_slots() * bps}};
+      trace->record(std::move(rec));
+    }
+  }
+  int32_t cur = prompt_nodes.back();
+  double cur_lp = 0.0;
+  int32_t generated = 0;
+  int64_t iteration = 0;
+  while (generated < cfg.max_new_tokens) {
+    ++iteration;
+    const auto it = static_cast<uint32_t>(iteration);
+    const int32_t g = std::min(cfg.gamma, cfg.max_new_tokens - generated - 1);
+    if (iteration > 1) {
+      // Collect the rejected drafts of the last iteration: keep cur's ancestors.
+      const CompactionPlan plan = kv_collect_garbage(tree, {cur}, slots.num_slots());
+      target.compact(plan);
+      draft.compact(plan);
+      slots.apply(plan);
+      ++m.gc_runs;
+      if (trace) {
+        json gc = trace_compaction(plan);
+        gc["kind"] = "gc";
+        gc["step"] = step + 1;
+        trace->record(std::move(gc));
+      }
+    }
+    // Draft: g tokens, one draft forward each.
+    std::vector<int32_t> chain = {cur};
+    std::vector<std::vector<double>> q(static_cast<size_t>(g));
+    json added = json::array(), dfw = json::array();
+    for (int32_t j = 1; j <= g; ++j) {
+      json f = df.feed(tree, slots.num_slots(), {chain.back()}, dlp, drow, trace != nullptr);
+      if (trace) dfw.push_back(f);
+      const int32_t r = drow[static_cast<size_t>(chain.back())];
+      q[static_cast<size_t>(j - 1)] = beam_distribution({0.0}, std::vector<double>(dlp.begin() + static_cast<std::ptrdiff_t>(r) * V,
+                                                                            dlp.begin() + static_cast<std::ptrdiff_t>(r + 1) * V),
+                                                        V, cfg.sampling);
+      const int32_t x = static_cast<int32_t>(sample_index(q[static_cast<size_t>(j - 1)],
+                                                          philox_uniform(key, it, static_cast<uint32_t>(j), 0, 0, RandStream::draft_sample)));
+      const int32_t id = tree.add_child(chain.back(), x, 0.0);
+      tree.node(id).slot = slots.allocate();
+      chain.push_back(id);
+      if (trace) added.push_back(trace_node(tree.node(id)));
+    }
+    if (trace)
+      trace->record({{"kind", "step"}, {"step", ++step}, {"phase", "draft"}, {"added", added}, {"draft_forwards", dfw},
+                     {"kv", {{"slots", slots.num_slots()}, {"peak", slots.peak()}, {"bytes", slots.num_slots() * bps}}}});
+    // Verify: the target scores cur and every draft in one pass.
+    json fwd = tf.feed(tree, slots.num_slots(), chain, tlp, trow, trace != nullptr);
+    auto p_at = [&](int32_t node) {
+      const int32_t r = trow[static_cast<size_t>(node)];
+      return std::vector<double>(tlp.begin() + static_cast<std::ptrdiff_t>(r) * V, tlp.begin() + static_cast<std::ptrdiff_t>(r + 1) * V);
+    };
+    json status = json::array(), decisions = json::array();
+    added = json::array();
+    int32_t accepted = 0;
+    int32_t next = kNoNode;
+    for (int32_t j = 1; j <= g; ++j) {
+      const int32_t parent = chain[static_cast<size_t>(j - 1)], node = chain[static_cast<size_t>(j)];
+      const std::vector<double> lp = p_at(parent);
+      const std::vector<double> p = beam_distribution({0.0}, lp, V, cfg.sampling);
+      const std::vector<double>& qj = q[static_cast<size_t>(j - 1)];
+      const int32_t x = tree.node(node).token;
+      const double a = std::min(1.0, p[static_cast<size_t>(x)] / qj[static_cast<size_t>(x)]);
+      const double u = philox_uniform(key, it, static_cast<uint32_t>(j), 0, 0, RandStream::verify_accept);
+      if (trace) decisions.push_back({{"layer", j}, {"node", node}, {"accept_prob", a}, {"u", u}, {"accepted", u < a}});
+      if (u < a) {
+        tree.node(node).status = NodeStatus::accepted;
+        tree.node(node).logprob = cur_lp + lp[static_cast<size_t>(x)];
+        cur_lp = tree.node(node).logprob;
+        if (trace) status.push_back({{"node", node}, {"status", "accepted"}});
+        ++accepted;
+        continue;
+      }
+      for (int32_t k = j; k <= g; ++k) {
+        tree.node(chain[static_cast<size_t>(k)]).status = NodeStatus::rejected;
+        if (trace) status.push_back({{"node", chain[static_cast<size_t>(k)]}, {"status", "rejected"}});
+      }
+      std::vector<double> resid(static_cast<size_t>(V));
+      double mass = 0.0;
+      for (int32_t v = 0; v < V; ++v) mass += resid[static_cast<size_t>(v)] = std::max(0.0, p[static_cast<size_t>(v)] - qj[static_cast<size_t>(v)]);
+      TS_CHECK(mass > 0.0, "speculative decoding: empty residual after a rejection");
+      const int32_t y = static_cast<int32_t>(sample_index(resid, philox_uniform(key, it, static_cast<uint32_t>(j), 0, 0, RandStream::residual_sample)));
+      cur_lp += lp[static_cast<size_t>(y)];
+      next = tree.add_child(parent, y, cur_lp);
+      break;
+    }
+    if (next == kNoNode) {  // every draft accepted: one more token from p
+      const std::vector<double> lp = p_at(chain.back());
+      const std::vector<double> p = beam_distribution({0.0}, lp, V, cfg.sampling);
+      const int32_t y = static_cast<int32_t>(sample_index(p, philox_uniform(key, it, static_cast<uint32_t>(g + 1), 0, 0, RandStream::target_sample)));
+      cur_lp += lp[static_cast<size_t>(y)];
+      next = tree.add_child(chain.back(), y, cur_lp);
+    }
+    tree.node(next).slot = slots.allocate();
+    if (trace) added.push_back(trace_node(tree.node(next)));
+    res.sampling.layers_verified += g;
+    res.sampling.layers_accepted += accepted;
+    generated += accepted + 1;
+    cur = next;
+    if (trace)
+      trace->record({{"kind", "step"}, {"step", ++step}, {"phase", "verify"}, {"added", added}, {"status", status}, {"forward", fwd},
+                     {"verify", {{"iteration", iteration}, {"decisions", decisions}, {"accepted", accepted}, {"steps", accepted + 1}}},
+                     {"chosen", json::array({{{"beam", 0}, {"node", next}, {"score", cur_lp}}})},
+                     {"kv", {{"slots", slots.num_slots()}, {"peak", slots.peak()}, {"bytes", slots.num_slots() * bps}}}});
+  }
+  Hypothesis h;
+  h.tokens = tree.path_tokens(cur);
+  h.tokens.erase(h.tokens.begin(), h.tokens.begin() + n);
+  h.sum_logprobs = cur_lp;
+  h.score = cur_lp / static_cast<double>(h.tokens.size());
+  res.decode.hypotheses.push_back(h);
+  res.sampling.iterations = iteration;
+  res.sampling.target_calls = tf.calls;
+  res.sampling.draft_calls = df.calls;
+  res.sampling.target_tokens = tf.tokens;
+  res.sampling.draft_tokens = df.tokens;
+  res.sampling.log_likelihood = cur_lp;
+  m.steps = step;
+  m.model_calls = tf.calls;
+  m.computed_tokens = tf.tokens;
+  m.final_slots = slots.num_slots();
+  m.peak_slots = slots.peak();
+  m.peak_bytes = m.peak_slots * bps;
+  m.output_len = static_cast<int32_t>(h.tokens.size());
+  m.mem_per_token = mem_per_token(m.peak_bytes, n, m.output_len);
+  m.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (trace) {
+    trace->record(trace_keyframe(step, tree, slots.num_slots()));
+    json metrics = m.to_json();
+    metrics.erase("seconds");
+    metrics["sampling"] = res.sampling.to_json();
+    trace->record({{"kind", "summary"}, {"outputs", json::array({{{"tokens", h.tokens}, {"score", h.score}, {"sum_logprobs", h.sum_logprobs}}})},
+                   {"metrics", metrics}, {"seconds", m.seconds}});
+  }
+  return res;
+}
+
+}  // namespace triescope
