@@ -174,6 +174,33 @@ void TorchTransformer::forward(const StepInput& in, Logits& out) {
     longest = std::max(longest, row.size());
   }
   const float ninf = -std::numeric_limits<float>::infinity();
+  // MultiGen Method 3 (hybrid attention): every query reads slots [0, P)
+  // (the prompt), so those are scored densely for all queries at once and
+  // only each query's slots >= P are gathered; the k x k cross terms between
+  // samples are never computed. Taken in "auto" mode whenever the step says so.
+  const int64_t P = in.shared_prefix_slots;
+  const bool hybrid = m.opt.attention == "auto" && P > 0;
+  if (P > 0)
+    for (int64_t r = 0; r < q; ++r) {
+      const auto& row = rows[static_cast<size_t>(r)];
+      TS_CHECK(static_cast<int64_t>(row.size()) >= P && row[static_cast<size_t>(P - 1)] == P - 1,
+               "transformer: shared_prefix_slots = " << P << " but mask row " << r << " does not read all of [0, " << P << ")");
+    }
+  int64_t L2 = 0;  // hybrid: the most slots >= P any query reads
+  std::vector<float> hadd;          // [q x L2] additive mask over each query's own gathered slots
+  std::vector<int64_t> hidx;        // [q x L2] slot read at each column (padding repeats slot P - 1, masked)
+  if (hybrid) {
+    for (auto& row : rows) L2 = std::max<int64_t>(L2, static_cast<int64_t>(row.size()) - P);
+    hadd.assign(static_cast<size_t>(q * L2), ninf);
+    hidx.assign(static_cast<size_t>(q * L2), P - 1);
+    for (int64_t r = 0; r < q; ++r) {
+      const auto& row = rows[static_cast<size_t>(r)];
+      for (int64_t k = P; k < static_cast<int64_t>(row.size()); ++k) {
+        hadd[static_cast<size_t>(r * L2 + k - P)] = 0.0f;
+        hidx[static_cast<size_t>(r * L2 + k - P)] = row[static_cast<size_t>(k)];
+      }
+    }
+  }
   const bool gather = m.opt.attention == "gather";
   // Dense blocks: runs of consecutive queries, each scored against the slot
   // span [lo, lo + span) covering their rows. "dense" is one block over all
@@ -185,7 +212,7 @@ void TorchTransformer::forward(const StepInput& in, Logits& out) {
     std::vector<float> add;  // [n x span] additive mask: 0 allowed, -inf not
   };
   std::vector<Block> blocks;
-  if (!gather) {
+  if (!gather && !hybrid) {
     if (m.opt.attention == "dense") {
       blocks.push_back({0, q, 0, S, {}});
     } else {
@@ -219,7 +246,7 @@ void TorchTransformer::forward(const StepInput& in, Logits& out) {
         for (int64_t s : rows[static_cast<size_t>(bl.q0 + r)]) bl.add[static_cast<size_t>(r * bl.span + s - bl.lo)] = 0.0f;
     }
   }
-  m.last_attention = gather ? "gather" : blocks.size() == 1 && blocks[0].span == S ? "dense" : "blocks";
+  m.last_attention = hybrid ? "hybrid" : gather ? "gather" : blocks.size() == 1 && blocks[0].span == S ? "dense" : "blocks";
   const int64_t L = static_cast<int64_t>(longest);
   std::vector<float> gadd;          // [q x L] gather path: additive mask over each query's gathered slots
   std::vector<int64_t> gather_idx;  // [q x L] slot read at each column (padding reads the row's first slot, masked)
@@ -243,6 +270,8 @@ void TorchTransformer::forward(const StepInput& in, Logits& out) {
   const at::Tensor pos = at::from_blob(posf.data(), {q}, fopt).clone().to(m.dev);
   const at::Tensor mask = gather ? at::from_blob(gadd.data(), {q, L}, fopt).clone().to(m.dev) : at::Tensor();
   const at::Tensor gidx = gather ? long_tensor(gather_idx, m.dev) : at::Tensor();
+  const at::Tensor hmask = hybrid && L2 > 0 ? at::from_blob(hadd.data(), {q, L2}, fopt).clone().to(m.dev) : at::Tensor();
+  const at::Tensor hgidx = hybrid && L2 > 0 ? long_tensor(hidx, m.dev) : at::Tensor();
   std::vector<at::Tensor> block_mask;
   for (auto& bl : blocks) block_mask.push_back(at::from_blob(bl.add.data(), {bl.n, bl.span}, fopt).clone().to(m.dev));
   // RoPE from the explicit position ids: angle = position x inv_freq.
@@ -265,7 +294,24 @@ void TorchTransformer::forward(const StepInput& in, Logits& out) {
     K.index_copy_(0, slots, kh);
     V.index_copy_(0, slots, vh);
     at::Tensor attn;
-    if (!gather) {
+    if (hybrid) {
+      // Dense part: all q queries against the P shared slots, one matmul per KV head.
+      const at::Tensor Qb = qh.view({q, nkv, g, hd}).permute({1, 2, 0, 3}).reshape({nkv, g * q, hd});
+      const at::Tensor sp = at::matmul(Qb, K.narrow(0, 0, P).permute({1, 2, 0})).mul_(scale).view({nkv, g, q, P}).permute({2, 0, 1, 3});
+      at::Tensor sc = sp;  // [q, nkv, g, P (+ L2)]
+      at::Tensor Vg;
+      if (L2 > 0) {  // sparse part: each query against its own slots >= P only
+        const at::Tensor Kg = K.index_select(0, hgidx).view({q, L2, nkv, hd}).permute({0, 2, 3, 1});  // [q, nkv, hd, L2]
+        Vg = V.index_select(0, hgidx).view({q, L2, nkv, hd}).permute({0, 2, 1, 3});                    // [q, nkv, L2, hd]
+        const at::Tensor sd = at::matmul(qh.view({q, nkv, g, hd}), Kg).mul_(scale) + hmask.view({q, 1, 1, L2});
+        sc = at::cat({sp, sd}, -1);
+      }
+      const at::Tensor p = at::softmax(sc, -1);
+      const at::Tensor pp = p.narrow(-1, 0, P).permute({1, 2, 0, 3}).reshape({nkv, g * q, P});
+      at::Tensor o = at::matmul(pp, V.narrow(0, 0, P).permute({1, 0, 2})).view({nkv, g, q, hd}).permute({2, 0, 1, 3});
+      if (L2 > 0) o = o + at::matmul(p.narrow(-1, P, L2), Vg);
+      attn = o.reshape({q, nh * hd});
+    } else if (!gather) {
       std::vector<at::Tensor> parts;
       for (size_t bi = 0; bi < blocks.size(); ++bi) {
         const int64_t n = blocks[bi].n, lo = blocks[bi].lo, sp = blocks[bi].span;
