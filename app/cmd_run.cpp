@@ -4,6 +4,9 @@
 #include "app/commands.h"
 #include "core/common/error.h"
 #include "core/decode/run_sample.h"
+#ifdef TRIESCOPE_WITH_CUDA
+#include "cuda/cuda_backend.h"
+#endif
 
 namespace triescope::cli {
 
@@ -11,8 +14,15 @@ int cmd_run(const Args& args) {
   auto p = parse_args(args, {"out", "backend"}, {"quiet"});
   TS_CHECK(p.positional.size() == 1, "run: expected one sample file, got " << p.positional.size() << " arguments");
   const std::string backend = p.get("backend", "cpu");
-  TS_CHECK(backend == "cpu", "run: --backend " << backend << " is not available in this build (cpu)");
+  TS_CHECK(backend == "cpu" || backend == "cuda", "run: --backend must be cpu or cuda, got " << backend);
   Sample s = sample_load(p.positional[0]);
+  if (backend == "cuda") {
+#ifdef TRIESCOPE_WITH_CUDA
+    cuda::sample_use_cuda(s);  // throws when no device is usable or the model has no CUDA twin
+#else
+    TS_FAIL("run: --backend cuda: this triescope was built without CUDA (configure with -DTRIESCOPE_WITH_CUDA=ON)");
+#endif
+  }
   std::string out = p.get("out");
   if (out.empty()) out = std::filesystem::path(p.positional[0]).stem().string() + ".trace.jsonl";
   TraceFileWriter writer(out);  // temp file + rename: no half-written trace on failure

@@ -8,7 +8,7 @@
 namespace {
 void usage() {
   std::cout << "usage: triescope <command> [args]\n"
-               "  run <sample.json> [--out trace.jsonl] [--backend cpu]   decode a sample, write its trace\n"
+               "  run <sample.json> [--out trace.jsonl] [--backend cpu|cuda] decode a sample, write its trace\n"
                "  diff <a.jsonl> <b.jsonl> [--tolerance 1e-6]             first divergence of two traces (exit 1)\n"
                "  inspect <trace.jsonl> [--step N]                         text view of one step\n"
                "  simulate [--beams 3,9,15] [--lengths 64,256] [--csv F]  trie vs batch KV slots per step\n"

@@ -1,0 +1,48 @@
+// The device twin of core's IncrementalAncestorMask (same reset / extend /
+// retain contract, same results): held rows live in a device table, a step's
+// new rows are built by ancestor_mask_extend (one parallel copy per new row)
+// and copied back as the BitMask the step's trace records.
+// Plain C++ header: no CUDA types.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "core/mask/bit_mask.h"
+#include "core/tree/token_tree.h"
+
+namespace triescope::cuda {
+
+class IncrementalAncestorMask {
+ public:
+  IncrementalAncestorMask();
+  ~IncrementalAncestorMask();
+  IncrementalAncestorMask(const IncrementalAncestorMask&) = delete;
+  IncrementalAncestorMask& operator=(const IncrementalAncestorMask&) = delete;
+
+  // Forgets everything; `capacity_slots` is a hint for the row width.
+  void reset(int32_t capacity_slots = 64);
+  // Builds rows for `nodes` (parents before children; slots set) on the
+  // device and returns them over `num_slots` columns, copied back.
+  BitMask extend(const TokenTree& tree, const std::vector<int32_t>& nodes, int32_t num_slots);
+  // Keeps only the rows of `nodes` (the next step's possible parents).
+  void retain(const std::vector<int32_t>& nodes);
+  // Parents whose row was not held: their row was walked on the host.
+  int64_t fallback_rows() const { return fallback_rows_; }
+  int32_t held_rows() const { return static_cast<int32_t>(row_of_.size()); }
+
+ private:
+  struct Device;
+  int32_t take_row();
+  void grow_rows(int32_t need);
+  void widen(int32_t num_slots);
+  std::unique_ptr<Device> dev_;
+  int32_t table_words_ = 0;                      // words per table row (even: 16-byte copies)
+  int32_t table_rows_ = 0;
+  std::vector<int32_t> free_rows_;
+  std::unordered_map<int32_t, int32_t> row_of_;  // node id -> table row
+  int64_t fallback_rows_ = 0;
+};
+
+}  // namespace triescope::cuda
