@@ -6,11 +6,11 @@
 #pragma once
 #include <cstdint>
 #include <memory>
-#include <unordered_map>
 #include <vector>
 
 #include "core/mask/bit_mask.h"
 #include "core/tree/token_tree.h"
+#include "cuda/mask_row_planner.h"
 
 namespace triescope::cuda {
 
@@ -27,22 +27,18 @@ class IncrementalAncestorMask {
   // device and returns them over `num_slots` columns, copied back.
   BitMask extend(const TokenTree& tree, const std::vector<int32_t>& nodes, int32_t num_slots);
   // Keeps only the rows of `nodes` (the next step's possible parents).
-  void retain(const std::vector<int32_t>& nodes);
+  void retain(const std::vector<int32_t>& nodes) { planner_.retain(nodes); }
   // Parents whose row was not held: their row was walked on the host.
-  int64_t fallback_rows() const { return fallback_rows_; }
-  int32_t held_rows() const { return static_cast<int32_t>(row_of_.size()); }
+  int64_t fallback_rows() const { return planner_.fallback_rows(); }
+  int32_t held_rows() const { return planner_.held_rows(); }
 
  private:
   struct Device;
-  int32_t take_row();
-  void grow_rows(int32_t need);
-  void widen(int32_t num_slots);
+  void resize_table(int32_t rows, int32_t words);
   std::unique_ptr<Device> dev_;
-  int32_t table_words_ = 0;                      // words per table row (even: 16-byte copies)
-  int32_t table_rows_ = 0;
-  std::vector<int32_t> free_rows_;
-  std::unordered_map<int32_t, int32_t> row_of_;  // node id -> table row
-  int64_t fallback_rows_ = 0;
+  MaskRowPlanner planner_;
+  int32_t dev_rows_ = 0;   // device table shape
+  int32_t dev_words_ = 0;
 };
 
 }  // namespace triescope::cuda
