@@ -12,6 +12,10 @@ std::unique_ptr<Model> model_to_cuda(const Model& cpu_model) {
 }
 
 void sample_use_cuda(Sample& s) {
+  // Only the beam decoders carry DecodeOptions::backend into their traces.
+  TS_CHECK(s.algorithm == "trie_beam_search" || s.algorithm == "batch_beam_search",
+           s.path << ": cuda backend: algorithm \"" << s.algorithm
+                  << "\" is not wired to the cuda backend yet (trie_beam_search, batch_beam_search are)");
   try {
     s.model = model_to_cuda(*s.model);
   } catch (const Error& e) {

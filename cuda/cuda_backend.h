@@ -16,6 +16,8 @@ inline constexpr const char* kBackendName = "cuda";
 std::unique_ptr<Model> model_to_cuda(const Model& cpu_model);
 
 // Replaces s.model by model_to_cuda(*s.model) and sets s.options.backend.
+// Beam algorithms only (trie_beam_search, batch_beam_search); others are
+// refused with a named error.
 void sample_use_cuda(Sample& s);
 
 }  // namespace triescope::cuda

@@ -3,11 +3,14 @@
 // (trace_diff) for every synthetic sample and for random configurations.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstring>
+#include <filesystem>
 #include <random>
 #include <sstream>
 
 #include "core/common/error.h"
+#include "core/config/json_reader.h"
 #include "core/decode/batch_beam_search.h"
 #include "core/decode/run_sample.h"
 #include "core/decode/trie_beam_search.h"
@@ -127,15 +130,35 @@ void check_equivalent(const std::vector<json>& cpu, const std::vector<json>& gpu
 }
 }  // namespace
 
-TEST_CASE("CPU and CUDA traces are equivalent for every synthetic sample, trie and batch", "[cuda][trace]") {
-  const std::string name = GENERATE(as<std::string>{}, "synthetic_long.json");
-  const std::string algorithm = GENERATE(as<std::string>{}, "trie_beam_search", "batch_beam_search");
-  CAPTURE(name, algorithm);
-  const std::string path = std::string(TRIESCOPE_SOURCE_DIR) + "/samples/" + name;
-  Sample cpu = sample_load(path), gpu = sample_load(path);
-  cpu.algorithm = gpu.algorithm = algorithm;
-  cuda::sample_use_cuda(gpu);
-  check_equivalent(run_trace(cpu), run_trace(gpu));
+TEST_CASE("CPU and CUDA traces are equivalent for every synthetic beam sample, as trie and as batch", "[cuda][trace]") {
+  // every samples/*.json with a synthetic model and a beam algorithm, found at run time
+  std::vector<std::string> paths;
+  for (const auto& e : std::filesystem::directory_iterator(std::string(TRIESCOPE_SOURCE_DIR) + "/samples"))
+    if (e.path().extension() == ".json") paths.push_back(e.path().string());
+  std::sort(paths.begin(), paths.end());
+  int ran = 0;
+  for (const auto& path : paths) {
+    const json j = json_load_file(path);
+    const std::string algo = j.value("algorithm", std::string());
+    if (j["model"].value("type", std::string()) != "synthetic" || (algo != "trie_beam_search" && algo != "batch_beam_search"))
+      continue;
+    for (const std::string algorithm : {"trie_beam_search", "batch_beam_search"}) {
+      DYNAMIC_SECTION(path << " as " << algorithm) {
+        Sample cpu = sample_load(path), gpu = sample_load(path);
+        cpu.algorithm = gpu.algorithm = algorithm;
+        cuda::sample_use_cuda(gpu);
+        check_equivalent(run_trace(cpu), run_trace(gpu));
+      }
+      ++ran;
+    }
+  }
+  CHECK(ran >= 2);  // synthetic_long at least
+}
+
+TEST_CASE("the cuda backend refuses an algorithm whose trace it does not label", "[cuda][trace]") {
+  Sample s = sample_load(std::string(TRIESCOPE_SOURCE_DIR) + "/samples/synthetic_long.json");
+  s.algorithm = "lookahead";
+  CHECK_THROWS_WITH(cuda::sample_use_cuda(s), Catch::Contains("not wired to the cuda backend"));
 }
 
 TEST_CASE("CPU and CUDA traces are equivalent for random synthetic configurations", "[cuda][trace]") {
