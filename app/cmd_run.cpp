@@ -7,6 +7,9 @@
 #ifdef TRIESCOPE_WITH_TORCH
 #include "core/model/torch/torch_transformer.h"
 #endif
+#ifdef TRIESCOPE_WITH_CUDA
+#include "cuda/cuda_backend.h"
+#endif
 
 namespace triescope::cli {
 
@@ -14,7 +17,7 @@ int cmd_run(const Args& args) {
   auto p = parse_args(args, {"out", "backend", "prompt"}, {"quiet"});
   TS_CHECK(p.positional.size() == 1, "run: expected one sample file, got " << p.positional.size() << " arguments");
   const std::string backend = p.get("backend", "cpu");
-  TS_CHECK(backend == "cpu", "run: --backend " << backend << " is not available in this build (cpu)");
+  TS_CHECK(backend == "cpu" || backend == "cuda", "run: --backend must be cpu or cuda, got " << backend);
   Sample s = sample_load(p.positional[0]);
   if (p.has("prompt")) {  // text replaces the sample's prompt ids (needs a model with tokenizer.json)
 #ifdef TRIESCOPE_WITH_TORCH
@@ -22,6 +25,13 @@ int cmd_run(const Args& args) {
     TS_CHECK(!s.prompt.empty(), "run: --prompt encodes to no tokens");
 #else
     TS_FAIL("run: --prompt needs a model with a tokenizer; this build has no LibTorch transformer");
+#endif
+  }
+  if (backend == "cuda") {
+#ifdef TRIESCOPE_WITH_CUDA
+    cuda::sample_use_cuda(s);  // throws when no device is usable or the model has no CUDA twin
+#else
+    TS_FAIL("run: --backend cuda: this triescope was built without CUDA (configure with -DTRIESCOPE_WITH_CUDA=ON)");
 #endif
   }
   std::string out = p.get("out");

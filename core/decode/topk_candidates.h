@@ -1,0 +1,23 @@
+// The beam step's candidate selection as a separately callable function: the
+// CPU twin of cuda/beam_select.cuh's topk_candidates. Same order as both beam
+// decoders: score descending, then flat index (row * vocab + token)
+// ascending, which is torch.topk's tie-break.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+namespace triescope {
+
+struct ScoredCandidate {
+  double score = 0.0;  // beam score + token logprob
+  int64_t flat = 0;    // row * vocab + token
+  bool operator==(const ScoredCandidate&) const = default;
+};
+
+// The k best beam_scores[r] + logprobs[r * vocab + v] over the finite
+// logprobs (an infinite one is a token a constraint masked), best first;
+// fewer than k when fewer are finite.
+std::vector<ScoredCandidate> topk_candidates(const double* logprobs /* [rows x vocab] */, int32_t rows, int32_t vocab,
+                                             const double* beam_scores /* [rows] */, int32_t k);
+
+}  // namespace triescope

@@ -1,0 +1,148 @@
+#include "cuda/ancestor_mask.cuh"
+#include "cuda/detail/device_status.h"
+
+namespace triescope::cuda {
+
+namespace {
+
+constexpr unsigned kRowThreads = 128;
+
+// One block per query: zero the row with coalesced stores, then one thread
+// walks the chain (pointer chasing is sequential by nature).
+__global__ void ancestor_mask_build_kernel(AncestorMaskBuildParams p) {
+  for (int32_t q = blockIdx.x; q < p.num_queries; q += gridDim.x) {
+    uint64_t* row = p.mask + static_cast<size_t>(q) * static_cast<size_t>(p.words_per_row);
+    for (int32_t w = threadIdx.x; w < p.words_per_row; w += blockDim.x) row[w] = 0;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      int32_t n = p.queries[q];
+      int32_t hops = 0;
+      while (n != -1) {
+        if (n < 0 || n >= p.num_nodes) {
+          detail::status_report(p.maybe_status, KernelError::node_out_of_range, q, n);
+          break;
+        }
+        if (++hops > p.num_nodes) {
+          detail::status_report(p.maybe_status, KernelError::cycle, q, n);
+          break;
+        }
+        const int32_t s = p.slot[n];
+        if (s != -1) {
+          if (s < 0 || s >= p.num_slots || (s >> 6) >= p.words_per_row)
+            detail::status_report(p.maybe_status, KernelError::slot_out_of_range, n, s);
+          else
+            row[s >> 6] |= uint64_t{1} << (s & 63);
+        }
+        n = p.parent[n];
+      }
+    }
+    __syncthreads();
+  }
+}
+
+__global__ void ancestor_mask_extend_kernel(AncestorMaskExtendParams p) {
+  for (int32_t i = blockIdx.x; i < p.num_new; i += gridDim.x) {
+    const int32_t dst = p.dst_row[i];
+    const int32_t src = p.src_row[i];
+    const bool dst_ok = dst >= 0 && dst < p.table_rows;
+    const bool src_ok = src == -1 || (src >= 0 && src < p.table_rows);
+    if (!dst_ok || !src_ok) {
+      if (threadIdx.x == 0)
+        detail::status_report(p.maybe_status, KernelError::row_out_of_range, i, dst_ok ? src : dst);
+      continue;  // uniform across the block: no barrier is skipped by some threads only
+    }
+    uint64_t* drow = p.table + static_cast<size_t>(dst) * static_cast<size_t>(p.table_words);
+    const uint64_t* srow = src == -1 ? nullptr : p.table + static_cast<size_t>(src) * static_cast<size_t>(p.table_words);
+    // The parallel copy: 16-byte accesses when the rows allow it.
+    if ((p.table_words & 1) == 0) {
+      const int32_t pairs = p.table_words / 2;
+      ulonglong2* d2 = reinterpret_cast<ulonglong2*>(drow);
+      const ulonglong2* s2 = reinterpret_cast<const ulonglong2*>(srow);
+      for (int32_t w = threadIdx.x; w < pairs; w += blockDim.x) d2[w] = srow ? s2[w] : make_ulonglong2(0, 0);
+    } else {
+      for (int32_t w = threadIdx.x; w < p.table_words; w += blockDim.x) drow[w] = srow ? srow[w] : 0;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      // own bit, then the in-batch ancestors' bits (a prefill chain)
+      int32_t j = i, hops = 0;
+      while (j != -1) {
+        if (j < 0 || j >= p.num_new || ++hops > p.num_new || (j != i && j > i)) {
+          detail::status_report(p.maybe_status, KernelError::node_out_of_range, i, j);
+          break;
+        }
+        const int32_t s = p.slot[j];
+        if (s != -1) {
+          if (s < 0 || s >= p.num_slots || (s >> 6) >= p.table_words)
+            detail::status_report(p.maybe_status, KernelError::slot_out_of_range, j, s);
+          else
+            drow[s >> 6] |= uint64_t{1} << (s & 63);
+        }
+        j = p.batch_parent[j];
+      }
+    }
+    __syncthreads();
+    if (p.maybe_out) {
+      uint64_t* orow = p.maybe_out + static_cast<size_t>(i) * static_cast<size_t>(p.out_words);
+      for (int32_t w = threadIdx.x; w < p.out_words; w += blockDim.x) orow[w] = w < p.table_words ? drow[w] : 0;
+    }
+    __syncthreads();
+  }
+}
+
+__global__ void position_ids_kernel(PositionIdsParams p) {
+  for (int32_t q = blockIdx.x * blockDim.x + threadIdx.x; q < p.num_queries; q += gridDim.x * blockDim.x) {
+    int32_t n = p.queries[q];
+    if (n < 0 || n >= p.num_nodes) {
+      detail::status_report(p.maybe_status, KernelError::node_out_of_range, q, n);
+      p.positions[q] = -1;
+      continue;
+    }
+    int32_t depth = 0;
+    for (int32_t up = p.parent[n]; up != -1; n = up, up = p.parent[n]) {
+      if (up < 0 || up >= p.num_nodes) {
+        detail::status_report(p.maybe_status, KernelError::node_out_of_range, q, up);
+        break;
+      }
+      if (++depth > p.num_nodes) {
+        detail::status_report(p.maybe_status, KernelError::cycle, q, up);
+        break;
+      }
+    }
+    // n is the root now (or where a bad chain stopped)
+    p.positions[q] = depth + (p.maybe_root_depth ? p.maybe_root_depth[n] : 0);
+  }
+}
+
+unsigned grid_for_rows(int32_t rows) { return static_cast<unsigned>(rows < 1 ? 1 : (rows > 65535 * 16 ? 65535 * 16 : rows)); }
+
+}  // namespace
+
+void ancestor_mask_build(const AncestorMaskBuildParams& p, cudaStream_t stream) {
+  TS_CHECK(p.num_queries >= 0 && p.num_slots >= 0 && p.num_nodes >= 0, "ancestor_mask_build (cuda): negative size");
+  TS_CHECK(int64_t{p.words_per_row} * 64 >= p.num_slots,
+           "ancestor_mask_build (cuda): words_per_row " << p.words_per_row << " too small for " << p.num_slots << " slots");
+  if (p.num_queries == 0) return;
+  ancestor_mask_build_kernel<<<grid_for_rows(p.num_queries), kRowThreads, 0, stream>>>(p);
+  TS_CUDA_CHECK_LAUNCH("ancestor_mask_build_kernel");
+}
+
+void ancestor_mask_extend(const AncestorMaskExtendParams& p, cudaStream_t stream) {
+  TS_CHECK(p.num_new >= 0 && p.num_slots >= 0, "ancestor_mask_extend (cuda): negative size");
+  TS_CHECK(int64_t{p.table_words} * 64 >= p.num_slots,
+           "ancestor_mask_extend (cuda): table_words " << p.table_words << " too small for " << p.num_slots << " slots");
+  TS_CHECK(p.maybe_out == nullptr || int64_t{p.out_words} * 64 >= p.num_slots,
+           "ancestor_mask_extend (cuda): out_words " << p.out_words << " too small for " << p.num_slots << " slots");
+  if (p.num_new == 0) return;
+  ancestor_mask_extend_kernel<<<grid_for_rows(p.num_new), kRowThreads, 0, stream>>>(p);
+  TS_CUDA_CHECK_LAUNCH("ancestor_mask_extend_kernel");
+}
+
+void position_ids(const PositionIdsParams& p, cudaStream_t stream) {
+  TS_CHECK(p.num_queries >= 0 && p.num_nodes >= 0, "position_ids (cuda): negative size");
+  if (p.num_queries == 0) return;
+  position_ids_kernel<<<detail::blocks_for(p.num_queries, 128), 128, 0, stream>>>(p);
+  TS_CUDA_CHECK_LAUNCH("position_ids_kernel");
+}
+
+}  // namespace triescope::cuda

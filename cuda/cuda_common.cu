@@ -1,0 +1,40 @@
+#include "cuda/cuda_common.cuh"
+
+namespace triescope::cuda {
+
+int device_count(std::string* why) {
+  int n = 0;
+  const cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess) {
+    if (why) *why = std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e);
+    (void)cudaGetLastError();  // clear it so later checks are not confused
+    return 0;
+  }
+  if (why) *why = std::to_string(n) + " device(s)";
+  return n;
+}
+
+const char* kernel_error_name(KernelError e) {
+  switch (e) {
+    case KernelError::none: return "none";
+    case KernelError::slot_out_of_range: return "slot out of range";
+    case KernelError::node_out_of_range: return "node id out of range";
+    case KernelError::cycle: return "parent chain has a cycle";
+    case KernelError::src_out_of_range: return "compaction source slot out of range";
+    case KernelError::empty_slot: return "reads an empty KV slot";
+    case KernelError::row_out_of_range: return "mask table row out of range";
+  }
+  return "unknown kernel error";
+}
+
+void status_check(KernelStatus* status_dev, cudaStream_t stream, const std::string& what) {
+  KernelStatus st;
+  TS_CUDA_CHECK(cudaMemcpyAsync(&st, status_dev, sizeof st, cudaMemcpyDeviceToHost, stream), what << ": read status");
+  TS_CUDA_CHECK(cudaStreamSynchronize(stream), what << ": synchronise");
+  if (st.code == 0) return;
+  TS_CUDA_CHECK(cudaMemsetAsync(status_dev, 0, sizeof(int32_t), stream), what << ": reset status");
+  TS_FAIL(what << ": " << kernel_error_name(static_cast<KernelError>(st.code)) << " (index " << st.a << ", value " << st.b
+               << ")");
+}
+
+}  // namespace triescope::cuda

@@ -1,0 +1,58 @@
+// The synthetic model on the device (CPU twin: synthetic_logits_fixed and
+// SyntheticModel::forward in core/model/synthetic_model.h). Integer
+// arithmetic end to end, so the logits are bit-identical to the CPU's; each
+// query reads the visible (token, position) pairs through its bit-packed mask
+// row, exactly as attention reads K/V.
+#pragma once
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "cuda/cuda_common.cuh"
+
+namespace triescope::cuda {
+
+// The fields of SyntheticConfig the logits depend on (a plain copy; the
+// byte-accounting shape stays on the host).
+struct SyntheticLogitsConfig {
+  int32_t vocab_size = 0;
+  uint64_t seed = 0;
+  int32_t peakiness_q8 = 256;
+  int32_t repetitiveness_q8 = 0;
+  int32_t ngram = 2;
+  int32_t eos_token = -1;
+  int32_t eos_per_million = 0;
+  uint64_t perturb_seed = 0;
+  int32_t perturb_q8 = 0;
+};
+
+// Writes each query's (token, position) into its slot: the K/V write that
+// precedes attention in a forward pass.
+struct SyntheticKvWriteParams {
+  const int32_t* tokens = nullptr;     // [num_queries]
+  const int32_t* positions = nullptr;  // [num_queries]
+  const int32_t* slots = nullptr;      // [num_queries] slot written by each query
+  int32_t num_queries = 0;
+  int32_t* kv_tokens = nullptr;        // [num_slots] token per slot, -1: empty
+  int32_t* kv_positions = nullptr;     // [num_slots]
+  int32_t num_slots = 0;
+  KernelStatus* maybe_status = nullptr;
+};
+void synthetic_kv_write(const SyntheticKvWriteParams& p, cudaStream_t stream);
+
+struct SyntheticLogitsParams {
+  SyntheticLogitsConfig cfg;
+  const int32_t* kv_tokens = nullptr;        // [num_slots] token per slot, -1: empty
+  const int32_t* kv_positions = nullptr;     // [num_slots] position id per slot
+  int32_t num_slots = 0;
+  const uint64_t* mask = nullptr;            // [num_queries x words_per_row] slots each query reads
+  int32_t words_per_row = 0;                 // >= ceil(num_slots / 64)
+  const int32_t* query_positions = nullptr;  // [num_queries]
+  int32_t num_queries = 0;
+  int32_t* maybe_out_fixed = nullptr;        // [num_queries x vocab] raw fixed-point logits
+  float* maybe_out_logits = nullptr;         // [num_queries x vocab] fixed x (1 / 4096)
+  KernelStatus* maybe_status = nullptr;
+};
+void synthetic_logits(const SyntheticLogitsParams& p, cudaStream_t stream);
+
+}  // namespace triescope::cuda

@@ -1,0 +1,40 @@
+# `triescope run --backend cuda`: with a device it writes a trace whose header
+# says "backend":"cuda" and that `triescope diff` finds equivalent to the CPU
+# trace; without one it must fail with a named error and leave no trace file,
+# and the test is then reported skipped.
+foreach(v TRIESCOPE SAMPLE WORK_DIR)
+  if(NOT DEFINED ${v})
+    message(FATAL_ERROR "cli_backend_cuda.cmake: -D${v}=... is required")
+  endif()
+endforeach()
+file(REMOVE_RECURSE "${WORK_DIR}")
+file(MAKE_DIRECTORY "${WORK_DIR}")
+set(cuda_trace "${WORK_DIR}/cuda.trace.jsonl")
+execute_process(COMMAND "${TRIESCOPE}" run "${SAMPLE}" --backend cuda --out "${cuda_trace}" --quiet
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+file(GLOB left "${WORK_DIR}/*")
+if(NOT rc EQUAL 0)
+  if(NOT err MATCHES "no usable CUDA device")
+    message(FATAL_ERROR "run --backend cuda failed (${rc}) without naming a missing device: ${out}${err}")
+  endif()
+  if(left)
+    message(FATAL_ERROR "a failed run left files behind: ${left}")
+  endif()
+  # The refusal was checked, but the CUDA run did not happen: ctest reports
+  # this as skipped (SKIP_REGULAR_EXPRESSION), never as passed.
+  message("TRIESCOPE_NO_DEVICE: run --backend cuda refused cleanly, CUDA run skipped: ${err}")
+  return()
+endif()
+file(STRINGS "${cuda_trace}" header LIMIT_COUNT 1)
+if(NOT header MATCHES "\"backend\":\"cuda\"")
+  message(FATAL_ERROR "the CUDA trace's header does not say \"backend\":\"cuda\": ${header}")
+endif()
+execute_process(COMMAND "${TRIESCOPE}" run "${SAMPLE}" --backend cpu --out "${WORK_DIR}/cpu.trace.jsonl" --quiet RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "run --backend cpu failed (${rc})")
+endif()
+execute_process(COMMAND "${TRIESCOPE}" diff "${WORK_DIR}/cpu.trace.jsonl" "${cuda_trace}" RESULT_VARIABLE rc OUTPUT_VARIABLE out)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "CPU and CUDA traces diverge: ${out}")
+endif()
+message(STATUS "${out}")

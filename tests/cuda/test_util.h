@@ -1,0 +1,63 @@
+// Shared helpers for the CUDA tests: fresh seeds, random forests, device
+// upload/download with poisoning. Seeds are fresh each run unless
+// TRIESCOPE_TEST_SEED is set; every test CAPTUREs the seed it used.
+#pragma once
+#include <cstdint>
+#include <cstdlib>
+#include <random>
+#include <vector>
+
+#include "core/tree/token_tree.h"
+
+namespace triescope::testing {
+
+inline uint64_t base_seed() {
+  static const uint64_t s = [] {
+    if (const char* e = std::getenv("TRIESCOPE_TEST_SEED")) return static_cast<uint64_t>(std::strtoull(e, nullptr, 10));
+    std::random_device rd;
+    return (static_cast<uint64_t>(rd()) << 32) ^ rd();
+  }();
+  return s;
+}
+// A distinct seed per GENERATE'd variant; print it to reproduce with TRIESCOPE_TEST_SEED=<base>.
+inline uint64_t test_seed(uint64_t variant) { return base_seed() + 0x9e3779b97f4a7c15ull * (variant + 1); }
+
+// A random forest of `num_nodes` nodes: `num_roots` roots (random starting
+// depths when `root_depths`), every other node under a random earlier node.
+// Slots are distinct, drawn from [0, num_slots); a node holds none with
+// probability `p_noslot` (collected or never written).
+inline TokenTree random_forest(std::mt19937_64& rng, int32_t num_nodes, int32_t num_roots, int32_t num_slots, double p_noslot,
+                               bool root_depths) {
+  TokenTree t;
+  std::uniform_int_distribution<int32_t> tok(0, 999);
+  for (int32_t i = 0; i < num_nodes; ++i) {
+    if (i < num_roots) {
+      t.add_root(tok(rng), root_depths ? std::uniform_int_distribution<int32_t>(0, 50)(rng) : 0);
+    } else {
+      // bias towards recent nodes so chains get deep
+      const int32_t lo = std::max<int32_t>(0, i - 1 - std::uniform_int_distribution<int32_t>(0, 8)(rng));
+      const int32_t parent = std::bernoulli_distribution(0.7)(rng) ? lo : std::uniform_int_distribution<int32_t>(0, i - 1)(rng);
+      t.add_child(parent, tok(rng), 0.0);
+    }
+  }
+  std::vector<int32_t> slots(static_cast<size_t>(num_slots));
+  for (int32_t s = 0; s < num_slots; ++s) slots[static_cast<size_t>(s)] = s;
+  std::shuffle(slots.begin(), slots.end(), rng);
+  std::bernoulli_distribution none(p_noslot);
+  for (int32_t i = 0; i < num_nodes; ++i)
+    t.node(i).slot = (i < num_slots && !none(rng)) ? slots[static_cast<size_t>(i)] : kNoSlot;
+  return t;
+}
+
+inline std::vector<int32_t> parents_of(const TokenTree& t) {
+  std::vector<int32_t> p;
+  for (const auto& n : t.nodes()) p.push_back(n.parent);
+  return p;
+}
+inline std::vector<int32_t> slots_of(const TokenTree& t) {
+  std::vector<int32_t> s;
+  for (const auto& n : t.nodes()) s.push_back(n.slot);
+  return s;
+}
+
+}  // namespace triescope::testing
