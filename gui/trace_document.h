@@ -1,0 +1,47 @@
+// A loaded trace: the records, the replay over them and per-step figures the
+// plots need. Built off the UI thread (QtConcurrent) and then shared read-only.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/trace/trace.h"
+#include "core/trace/trace_replay.h"
+
+namespace triescope::gui {
+
+struct StepStat {
+  int32_t step = 0;
+  std::string phase;
+  int64_t slots = -1, peak = -1, batch_slots = -1, live_beams = -1;
+  double seconds = -1;  // per-step wall time when the backend recorded one
+  bool gc = false;
+};
+
+struct TraceDocument {
+  std::string origin;  // file path, or "live: <sample>"
+  std::unique_ptr<TraceReplay> replay;
+  std::vector<StepStat> stats;  // [replay->steps()]
+  int32_t prompt_len = 0;       // header config.prompt length, 0 if unknown
+  double load_seconds = 0;
+  std::string algorithm() const { return replay->header().value("algorithm", std::string("?")); }
+  std::string backend() const { return replay->header().value("backend", std::string("?")); }
+  // Index of `step` in replay->steps(), -1 if absent.
+  int32_t step_index(int32_t step) const;
+};
+
+using TraceDocumentPtr = std::shared_ptr<const TraceDocument>;
+
+// Throws triescope::Error naming the file and the field.
+TraceDocumentPtr trace_document_load(const std::string& path);
+TraceDocumentPtr trace_document_from_records(std::vector<json> records, const std::string& origin);
+
+// Runs a sample in-process through core's run_sample (live mode). `edit` may
+// change the parsed sample JSON (beam width, gc interval, seed...) before it
+// is validated; errors name the sample file and the field.
+TraceDocumentPtr trace_document_run_sample(const std::string& sample_path, const std::function<void(json&)>& edit = {},
+                                           std::string* report = nullptr);
+
+}  // namespace triescope::gui
