@@ -72,7 +72,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   verify_ = new JsonPane(ctx_, QStringLiteral("verify"),
                          tr("Step %1 has no \"verify\" record: not a speculative (draft/verify) trace."), this);
   diff_ = new DiffPane(ctx_, this);
-  auto* dMask = dock(tr("Attention mask (rows: queries, columns: KV slots) + position ids"), mask_, Qt::RightDockWidgetArea, "mask");
+  auto* dMask = dock(tr("Attention mask + position ids"), mask_, Qt::RightDockWidgetArea, "mask");
   auto* dKv = dock(tr("KV cache"), kv_, Qt::BottomDockWidgetArea, "kv");
   auto* dPlots = dock(tr("Plots"), plots_, Qt::BottomDockWidgetArea, "plots");
   auto* dBeams = dock(tr("Chosen beams"), beams_, Qt::RightDockWidgetArea, "beams");
@@ -88,6 +88,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   resizeDocks({dMask, dBeams}, {560, 200}, Qt::Vertical);
   resizeDocks({dMask}, {640}, Qt::Horizontal);
   resizeDocks({dKv}, {300}, Qt::Vertical);
+  resizeDocks({dKv, dPlots}, {900, 600}, Qt::Horizontal);
   docks_ = {dMask, dKv, dPlots, dBeams, dCons, dVer, dDiff};
 
   status_ = new QLabel(tr("Open a trace: File > Open, drag a .jsonl here, or run a sample."), this);
@@ -145,8 +146,8 @@ void MainWindow::buildMenus() {
   collapse->setCheckable(true);
   collapse->setChecked(trie_->collapsePrompt());
   connect(collapse, &QAction::toggled, trie_, &TrieView::setCollapsePrompt);
-  view->addAction(tr("Mask zoom in"), QKeySequence(tr("Ctrl+=")), this, [this] { mask_->setCellSize(mask_->cellSize() * 1.4); });
-  view->addAction(tr("Mask zoom out"), QKeySequence(tr("Ctrl+-")), this, [this] { mask_->setCellSize(mask_->cellSize() / 1.4); });
+  view->addAction(tr("Mask zoom in"), QKeySequence(tr("Ctrl+=")), this, [this] { mask_->zoomBy(1.4); });
+  view->addAction(tr("Mask zoom out"), QKeySequence(tr("Ctrl+-")), this, [this] { mask_->zoomBy(1 / 1.4); });
   view->addAction(tr("Mask fit"), QKeySequence(tr("Ctrl+0")), mask_, &MaskView::fit);
   view->addSeparator();
   for (QDockWidget* d : docks_) view->addAction(d->toggleViewAction());
@@ -195,7 +196,9 @@ void MainWindow::startLoad(const QString& what, std::function<Loaded()> job) {
       Q_EMIT loadFinished(false, r.error);
       return;
     }
-    ctx_.setTraces(r.a, r.b);
+    if (previewActive_) ctx_.replaceTraces(r.a, r.b);
+    else ctx_.setTraces(r.a, r.b);
+    previewActive_ = false;
     addRecent(QString::fromStdString(r.a->origin));
     if (!r.report.isEmpty()) std::cerr << r.report.toStdString();
     Q_EMIT loadFinished(true, QString());
@@ -213,6 +216,28 @@ void MainWindow::startLoad(const QString& what, std::function<Loaded()> job) {
 }
 
 void MainWindow::openTrace(const QString& path) {
+  // Large files: parse the first records (the same core reader on a prefix)
+  // and paint them at once, while the whole file loads in the background.
+  previewActive_ = false;
+  auto* preview = new QFutureWatcher<TraceDocumentPtr>(this);
+  connect(preview, &QFutureWatcher<TraceDocumentPtr>::finished, this, [this, preview] {
+    const TraceDocumentPtr d = preview->result();
+    preview->deleteLater();
+    if (!d || !loading_) return;  // small file, or the full load already finished / failed
+    previewActive_ = true;
+    ctx_.setTraces(d);
+    status_->setText(tr("Showing the first %1 steps; loading the rest of %2 ...")
+                         .arg(d->replay->steps().size())
+                         .arg(QFileInfo(QString::fromStdString(d->origin)).fileName()));
+    Q_EMIT previewShown();
+  });
+  preview->setFuture(QtConcurrent::run([p = path.toStdString()]() -> TraceDocumentPtr {
+    try {
+      return trace_document_load_preview(p);
+    } catch (const std::exception&) {
+      return nullptr;  // the full load reports the error
+    }
+  }));
   startLoad(QFileInfo(path).fileName(), [p = path.toStdString()] { return Loaded{trace_document_load(p), nullptr, {}, {}}; });
 }
 

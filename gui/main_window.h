@@ -59,6 +59,8 @@ class MainWindow final : public QMainWindow, public ITraceViewer {
 
  Q_SIGNALS:
   void loadFinished(bool ok, const QString& error);
+  // A large trace's first records are on screen; the rest is still loading.
+  void previewShown();
 
  protected:
   void dragEnterEvent(QDragEnterEvent* e) override;
@@ -69,6 +71,7 @@ class MainWindow final : public QMainWindow, public ITraceViewer {
     TraceDocumentPtr a, b;
     QString error, report;
   };
+  bool previewActive_ = false;
   void startLoad(const QString& what, std::function<Loaded()> job);
   void showError(const QString& title, const QString& message);
   void buildMenus();

@@ -16,8 +16,8 @@ QString status_text(NodeStatus s);
 inline const QColor kMaskAllowed{33, 84, 170};      // attends
 inline const QColor kMaskForbidden{240, 240, 243};  // masked out
 inline const QColor kMaskGrid{200, 200, 208};
-inline const QColor kSelection{255, 170, 0};
-inline const QColor kAddedOutline{230, 110, 0};
+inline const QColor kSelection{0, 150, 255};   // selection (cyan blue), everywhere
+inline const QColor kAddedOutline{235, 100, 0};  // added at this step (orange)
 inline const QColor kDiffMark{220, 0, 140};
 inline const QColor kSharedBranch{150, 150, 160};
 inline const QColor kFreeSlot{255, 255, 255};

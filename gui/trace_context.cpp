@@ -3,11 +3,14 @@
 #include <algorithm>
 #include <regex>
 
+#include <QtConcurrent/QtConcurrent>
+
 #include "core/common/error.h"
 
 namespace triescope::gui {
 
 TraceContext::TraceContext(QObject* parent) : QObject(parent) {}
+TraceContext::~TraceContext() { dropPrefetch(); }
 
 void TraceContext::addViewer(ITraceViewer* v) {
   viewers_.push_back(v);
@@ -28,6 +31,7 @@ const std::vector<int32_t>& TraceContext::steps() const {
 int32_t TraceContext::stepIndex() const { return a_ ? a_->step_index(step_) : -1; }
 
 void TraceContext::setTraces(TraceDocumentPtr a, TraceDocumentPtr b) {
+  dropPrefetch();
   a_ = std::move(a);
   b_ = std::move(b);
   shown_ = A;
@@ -48,6 +52,30 @@ void TraceContext::setTraces(TraceDocumentPtr a, TraceDocumentPtr b) {
   Q_EMIT selectionChanged(selected_);
 }
 
+void TraceContext::replaceTraces(TraceDocumentPtr a, TraceDocumentPtr b) {
+  const int32_t step = step_, sel = selected_;
+  const Side side = shown_;
+  dropPrefetch();
+  a_ = std::move(a);
+  b_ = std::move(b);
+  shown_ = b_ ? side : A;
+  divergences_.clear();
+  marks_.clear();
+  if (a_ && b_) {
+    divergences_ = trace_diff_all(a_->replay->records(), b_->replay->records());
+    computeMarks();
+  }
+  step_ = a_->step_index(step) >= 0 ? step : (steps().empty() ? 0 : steps().front());
+  computeView();
+  selected_ = sel < static_cast<int32_t>(view().nodes.size()) ? sel : -1;
+  for (auto* v : viewers_) v->onTraceLoaded(*this);
+  Q_EMIT traceLoaded();
+  for (auto* v : viewers_) v->onStepChanged(*this);
+  Q_EMIT stepChanged(step_);
+  for (auto* v : viewers_) v->onSelectionChanged(*this);
+  Q_EMIT selectionChanged(selected_);
+}
+
 void TraceContext::setShownSide(Side s) {
   if (s == B && !b_) s = A;
   if (s == shown_) return;
@@ -56,10 +84,53 @@ void TraceContext::setShownSide(Side s) {
   Q_EMIT stepChanged(step_);
 }
 
+void TraceContext::dropPrefetch() {
+  for (auto& p : prefetch_) {
+    if (p.future.isValid()) p.future.waitForFinished();
+    p = Prefetch{};
+  }
+}
+
+void TraceContext::schedulePrefetch() {
+  const int32_t idx = stepIndex();
+  const auto& s = steps();
+  const int32_t want[2] = {idx > 0 ? s[static_cast<size_t>(idx - 1)] : -1,
+                           idx >= 0 && idx + 1 < static_cast<int32_t>(s.size()) ? s[static_cast<size_t>(idx + 1)] : -1};
+  for (int k = 0; k < 2; ++k) {
+    Prefetch& p = prefetch_[k];
+    if (want[k] < 0 || p.step == want[k]) continue;
+    // The documents are shared and read-only; the task keeps them alive.
+    p.step = want[k];
+    p.future = QtConcurrent::run([a = a_, b = b_, step = want[k]]() {
+      Views v;
+      try {
+        v.a = a->replay->at(step);
+        if (b) v.b = b->replay->at(step);
+        v.ok = true;
+      } catch (const std::exception&) {
+        v.ok = false;  // replayed again on the UI thread, which reports it
+      }
+      return v;
+    });
+  }
+}
+
 void TraceContext::computeView() {
   viewA_ = StepView{};
   viewB_.reset();
   if (!a_) return;
+  for (auto& p : prefetch_)
+    if (p.step == step_ && p.future.isValid()) {
+      Views v = p.future.takeResult();
+      p = Prefetch{};
+      if (v.ok) {
+        viewA_ = std::move(v.a);
+        viewB_ = std::move(v.b);
+        schedulePrefetch();
+        return;
+      }
+    }
+  schedulePrefetch();
   try {
     viewA_ = a_->replay->at(step_);
     if (b_) viewB_ = b_->replay->at(step_);

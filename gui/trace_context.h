@@ -2,6 +2,7 @@
 // m_compare): the loaded trace, in diff mode a second one, the selected step
 // and node. Panes register as viewers and are told when any of them changes.
 #pragma once
+#include <QFuture>
 #include <QObject>
 
 #include <cstdint>
@@ -42,6 +43,7 @@ class TraceContext : public QObject {
   enum Side { A = 0, B = 1 };
 
   explicit TraceContext(QObject* parent = nullptr);
+  ~TraceContext() override;
 
   void addViewer(ITraceViewer* v);
   void removeViewer(ITraceViewer* v);
@@ -49,6 +51,9 @@ class TraceContext : public QObject {
   // `b` non-null: diff mode, both traces compared with trace_diff_all (the
   // function `triescope diff` uses).
   void setTraces(TraceDocumentPtr a, TraceDocumentPtr b = nullptr);
+  // The same trace(s), more complete (a preview replaced by the full file):
+  // keeps the step, the selection and the shown side.
+  void replaceTraces(TraceDocumentPtr a, TraceDocumentPtr b = nullptr);
   bool loaded() const { return a_ != nullptr; }
   bool diffMode() const { return b_ != nullptr; }
   const TraceDocument* doc(Side s = A) const { return s == A ? a_.get() : b_.get(); }
@@ -91,6 +96,20 @@ class TraceContext : public QObject {
  private:
   void computeView();
   void computeMarks();
+  // Replays the steps next to the shown one in the background, so stepping
+  // to a neighbour costs no replay on the UI thread (docs/benchmarks-gui.md).
+  struct Views {
+    StepView a;
+    std::optional<StepView> b;
+    bool ok = false;
+  };
+  struct Prefetch {
+    int32_t step = -1;
+    QFuture<Views> future;
+  };
+  void schedulePrefetch();
+  void dropPrefetch();
+  Prefetch prefetch_[2];  // previous and next step
 
   std::vector<ITraceViewer*> viewers_;
   TraceDocumentPtr a_, b_;

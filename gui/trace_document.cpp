@@ -1,6 +1,7 @@
 #include "gui/trace_document.h"
 
 #include <chrono>
+#include <fstream>
 #include <sstream>
 
 #include "core/common/error.h"
@@ -62,6 +63,23 @@ TraceDocumentPtr trace_document_load(const std::string& path) {
   auto doc = trace_document_from_records(trace_read(path), path);
   const_cast<TraceDocument&>(*doc).load_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return doc;
+}
+
+TraceDocumentPtr trace_document_load_preview(const std::string& path, size_t max_bytes) {
+  std::ifstream in(path, std::ios::binary);
+  TS_CHECK(in, path << ": cannot open for reading");
+  in.seekg(0, std::ios::end);
+  const auto size = static_cast<size_t>(in.tellg());
+  if (size <= max_bytes) return nullptr;
+  in.seekg(0);
+  std::string text(max_bytes, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(max_bytes));
+  const size_t cut = text.rfind('\n');
+  if (cut == std::string::npos) return nullptr;  // one huge record: no useful prefix
+  text.resize(cut + 1);
+  auto doc = trace_document_from_records(trace_parse(text, path), path);
+  const_cast<TraceDocument&>(*doc).preview = true;
   return doc;
 }
 

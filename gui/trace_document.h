@@ -26,6 +26,7 @@ struct TraceDocument {
   std::vector<StepStat> stats;  // [replay->steps()]
   int32_t prompt_len = 0;       // header config.prompt length, 0 if unknown
   double load_seconds = 0;
+  bool preview = false;  // only a prefix of the file; the full document follows
   std::string algorithm() const { return replay->header().value("algorithm", std::string("?")); }
   std::string backend() const { return replay->header().value("backend", std::string("?")); }
   // Index of `step` in replay->steps(), -1 if absent.
@@ -36,6 +37,11 @@ using TraceDocumentPtr = std::shared_ptr<const TraceDocument>;
 
 // Throws triescope::Error naming the file and the field.
 TraceDocumentPtr trace_document_load(const std::string& path);
+// The first `max_bytes` of a trace, cut at a record boundary, parsed by the
+// same core reader: a preview the window paints while the whole file loads
+// in the background (docs/benchmarks-gui.md). Returns null when the file is
+// not larger than `max_bytes` (the full load is as fast).
+TraceDocumentPtr trace_document_load_preview(const std::string& path, size_t max_bytes = size_t{2} << 20);
 TraceDocumentPtr trace_document_from_records(std::vector<json> records, const std::string& origin);
 
 // Runs a sample in-process through core's run_sample (live mode). `edit` may

@@ -40,7 +40,7 @@ struct LayoutOptions {
   double node_sep = 14;   // horizontal gap between siblings, points
   // Trees with more nodes than this use the tidy layout; dot's time grows
   // super-linearly (measured in docs/benchmarks-gui.md).
-  int32_t max_dot_nodes = 400;
+  int32_t max_dot_nodes = 200;
 };
 
 // Nodes must list every parent before its children (ascending ids do).

@@ -114,7 +114,16 @@ void KvView::paintEvent(QPaintEvent*) {
   const int32_t sel = ctx_.selectedNode();
   const std::set<int32_t>* diffSlots = ctx_.diffMode() ? &ctx_.marks().kv_slots : nullptr;
   auto drawSlot = [&](QRect r, int32_t node, int slotIndex, bool current) {
-    if (node < 0) {
+    if (cell_ < 10) {
+      // Small cells: plain fills (thousands of slots stay cheap to draw).
+      QColor c = kFreeSlot.darker(104);
+      if (node >= 0) {
+        const TreeNode& n = v.nodes[static_cast<size_t>(node)];
+        c = branch_color(static_cast<size_t>(node) < branch_.size() ? branch_[static_cast<size_t>(node)] : -1);
+        if (n.status == NodeStatus::pruned || n.status == NodeStatus::rejected) c = c.darker(150);
+      }
+      p.fillRect(r, c);
+    } else if (node < 0) {
       p.setPen(QPen(Qt::gray, 1, Qt::DashLine));
       p.setBrush(kFreeSlot);
       p.drawRect(r);

@@ -38,8 +38,8 @@ int MaskView::cols() const {
   const auto& v = ctx_.view();
   return v.forward ? v.forward->mask.cols : 0;
 }
-int MaskView::leftMargin() const { return cell_ >= kLabelCell ? 150 : 48; }
-int MaskView::topMargin() const { return cell_ >= kLabelCell ? 72 : 20; }
+int MaskView::leftMargin() const { return ch_ >= kLabelCell ? 150 : 48; }
+int MaskView::topMargin() const { return cw_ >= kLabelCell ? 72 : 20; }
 
 QRect MaskView::gridRect() const {
   const QRect vp = viewport()->rect();
@@ -62,22 +62,30 @@ void MaskView::onSelectionChanged(TraceContext& ctx) {
   const int r = ctx.rowOfNode(ctx.selectedNode()), c = ctx.slotOfNode(ctx.selectedNode());
   const QRect g = gridRect();
   if (c >= 0) {
-    const int x = int(c * cell_);
+    const int x = int(c * cw_);
     auto* h = horizontalScrollBar();
-    if (x < h->value() || x + cell_ > h->value() + g.width()) h->setValue(int(x - g.width() / 2));
+    if (x < h->value() || x + cw_ > h->value() + g.width()) h->setValue(int(x - g.width() / 2));
   }
   if (r >= 0) {
-    const int y = int(r * cell_);
+    const int y = int(r * ch_);
     auto* vb = verticalScrollBar();
-    if (y < vb->value() || y + cell_ > vb->value() + g.height()) vb->setValue(int(y - g.height() / 2));
+    if (y < vb->value() || y + ch_ > vb->value() + g.height()) vb->setValue(int(y - g.height() / 2));
   }
   viewport()->update();
 }
 
 void MaskView::setCellSize(double px) {
   const double c = std::clamp(px, 0.05, 64.0);
-  if (c == cell_) return;
-  cell_ = c;
+  if (c == cw_ && c == ch_) return;
+  cw_ = ch_ = c;
+  fitPending_ = false;
+  updateScrollBars();
+  viewport()->update();
+}
+
+void MaskView::zoomBy(double f) {
+  cw_ = std::clamp(cw_ * f, 0.05, 64.0);
+  ch_ = std::clamp(ch_ * f, 0.05, 64.0);
   fitPending_ = false;
   updateScrollBars();
   viewport()->update();
@@ -88,10 +96,17 @@ void MaskView::fit() {
   fitPending_ = true;  // follow the mask's growth until the user zooms
   if (r == 0 || c == 0) return;
   const QRect vp = viewport()->rect();
-  // Fit with the label margins first; fall back to the small margins.
-  double s = std::min((vp.width() - 150.0) / c, (vp.height() - 72.0 - kBottom) / r);
-  if (s < kLabelCell) s = std::min((vp.width() - 48.0) / c, (vp.height() - 20.0 - kBottom) / r);
-  cell_ = std::clamp(s, 0.05, 36.0);
+  // Width and height fit separately: a beam step's mask is a few rows by
+  // hundreds of slots, and square cells would make its rows a pixel tall.
+  // Label margins are assumed first and dropped where the cells get too small.
+  auto fitAxis = [](double avail, int n) { return std::clamp(avail / n, 0.05, 36.0); };
+  cw_ = fitAxis(vp.width() - 150.0, c);
+  ch_ = fitAxis(vp.height() - 72.0 - kBottom, r);
+  if (ch_ < kLabelCell) cw_ = fitAxis(vp.width() - 48.0, c);
+  if (cw_ < kLabelCell) ch_ = fitAxis(vp.height() - 20.0 - kBottom, r);
+  // Keep cells from getting absurdly tall next to their width.
+  ch_ = std::min(ch_, std::max(cw_ * 4, kLabelCell + 1));
+  cw_ = std::min(cw_, std::max(ch_ * 4, kLabelCell + 1));
   updateScrollBars();
   horizontalScrollBar()->setValue(0);
   verticalScrollBar()->setValue(0);
@@ -100,13 +115,13 @@ void MaskView::fit() {
 
 void MaskView::updateScrollBars() {
   const QRect g = gridRect();
-  const int cw = int(std::ceil(cols() * cell_)), ch = int(std::ceil(rows() * cell_));
+  const int cw = int(std::ceil(cols() * cw_)), ch = int(std::ceil(rows() * ch_));
   horizontalScrollBar()->setRange(0, std::max(0, cw - g.width()));
   horizontalScrollBar()->setPageStep(std::max(1, g.width()));
-  horizontalScrollBar()->setSingleStep(std::max(1, int(cell_)));
+  horizontalScrollBar()->setSingleStep(std::max(1, int(cw_)));
   verticalScrollBar()->setRange(0, std::max(0, ch - g.height()));
   verticalScrollBar()->setPageStep(std::max(1, g.height()));
-  verticalScrollBar()->setSingleStep(std::max(1, int(cell_)));
+  verticalScrollBar()->setSingleStep(std::max(1, int(ch_)));
 }
 
 void MaskView::resizeEvent(QResizeEvent* e) {
@@ -117,15 +132,15 @@ void MaskView::resizeEvent(QResizeEvent* e) {
 
 QPoint MaskView::cellCenter(int row, int col) const {
   const QRect g = gridRect();
-  return QPoint(int(g.left() + (col + 0.5) * cell_ - horizontalScrollBar()->value()),
-                int(g.top() + (row + 0.5) * cell_ - verticalScrollBar()->value()));
+  return QPoint(int(g.left() + (col + 0.5) * cw_ - horizontalScrollBar()->value()),
+                int(g.top() + (row + 0.5) * ch_ - verticalScrollBar()->value()));
 }
 
 QPair<int, int> MaskView::cellAt(QPoint p) const {
   const QRect g = gridRect();
   if (!g.contains(p)) return {-1, -1};
-  const int c = int(std::floor((p.x() - g.left() + horizontalScrollBar()->value()) / cell_));
-  const int r = int(std::floor((p.y() - g.top() + verticalScrollBar()->value()) / cell_));
+  const int c = int(std::floor((p.x() - g.left() + horizontalScrollBar()->value()) / cw_));
+  const int r = int(std::floor((p.y() - g.top() + verticalScrollBar()->value()) / ch_));
   if (r < 0 || c < 0 || r >= rows() || c >= cols()) return {-1, -1};
   return {r, c};
 }
@@ -189,28 +204,28 @@ void MaskView::paintTo(QPainter& p, QRect area, int sx, int sy) const {
   const QRect g(area.left() + L, area.top() + T, std::max(0, area.width() - L), std::max(0, area.height() - T - kBottom));
   const int R = rows(), C = cols();
   const int selRow = ctx_.rowOfNode(ctx_.selectedNode()), selCol = ctx_.slotOfNode(ctx_.selectedNode());
-  const double c = cell_;
+  const double cw = cw_, chh = ch_;
 
   // The bitmap is sampled per screen pixel, so its cost is the viewport's
   // size whatever the mask's (a 4096 x 4096 mask steps as fast as 8 x 8).
   QImage img(std::max(1, g.width()), std::max(1, g.height()), QImage::Format_RGB32);
   std::vector<int32_t> colOf(static_cast<size_t>(img.width()));
   std::vector<char> colEdge(static_cast<size_t>(img.width()));
-  const bool grid = c >= 5;
   for (int x = 0; x < img.width(); ++x) {
-    colOf[static_cast<size_t>(x)] = int((x + sx) / c);
-    colEdge[static_cast<size_t>(x)] = grid && (x == 0 || int((x + sx) / c) != int((x + sx - 1) / c));
+    colOf[static_cast<size_t>(x)] = int((x + sx) / cw);
+    colEdge[static_cast<size_t>(x)] = cw >= 5 && (x == 0 || int((x + sx) / cw) != int((x + sx - 1) / cw));
   }
   const QRgb bg = palette().window().color().rgb();
-  const QRgb on = kMaskAllowed.rgb(), off = kMaskForbidden.rgb(), gridc = kMaskGrid.rgb();
+  const QRgb on = kMaskAllowed.rgb(), off = kMaskForbidden.rgb();
+  const QColor gridc = kMaskGrid;
   for (int y = 0; y < img.height(); ++y) {
     QRgb* line = reinterpret_cast<QRgb*>(img.scanLine(y));
-    const int r = int((y + sy) / c);
+    const int r = int((y + sy) / chh);
     if (r >= R) {
       std::fill(line, line + img.width(), bg);
       continue;
     }
-    const bool rowEdge = grid && (y == 0 || int((y + sy - 1) / c) != r);
+    const bool rowEdge = chh >= 5 && (y == 0 || int((y + sy - 1) / chh) != r);
     const uint64_t* bits = f.mask.row(r);
     const bool rowSel = r == selRow, rowHover = r == hoverRow_;
     for (int x = 0; x < img.width(); ++x) {
@@ -219,66 +234,68 @@ void MaskView::paintTo(QPainter& p, QRect area, int sx, int sy) const {
         line[x] = bg;
         continue;
       }
-      QRgb px = ((bits[col >> 6] >> (col & 63)) & 1u) ? on : off;
-      // Selection tints masked cells strongly and attending cells lightly,
-      // so the row still reads as a row of ancestors.
-      if (rowSel || col == selCol) px = blend(px, kSelection, px == on ? 0.25 : 0.55);
-      else if (rowHover || col == hoverCol_) px = blend(px, kSelection, px == on ? 0.1 : 0.25);
-      if (rowEdge || colEdge[static_cast<size_t>(x)]) px = blend(px, QColor::fromRgb(gridc), 0.6);
+      const bool set = (bits[col >> 6] >> (col & 63)) & 1u;
+      QRgb px = set ? on : off;
+      // Selection tints only masked cells, so the selected row still reads
+      // as its set of ancestors; the frame drawn below marks the band.
+      if (!set && (rowSel || col == selCol)) px = blend(px, kSelection, 0.35);
+      else if (!set && (rowHover || col == hoverCol_)) px = blend(px, kSelection, 0.15);
+      if (rowEdge || colEdge[static_cast<size_t>(x)]) px = blend(px, gridc, 0.6);
       line[x] = px;
     }
   }
   p.drawImage(g.topLeft(), img);
-  {
-    // Frame the selected row and column.
-    p.save();
-    p.setClipRect(g);
-    p.setPen(QPen(kSelection.darker(115), 2));
-    p.setBrush(Qt::NoBrush);
-    if (selRow >= 0) p.drawRect(QRectF(g.left() - sx - 1, g.top() + selRow * c - sy, C * c + 2, c));
-    if (selCol >= 0 && selCol < C) p.drawRect(QRectF(g.left() + selCol * c - sx, g.top() - sy - 1, c, R * c + 2));
-    p.restore();
-  }
-
-  // Diff marks: outline (zoomed in) or a solid cell (zoomed out).
+  p.save();
+  p.setClipRect(g);
+  p.setPen(QPen(kSelection, 2));
+  p.setBrush(Qt::NoBrush);
+  if (selRow >= 0) p.drawRect(QRectF(g.left() - sx - 1, g.top() + selRow * chh - sy, C * cw + 2, chh));
+  if (selCol >= 0 && selCol < C) p.drawRect(QRectF(g.left() + selCol * cw - sx, g.top() - sy - 1, cw, R * chh + 2));
+  // Diff marks: outline and cross (zoomed in) or a solid cell (zoomed out).
   if (ctx_.diffMode()) {
-    p.save();
-    p.setClipRect(g);
     for (auto [r, col] : ctx_.marks().mask_cells) {
-      const double y = g.top() + r * c - sy;
+      const double y = g.top() + r * chh - sy;
       if (col < 0) {
-        p.fillRect(QRectF(g.left(), y, g.width(), std::max(c, 2.0)), QColor(220, 0, 140, 90));
+        p.fillRect(QRectF(g.left(), y, g.width(), std::max(chh, 2.0)), QColor(220, 0, 140, 90));
         continue;
       }
-      const QRectF cell(g.left() + col * c - sx, y, std::max(c, 3.0), std::max(c, 3.0));
-      if (c >= 6) {
+      const QRectF cell(g.left() + col * cw - sx, y, std::max(cw, 3.0), std::max(chh, 3.0));
+      if (cw >= 6 && chh >= 6) {
         p.setPen(QPen(kDiffMark, 2.5));
-        p.setBrush(Qt::NoBrush);
         p.drawRect(cell.adjusted(1, 1, -1, -1));
         p.drawLine(cell.topLeft() + QPointF(2, 2), cell.bottomRight() - QPointF(2, 2));
       } else {
         p.fillRect(cell, kDiffMark);
       }
     }
-    p.restore();
   }
+  p.restore();
 
-  // Axes. Rows: query node token and its recorded position id; columns: the
-  // token in each slot; the strip below: the position id of each slot's node.
+  // Axes. Rows: query node, token and the position id the backend recorded;
+  // columns: KV slot and the token in it; the strip below: each slot's
+  // position id (its node's depth).
   QFont fnt = font();
   fnt.setPointSizeF(8);
   p.setFont(fnt);
-  const int r0 = std::max(0, int(sy / c)), r1 = std::min(R - 1, int((sy + g.height()) / c));
-  const int c0 = std::max(0, int(sx / c)), c1 = std::min(C - 1, int((sx + g.width()) / c));
-  const bool labels = c >= kLabelCell;
-  const int every = labels ? 1 : std::max(1, int(std::ceil(14 / c)));
+  const QFontMetrics fm(fnt);
+  const int r0 = std::max(0, int(sy / chh)), r1 = std::min(R - 1, int((sy + g.height()) / chh));
+  const int c0 = std::max(0, int(sx / cw)), c1 = std::min(C - 1, int((sx + g.width()) / cw));
+  const bool rowLabels = chh >= kLabelCell, colLabels = cw >= kLabelCell;
+  // Tick spacing on a 1-2-5 ladder, wide enough for the numbers.
+  auto ladder = [](double px, double need) {
+    int step = 1;
+    for (int k = 0; step * px < need; ++k) step = (k % 3 == 0) ? step * 2 : (k % 3 == 1) ? step * 5 / 2 : step * 2;
+    return step;
+  };
+  const int rowEvery = rowLabels ? 1 : ladder(chh, 14), colEvery = colLabels ? 1 : ladder(cw, fm.horizontalAdvance(QString::number(C)) + 8);
+  const QColor text = palette().windowText().color(), selText(0, 90, 180);
   p.save();
   p.setClipRect(QRect(area.left(), g.top(), L, g.height()));
   for (int r = r0; r <= r1; ++r) {
-    if (r % every && r != selRow) continue;
-    const double y = g.top() + r * c - sy;
+    if (r % rowEvery && r != selRow) continue;
+    const double y = g.top() + r * chh - sy;
     QString t;
-    if (labels) {
+    if (rowLabels) {
       const int32_t q = f.queries.size() > static_cast<size_t>(r) ? f.queries[static_cast<size_t>(r)] : -1;
       const QString tok = q >= 0 && static_cast<size_t>(q) < v.nodes.size() ? token_label(*doc->replay, v.nodes[static_cast<size_t>(q)].token, 10) : QStringLiteral("?");
       t = QStringLiteral("#%1 %2  p%3").arg(q).arg(tok).arg(f.positions[static_cast<size_t>(r)]);
@@ -286,51 +303,52 @@ void MaskView::paintTo(QPainter& p, QRect area, int sx, int sy) const {
       t = QString::number(r);
     }
     const bool diffPos = ctx_.diffMode() && ctx_.marks().positions.count(r);
-    p.setPen(r == selRow ? QColor(170, 90, 0) : diffPos ? kDiffMark : palette().windowText().color());
-    p.drawText(QRectF(area.left() + 2, y, L - 6, std::max(c, 12.0)), Qt::AlignRight | Qt::AlignVCenter, t);
+    p.setPen(r == selRow ? selText : diffPos ? kDiffMark : text);
+    p.drawText(QRectF(area.left() + 2, y + chh / 2 - 8, L - 6, 16), Qt::AlignRight | Qt::AlignVCenter, t);
   }
   p.restore();
   p.save();
   p.setClipRect(QRect(g.left(), area.top(), g.width(), T));
   for (int col = c0; col <= c1; ++col) {
-    if (col % every && col != selCol) continue;
-    const double x = g.left() + col * c - sx;
-    const int32_t k = ctx_.nodeInSlot(col);
-    QString t = labels ? (k >= 0 ? token_label(*doc->replay, v.nodes[static_cast<size_t>(k)].token, 10) : QStringLiteral("free")) : QString::number(col);
-    if (labels) t = QStringLiteral("%1 %2").arg(col).arg(t);
-    p.setPen(col == selCol ? QColor(170, 90, 0) : palette().windowText().color());
-    if (labels) {
+    if (col % colEvery && col != selCol) continue;
+    const double x = g.left() + col * cw - sx;
+    p.setPen(col == selCol ? selText : text);
+    if (colLabels) {
+      const int32_t k = ctx_.nodeInSlot(col);
+      const QString t = QStringLiteral("%1 %2").arg(col).arg(k >= 0 ? token_label(*doc->replay, v.nodes[static_cast<size_t>(k)].token, 10) : QStringLiteral("free"));
       p.save();
-      p.translate(x + c / 2 + 4, g.top() - 4);
+      p.translate(x + cw / 2 + 4, g.top() - 4);
       p.rotate(-60);
       p.drawText(QPointF(0, 0), t);
       p.restore();
     } else {
-      p.drawText(QRectF(x - 10, area.top(), 40, T), Qt::AlignLeft | Qt::AlignBottom, t);
+      p.drawLine(QPointF(x + cw / 2, g.top() - 4), QPointF(x + cw / 2, g.top() - 1));
+      p.drawText(QPointF(x + cw / 2 - fm.horizontalAdvance(QString::number(col)) / 2.0, g.top() - 6), QString::number(col));
     }
   }
   p.restore();
-  // Position-id strip: one cell per slot, the key's position id (its depth).
+  // Position-id strip.
   const QRect strip(g.left(), g.bottom() + 4, g.width(), kBottom - 8);
+  p.setPen(text);
   p.drawText(QRect(area.left(), strip.top(), L - 6, strip.height()), Qt::AlignRight | Qt::AlignVCenter, tr("key pos"));
   p.save();
   p.setClipRect(strip);
-  const bool stripText = c >= 16;
+  const bool stripText = cw >= 16;
   int maxDepth = 1;
   for (const auto& nd : v.nodes) maxDepth = std::max(maxDepth, nd.depth);
   for (int col = c0; col <= c1; ++col) {
     const int32_t k = ctx_.nodeInSlot(col);
-    const QRectF cell(g.left() + col * c - sx, strip.top(), std::max(c, 1.0), strip.height());
+    const QRectF cell(g.left() + col * cw - sx, strip.top(), std::max(cw, 1.0), strip.height());
     if (k < 0) {
       p.fillRect(cell, Qt::white);
       continue;
     }
     const int depth = v.nodes[static_cast<size_t>(k)].depth;
     // Shade by depth so the staircase of positions reads even zoomed out.
-    const int shade = 245 - std::min(90, depth * 90 / std::max(1, maxDepth));
+    const int shade = 245 - std::min(90, depth * 90 / maxDepth);
     p.fillRect(cell, col == selCol ? kSelection : QColor(shade, shade, 255));
-    if (c >= 4) {
-      p.setPen(QColor(255, 255, 255));
+    if (cw >= 4) {
+      p.setPen(Qt::white);
       p.drawLine(cell.topRight(), cell.bottomRight());
     }
     if (stripText) {
@@ -339,35 +357,38 @@ void MaskView::paintTo(QPainter& p, QRect area, int sx, int sy) const {
     }
   }
   p.restore();
-  // Legend.
-  p.setPen(palette().windowText().color());
+  // Legend and size.
+  p.setPen(text);
   const int ly = area.top() + 2;
   p.fillRect(QRect(area.left() + 4, ly + 2, 10, 10), kMaskAllowed);
   p.drawText(QPoint(area.left() + 18, ly + 11), tr("attends"));
-  p.fillRect(QRect(area.left() + 4, ly + 16, 10, 10), kMaskForbidden);
-  p.drawRect(QRect(area.left() + 4, ly + 16, 10, 10));
-  p.drawText(QPoint(area.left() + 18, ly + 25), tr("masked"));
-  if (labels) {
-    p.drawText(QPoint(area.left() + 4, ly + 40), tr("rows: query #node tok pos"));
-    p.drawText(QPoint(area.left() + 4, ly + 54), tr("cols: KV slot, token"));
+  if (T >= 30) {
+    p.fillRect(QRect(area.left() + 4, ly + 16, 10, 10), kMaskForbidden);
+    p.drawRect(QRect(area.left() + 4, ly + 16, 10, 10));
+    p.drawText(QPoint(area.left() + 18, ly + 25), tr("masked"));
+  }
+  if (T >= 60 && L >= 100) {
+    p.drawText(QPoint(area.left() + 4, ly + 40), tr("%1 queries \u00d7 %2 slots").arg(R).arg(C));
+    p.drawText(QPoint(area.left() + 4, ly + 54), tr("row: #node token p<pos>"));
   }
   if (ctx_.diffMode()) {
-    p.fillRect(QRect(area.left() + 70, ly + 2, 10, 10), kDiffMark);
-    p.drawText(QPoint(area.left() + 84, ly + 11), tr("A \u2260 B"));
+    p.fillRect(QRect(area.left() + 74, ly + 2, 10, 10), kDiffMark);
+    p.drawText(QPoint(area.left() + 88, ly + 11), tr("A \u2260 B"));
   }
-  p.drawText(QRect(area.left(), area.bottom() - kBottom, L, kBottom), Qt::AlignCenter, tr("%1\u00d7%2").arg(R).arg(C));
 }
 
 QImage MaskView::renderFull(double cellPx) const {
   MaskView* self = const_cast<MaskView*>(this);
-  const double old = cell_;
-  self->cell_ = cellPx;
-  const QSize sz(leftMargin() + int(std::ceil(cols() * cellPx)) + 2, topMargin() + int(std::ceil(rows() * cellPx)) + kBottom + 2);
+  const double oldW = cw_, oldH = ch_;
+  self->cw_ = cellPx;
+  self->ch_ = cellPx * (ch_ / cw_);
+  const QSize sz(leftMargin() + int(std::ceil(cols() * cw_)) + 2, topMargin() + int(std::ceil(rows() * ch_)) + kBottom + 2);
   QImage img(sz, QImage::Format_ARGB32_Premultiplied);
   QPainter p(&img);
   paintTo(p, QRect(QPoint(0, 0), sz), 0, 0);
   p.end();
-  self->cell_ = old;
+  self->cw_ = oldW;
+  self->ch_ = oldH;
   return img;
 }
 
@@ -396,10 +417,10 @@ void MaskView::mousePressEvent(QMouseEvent* e) {
   }
   // The column axis and the position strip select the slot's node.
   if (pos.x() >= g.left() && (pos.y() < g.top() || pos.y() > g.bottom())) {
-    const int col = int(std::floor((pos.x() - g.left() + horizontalScrollBar()->value()) / cell_));
+    const int col = int(std::floor((pos.x() - g.left() + horizontalScrollBar()->value()) / cw_));
     if (col >= 0 && col < cols()) ctx_.selectNode(ctx_.nodeInSlot(col));
   } else if (pos.x() < g.left() && pos.y() >= g.top() && pos.y() <= g.bottom()) {
-    const int row = int(std::floor((pos.y() - g.top() + verticalScrollBar()->value()) / cell_));
+    const int row = int(std::floor((pos.y() - g.top() + verticalScrollBar()->value()) / ch_));
     if (row >= 0 && row < rows()) ctx_.selectNode(ctx_.nodeOfRow(row));
   }
 }
@@ -409,11 +430,11 @@ void MaskView::wheelEvent(QWheelEvent* e) {
     // Zoom about the cursor.
     const QPointF pos = e->position();
     const QRect g = gridRect();
-    const double fx = (pos.x() - g.left() + horizontalScrollBar()->value()) / cell_;
-    const double fy = (pos.y() - g.top() + verticalScrollBar()->value()) / cell_;
-    setCellSize(cell_ * std::pow(1.0015, e->angleDelta().y()));
-    horizontalScrollBar()->setValue(int(fx * cell_ - (pos.x() - gridRect().left())));
-    verticalScrollBar()->setValue(int(fy * cell_ - (pos.y() - gridRect().top())));
+    const double fx = (pos.x() - g.left() + horizontalScrollBar()->value()) / cw_;
+    const double fy = (pos.y() - g.top() + verticalScrollBar()->value()) / ch_;
+    zoomBy(std::pow(1.0015, e->angleDelta().y()));
+    horizontalScrollBar()->setValue(int(fx * cw_ - (pos.x() - gridRect().left())));
+    verticalScrollBar()->setValue(int(fy * ch_ - (pos.y() - gridRect().top())));
     e->accept();
     return;
   }

@@ -19,8 +19,10 @@ class MaskView final : public QAbstractScrollArea, public ITraceViewer {
   void onStepChanged(TraceContext& ctx) override;
   void onSelectionChanged(TraceContext& ctx) override;
 
-  double cellSize() const { return cell_; }
-  void setCellSize(double px);  // zoom: pixels per cell
+  double cellSize() const { return cw_; }
+  double cellHeight() const { return ch_; }
+  void setCellSize(double px);  // zoom: square cells of px pixels
+  void zoomBy(double factor);   // keeps the aspect fit() chose
   void fit();                   // whole mask in the viewport
   // Viewport coordinates of a cell's centre / the cell under a point ((-1,-1) if none).
   QPoint cellCenter(int row, int col) const;
@@ -49,7 +51,7 @@ class MaskView final : public QAbstractScrollArea, public ITraceViewer {
   static constexpr int kBottom = 30;  // position-id strip height
 
   TraceContext& ctx_;
-  double cell_ = 16;
+  double cw_ = 16, ch_ = 16;  // cell width and height in pixels (fit() may make them differ)
   bool fitPending_ = true;
   int hoverRow_ = -1, hoverCol_ = -1;
 };

@@ -39,10 +39,10 @@ PlotsPane::PlotsPane(TraceContext& ctx, QWidget* parent) : QWidget(parent), ctx_
   auto jump = [this](double x) { ctx_.setStep(static_cast<int32_t>(std::lround(x))); };
   auto* kv = new QChart;
   kv->setTitle(tr("KV slots per step: trie vs batch baseline"));
-  trie_ = series(kv, tr("trie (in use)"), QColor(33, 84, 170), 2);
+  trie_ = series(kv, tr("trie"), QColor(33, 84, 170), 2);
   peak_ = series(kv, tr("trie peak"), QColor(33, 84, 170), 1, Qt::DashLine);
-  batch_ = series(kv, tr("batch baseline"), QColor(220, 90, 30), 2);
-  marker_ = series(kv, tr("current step"), QColor(255, 170, 0), 2);
+  batch_ = series(kv, tr("batch"), QColor(220, 90, 30), 2);
+  marker_ = series(kv, tr("step"), QColor(255, 170, 0), 2);
   kvX_ = new QValueAxis;
   kvY_ = new QValueAxis;
   kvX_->setTitleText(tr("step"));

@@ -13,6 +13,7 @@
 #include <QVBoxLayout>
 #include <QWheelEvent>
 
+#include <array>
 #include <cmath>
 #include <limits>
 
@@ -25,7 +26,9 @@ struct TrieView::CachedLayout {
   std::vector<int32_t> index_of;  // [nodes] box index, -1 when collapsed away
   std::vector<QRectF> boxes;      // [shown]
   std::vector<QString> line1, line2;
-  QPainterPath edges;
+  std::vector<std::array<QPointF, 4>> edges;  // [edges] one cubic per edge (dot's multi-piece splines are kept in `edgePaths`)
+  std::vector<QRectF> edgeBounds;             // [edges]
+  QPainterPath edgePaths;                      // edges with more than one cubic piece
   QRectF bounds;
   layout::LayoutEngine engine = layout::LayoutEngine::dot;
 };
@@ -62,7 +65,17 @@ class TreeItem final : public QGraphicsItem {
     p->setRenderHint(QPainter::Antialiasing, lod > 0.3);
     p->setPen(QPen(QColor(120, 120, 130), 1.2));
     p->setBrush(Qt::NoBrush);
-    p->drawPath(lay->edges);
+    // Only the edges in the exposed area: stroking thousands of off-screen
+    // curves dominated the repaint of big trees.
+    QPainterPath vis;
+    for (size_t i = 0; i < lay->edges.size(); ++i)
+      if (lay->edgeBounds[i].intersects(exposed)) {
+        const auto& c = lay->edges[i];
+        vis.moveTo(c[0]);
+        vis.cubicTo(c[1], c[2], c[3]);
+      }
+    p->drawPath(vis);
+    p->drawPath(lay->edgePaths);
     QFont f = p->font();
     f.setPointSizeF(9);
     QFont fb = f;
@@ -153,6 +166,8 @@ class ZoomView final : public QGraphicsView {
 
 TrieView::TrieView(TraceContext& ctx, QWidget* parent) : QWidget(parent), ctx_(ctx) {
   scene_ = new QGraphicsScene(this);
+  // One item draws the whole tree: a BSP index only costs a rebuild per step.
+  scene_->setItemIndexMethod(QGraphicsScene::NoIndex);
   view_ = new ZoomView(scene_, this);
   view_->setDragMode(QGraphicsView::ScrollHandDrag);
   view_->setTransformationAnchor(QGraphicsView::AnchorUnderMouse);
@@ -166,6 +181,13 @@ TrieView::TrieView(TraceContext& ctx, QWidget* parent) : QWidget(parent), ctx_(c
   collapseBox_ = new QCheckBox(tr("Collapse prompt"), this);
   collapseBox_->setChecked(collapse_);
   connect(collapseBox_, &QCheckBox::toggled, this, &TrieView::setCollapsePrompt);
+  hideBox_ = new QCheckBox(tr("Hide collected"), this);
+  hideBox_->setToolTip(tr("Hide nodes whose KV slot was garbage-collected (dead branches)"));
+  connect(hideBox_, &QCheckBox::toggled, this, &TrieView::setHideCollected);
+  followBox_ = new QCheckBox(tr("Follow"), this);
+  followBox_->setToolTip(tr("Scroll to the nodes added at each step"));
+  followBox_->setChecked(follow_);
+  connect(followBox_, &QCheckBox::toggled, this, &TrieView::setFollow);
   auto* fitBtn = new QPushButton(tr("Fit"), this);
   fitBtn->setToolTip(tr("Fit the tree in the view (F)"));
   connect(fitBtn, &QPushButton::clicked, this, &TrieView::fit);
@@ -177,28 +199,33 @@ TrieView::TrieView(TraceContext& ctx, QWidget* parent) : QWidget(parent), ctx_(c
   connect(zout, &QPushButton::clicked, this, [this] { view_->scale(0.8, 0.8); });
   info_ = new QLabel(this);
   bar->addWidget(collapseBox_);
+  bar->addWidget(hideBox_);
+  bar->addWidget(followBox_);
   bar->addWidget(fitBtn);
   bar->addWidget(zin);
   bar->addWidget(zout);
   bar->addSpacing(12);
   bar->addWidget(info_, 1);
+  auto* legendRow = new QHBoxLayout;
   // Legend: the same colours the nodes use.
   auto swatch = [&](const QColor& c, const QString& t, bool outline = false) {
     auto* l = new QLabel(this);
     l->setText(QStringLiteral("<span style='background:%1;border:1px solid #555'>&nbsp;&nbsp;&nbsp;</span> %2")
                    .arg(outline ? QStringLiteral("#fff") : c.name(), t));
     if (outline) l->setText(QStringLiteral("<span style='color:%1;font-weight:bold'>&#9633;</span> %2").arg(c.name(), t));
-    bar->addWidget(l);
+    legendRow->addWidget(l);
   };
   for (NodeStatus s : {NodeStatus::live, NodeStatus::pruned, NodeStatus::finished, NodeStatus::accepted, NodeStatus::rejected})
     swatch(status_color(s).lighter(150), status_text(s));
   swatch(kAddedOutline, tr("added this step"), true);
   swatch(kSelection, tr("selected"), true);
   auto* faded = new QLabel(tr("<span style='color:#999'>faded = KV collected</span>"), this);
-  bar->addWidget(faded);
+  legendRow->addWidget(faded);
+  legendRow->addStretch(1);
   auto* lay = new QVBoxLayout(this);
   lay->setContentsMargins(2, 2, 2, 2);
   lay->addLayout(bar);
+  lay->addLayout(legendRow);
   lay->addWidget(view_, 1);
   ctx_.addViewer(this);
 }
@@ -207,6 +234,7 @@ TrieView::~TrieView() { ctx_.removeViewer(this); }
 
 void TrieView::onTraceLoaded(TraceContext&) {
   layouts_.clear();
+  labels_.clear();
   fitPending_ = true;
 }
 
@@ -227,11 +255,42 @@ void TrieView::setCollapsePrompt(bool on) {
   fit();
 }
 
+void TrieView::setHideCollected(bool on) {
+  if (on == hideCollected_) return;
+  hideCollected_ = on;
+  hideBox_->setChecked(on);
+  rebuild();
+}
+
+void TrieView::setFollow(bool on) {
+  follow_ = on;
+  followBox_->setChecked(on);
+  if (on) followAdded();
+}
+
 void TrieView::fit() {
   if (item_->lay) view_->fitInView(item_->boundingRect(), Qt::KeepAspectRatio);
   // Never blow a tiny tree up past 1.6x; labels get blurry and it looks odd.
   if (view_->transform().m11() > 1.6) view_->setTransform(QTransform::fromScale(1.6, 1.6));
   fitPending_ = false;
+}
+
+void TrieView::followAdded() {
+  const auto& l = item_->lay;
+  if (!l) return;
+  QRectF box;
+  for (size_t id = 0; id < item_->added.size(); ++id)
+    if (item_->added[id] && l->index_of[id] >= 0) box |= l->boxes[static_cast<size_t>(l->index_of[id])];
+  if (box.isNull()) return;
+  box.adjust(-40, -60, 40, 20);  // some context: the parents above
+  const QRectF visible = view_->mapToScene(view_->viewport()->rect()).boundingRect();
+  if (visible.contains(box)) return;
+  // Zoom out only as far as needed for the new nodes to fit, never below
+  // the scale at which labels are still drawn.
+  const double s = view_->transform().m11();
+  const double need = std::min(view_->viewport()->width() / box.width(), view_->viewport()->height() / box.height());
+  if (need < s) view_->setTransform(QTransform::fromScale(std::max(need, 0.5), std::max(need, 0.5)));
+  view_->centerOn(box.center());
 }
 
 int TrieView::shownNodeCount() const { return item_->lay ? static_cast<int>(item_->lay->ids.size()) : 0; }
@@ -252,7 +311,9 @@ void TrieView::rebuild() {
   const StepView& v = ctx_.view();
   const TraceDocument* doc = ctx_.shownDoc();
   const size_t n = v.nodes.size();
-  const auto key = std::make_pair(n * 2 + (ctx_.shownSide() == TraceContext::B ? 1 : 0), collapse_);
+  size_t collected = 0;
+  for (const auto& nd : v.nodes) collected += nd.slot < 0;
+  const auto key = std::make_tuple(n, int(ctx_.shownSide()), collapse_, hideCollected_, hideCollected_ ? collected : 0);
   std::shared_ptr<const CachedLayout> lay;
   if (auto it = layouts_.find(key); it != layouts_.end()) lay = it->second;
   if (!lay) {
@@ -294,15 +355,27 @@ void TrieView::rebuild() {
     for (size_t i = 0; i < n; ++i) {
       const auto& nd = v.nodes[i];
       if (nd.id < 0 || hidden[i]) continue;
+      // Collected nodes have no live descendants (GC keeps the ancestors of
+      // live nodes), so hiding them removes whole dead subtrees.
+      if (hideCollected_ && nd.slot < 0) continue;
       int32_t parent = nd.parent;
-      QString l1 = token_label(*doc->replay, nd.token);
-      QString l2 = QString::number(nd.logprob, 'f', 2);
+      if (labels_.size() < n) labels_.resize(n);
+      NodeLabel& lab = labels_[i];
+      if (lab.width < 0) {
+        lab.line1 = token_label(*doc->replay, nd.token);
+        lab.line2 = QString::number(nd.logprob, 'f', 2);
+        lab.width = std::clamp(std::max(fmb.horizontalAdvance(lab.line1), fm.horizontalAdvance(lab.line2)) + 14.0, 36.0, 150.0);
+      }
+      QString l1 = lab.line1, l2 = lab.line2;
+      double w = lab.width;
       if (folded[i] > 0) {
         parent = -1;
         l1 = QChar(0x2026) + l1;
         l2 = tr("↑ %1 more tokens").arg(folded[i]);
       }
-      const double w = std::clamp(std::max(fmb.horizontalAdvance(l1), fm.horizontalAdvance(l2)) + 14.0, 36.0, 150.0);
+      // A parent that is not drawn (hidden, or missing from a malformed
+      // trace) makes this node a root rather than failing the layout.
+      if (parent >= 0 && (static_cast<size_t>(parent) >= n || L->index_of[static_cast<size_t>(parent)] < 0)) parent = -1;
       L->index_of[i] = static_cast<int32_t>(in.size());
       L->ids.push_back(nd.id);
       L->line1.push_back(l1);
@@ -317,9 +390,14 @@ void TrieView::rebuild() {
       L->boxes.emplace_back(r.centers[i].x - in[i].width / 2, r.centers[i].y - in[i].height / 2, in[i].width, in[i].height);
     for (const auto& e : r.edges) {
       if (e.spline.size() < 4) continue;
-      L->edges.moveTo(e.spline[0].x, e.spline[0].y);
-      for (size_t k = 1; k + 2 < e.spline.size(); k += 3)
-        L->edges.cubicTo(e.spline[k].x, e.spline[k].y, e.spline[k + 1].x, e.spline[k + 1].y, e.spline[k + 2].x, e.spline[k + 2].y);
+      auto P = [&](size_t k) { return QPointF(e.spline[k].x, e.spline[k].y); };
+      if (e.spline.size() == 4) {
+        L->edges.push_back({P(0), P(1), P(2), P(3)});
+        L->edgeBounds.push_back(QPolygonF({P(0), P(1), P(2), P(3)}).boundingRect());
+        continue;
+      }
+      L->edgePaths.moveTo(P(0));
+      for (size_t k = 1; k + 2 < e.spline.size(); k += 3) L->edgePaths.cubicTo(P(k), P(k + 1), P(k + 2));
     }
     L->bounds = QRectF(0, 0, std::max(r.width, 1.0), std::max(r.height, 1.0));
     lay = L;
@@ -338,7 +416,12 @@ void TrieView::rebuild() {
   scene_->setSceneRect(item_->boundingRect());
   item_->update();
   info_->setText(tr("%1 nodes (%2 shown), layout: %3").arg(n).arg(lay->ids.size()).arg(layout::layout_engine_name(lay->engine)));
-  if (fitPending_) fit();
+  if (fitPending_) {
+    fit();
+    // A big tree fitted whole is unreadable: start at a scale with labels.
+    if (view_->transform().m11() < 0.5) view_->setTransform(QTransform::fromScale(0.5, 0.5));
+  }
+  if (follow_) followAdded();
 }
 
 }  // namespace triescope::gui

@@ -4,6 +4,7 @@
 #include <QWidget>
 
 #include <map>
+#include <tuple>
 #include <memory>
 #include <vector>
 
@@ -31,6 +32,8 @@ class TrieView final : public QWidget, public ITraceViewer {
   void onSelectionChanged(TraceContext& ctx) override;
 
   void setCollapsePrompt(bool on);
+  void setHideCollected(bool on);  // drop nodes whose KV was garbage-collected
+  void setFollow(bool on);         // keep this step's new nodes in view
   bool collapsePrompt() const { return collapse_; }
   void fit();
   // For tests and export.
@@ -51,6 +54,18 @@ class TrieView final : public QWidget, public ITraceViewer {
   QGraphicsScene* scene_;
   QGraphicsView* view_;
   QCheckBox* collapseBox_;
+  QCheckBox* hideBox_;
+  QCheckBox* followBox_;
+  bool hideCollected_ = false;
+  // Per node id: labels and box width. A node's token and score never change,
+  // so they are measured once per trace, not once per step.
+  struct NodeLabel {
+    QString line1, line2;
+    double width = -1;
+  };
+  std::vector<NodeLabel> labels_;
+  bool follow_ = true;
+  void followAdded();
   QLabel* info_;
   TreeItem* item_ = nullptr;
   bool collapse_ = true;
@@ -59,7 +74,7 @@ class TrieView final : public QWidget, public ITraceViewer {
   layout::LayoutEngine engine_ = layout::LayoutEngine::dot;
   // Node ids are dense and never reused, so within one trace the structure
   // after a step is fixed by the node count: cache layouts by it.
-  std::map<std::pair<size_t, bool>, std::shared_ptr<const CachedLayout>> layouts_;
+  std::map<std::tuple<size_t, int, bool, bool, size_t>, std::shared_ptr<const CachedLayout>> layouts_;
 };
 
 }  // namespace triescope::gui

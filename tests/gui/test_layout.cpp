@@ -95,7 +95,7 @@ TEST_CASE("dot layout of random trees", "[gui][layout]") {
   check_layout(in, r);
 }
 
-TEST_CASE("tree_layout picks dot up to max_dot_nodes, tidy past it", "[gui][layout]") {
+TEST_CASE("tree_layout picks dot up to max_dot_nodes and tidy past it", "[gui][layout]") {
   const auto in = random_forest(40, 1, 5);
   LayoutOptions opt;
   opt.max_dot_nodes = 40;

@@ -100,7 +100,7 @@ TEST_CASE("mask pane paints a known allowed and a known forbidden cell", "[gui][
   CHECK_FALSE(m->cellExplanation(r, forbiddenCol).contains("disagrees"));
 }
 
-TEST_CASE("selection is linked across trie, mask, KV and beams panes", "[gui][selection]") {
+TEST_CASE("selection is linked across trie and mask and KV and beams panes", "[gui][selection]") {
   Window win;
   TraceContext& ctx = win.w.context();
   ctx.setTraces(fig1());
@@ -213,7 +213,7 @@ TEST_CASE("diff mode marks exactly the planted divergences", "[gui][diff]") {
   }
 }
 
-TEST_CASE("trie view lays out with dot, falls back to tidy, collapses the prompt", "[gui][trie]") {
+TEST_CASE("trie view lays out with dot and falls back to tidy and collapses the prompt", "[gui][trie]") {
   Window win;
   TraceContext& ctx = win.w.context();
   TrieView* t = win.w.trieView();
@@ -234,7 +234,7 @@ TEST_CASE("trie view lays out with dot, falls back to tidy, collapses the prompt
   }
 }
 
-TEST_CASE("KV pane draws GC moves and counts; plots cover every step", "[gui][kv]") {
+TEST_CASE("KV pane draws GC moves and counts and plots cover every step", "[gui][kv]") {
   Window win;
   TraceContext& ctx = win.w.context();
   ctx.setTraces(fig1());
@@ -268,7 +268,7 @@ TEST_CASE("constraint and verify panes show the step record's extras", "[gui][co
   CHECK_FALSE(win.w.constraintPane()->hasData());
 }
 
-TEST_CASE("export PNG, SVG and step JSON; errors name the file and field", "[gui][export]") {
+TEST_CASE("export PNG and SVG and step JSON and errors name the file and field", "[gui][export]") {
   QTemporaryDir dir;
   REQUIRE(dir.isValid());
   Window win;
@@ -321,7 +321,7 @@ TEST_CASE("export PNG, SVG and step JSON; errors name the file and field", "[gui
   }
 }
 
-TEST_CASE("loading off the UI thread: open a file and run a sample live", "[gui][load]") {
+TEST_CASE("loading off the UI thread opens a file and runs a sample live", "[gui][load]") {
   QTemporaryDir dir;
   Window win;
   const QString p = dir.filePath("fig1.jsonl");
