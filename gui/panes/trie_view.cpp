@@ -372,6 +372,7 @@ void TrieView::rebuild() {
         parent = -1;
         l1 = QChar(0x2026) + l1;
         l2 = tr("↑ %1 more tokens").arg(folded[i]);
+        w = std::clamp(std::max(fmb.horizontalAdvance(l1), fm.horizontalAdvance(l2)) + 14.0, 36.0, 150.0);
       }
       // A parent that is not drawn (hidden, or missing from a malformed
       // trace) makes this node a root rather than failing the layout.
@@ -393,7 +394,8 @@ void TrieView::rebuild() {
       auto P = [&](size_t k) { return QPointF(e.spline[k].x, e.spline[k].y); };
       if (e.spline.size() == 4) {
         L->edges.push_back({P(0), P(1), P(2), P(3)});
-        L->edgeBounds.push_back(QPolygonF({P(0), P(1), P(2), P(3)}).boundingRect());
+        // Widened: a straight vertical edge has a zero-width box, which never "intersects".
+        L->edgeBounds.push_back(QPolygonF({P(0), P(1), P(2), P(3)}).boundingRect().adjusted(-2, -2, 2, 2));
         continue;
       }
       L->edgePaths.moveTo(P(0));
