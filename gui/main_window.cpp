@@ -40,6 +40,7 @@
 #include "gui/panes/trie_view.h"
 #include "gui/step_colors.h"
 #include "gui/timeline.h"
+#include "gui/widgets/status_text.h"
 
 namespace triescope::gui {
 
@@ -91,7 +92,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   resizeDocks({dKv, dPlots}, {900, 600}, Qt::Horizontal);
   docks_ = {dMask, dKv, dPlots, dBeams, dCons, dVer, dDiff};
 
-  status_ = new QLabel(tr("Open a trace: File > Open, drag a .jsonl here, or run a sample."), this);
+  status_ = new StatusText(this, 400);
+  status_->setText(tr("Open a trace: File > Open, drag a .jsonl here, or run a sample."));
   progress_ = new QProgressBar(this);
   progress_->setRange(0, 0);  // busy: trace_read has no byte progress
   progress_->setMaximumWidth(160);

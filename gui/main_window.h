@@ -8,6 +8,7 @@
 #include "gui/trace_context.h"
 
 class QLabel;
+namespace triescope::gui { class StatusText; }
 class QProgressBar;
 class QMenu;
 
@@ -93,7 +94,7 @@ class MainWindow final : public QMainWindow, public ITraceViewer {
   JsonPane* constraint_;
   JsonPane* verify_;
   Timeline* timeline_;
-  QLabel* status_;
+  StatusText* status_;
   QProgressBar* progress_;
   QMenu* recentMenu_ = nullptr;
   std::vector<class QDockWidget*> docks_;

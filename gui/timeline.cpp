@@ -9,6 +9,8 @@
 #include <QTimer>
 #include <QToolButton>
 
+#include "gui/widgets/status_text.h"
+
 namespace triescope::gui {
 
 Timeline::Timeline(TraceContext& ctx, QWidget* parent) : QWidget(parent), ctx_(ctx) {
@@ -40,8 +42,8 @@ Timeline::Timeline(TraceContext& ctx, QWidget* parent) : QWidget(parent), ctx_(c
   jump_->setToolTip(tr("jump to step (Ctrl+G)"));
   jump_->setKeyboardTracking(false);
   l->addWidget(jump_);
-  label_ = new QLabel(this);
-  label_->setMinimumWidth(120);
+  label_ = new StatusText(this, 150);
+  label_->setSizePolicy(QSizePolicy::Fixed, QSizePolicy::Fixed);
   l->addWidget(label_);
   timer_ = new QTimer(this);
   connect(timer_, &QTimer::timeout, this, [this] {

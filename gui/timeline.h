@@ -39,7 +39,7 @@ class Timeline final : public QWidget, public ITraceViewer {
   QSpinBox* jump_;
   QComboBox* speed_;
   QToolButton* play_;
-  QLabel* label_;
+  class StatusText* label_;
   QTimer* timer_;
   bool updating_ = false;
 };

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <regex>
 
+#include <QTimer>
 #include <QtConcurrent/QtConcurrent>
 
 #include "core/common/error.h"
@@ -91,6 +92,17 @@ void TraceContext::dropPrefetch() {
   }
 }
 
+void TraceContext::prefetchSoon() {
+  // After the panes have painted this step: a replay running next to the
+  // paint competes with it for the CPU and made the first frame slower.
+  if (prefetchTimerArmed_) return;
+  prefetchTimerArmed_ = true;
+  QTimer::singleShot(0, this, [this] {
+    prefetchTimerArmed_ = false;
+    if (a_) schedulePrefetch();
+  });
+}
+
 void TraceContext::schedulePrefetch() {
   const int32_t idx = stepIndex();
   const auto& s = steps();
@@ -126,11 +138,11 @@ void TraceContext::computeView() {
       if (v.ok) {
         viewA_ = std::move(v.a);
         viewB_ = std::move(v.b);
-        schedulePrefetch();
+        prefetchSoon();
         return;
       }
     }
-  schedulePrefetch();
+  prefetchSoon();
   try {
     viewA_ = a_->replay->at(step_);
     if (b_) viewB_ = b_->replay->at(step_);

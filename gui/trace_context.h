@@ -108,6 +108,8 @@ class TraceContext : public QObject {
     QFuture<Views> future;
   };
   void schedulePrefetch();
+  void prefetchSoon();
+  bool prefetchTimerArmed_ = false;
   void dropPrefetch();
   Prefetch prefetch_[2];  // previous and next step
 

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <chrono>
 #include <iostream>
+#include <map>
 #include <random>
 #include <sstream>
 
@@ -29,6 +30,16 @@
 using namespace triescope;
 
 namespace {
+
+// Counts paint events per widget class during the stepping loop.
+struct PaintCounter : QObject {
+  std::map<std::string, int> counts;
+  bool on = false;
+  bool eventFilter(QObject* o, QEvent* e) override {
+    if (on && e->type() == QEvent::Paint) ++counts[o->metaObject()->className()];
+    return false;
+  }
+};
 
 std::string arg_value(int argc, char** argv, const std::string& key, const std::string& dflt) {
   for (int i = 0; i + 1 < argc; ++i)
@@ -99,6 +110,9 @@ int step_bench(const std::string& path, int repeat, int w, int h) {
   win.repaint();
   QApplication::processEvents();
   const auto& steps = win.context().steps();
+  PaintCounter counter;
+  QApplication::instance()->installEventFilter(&counter);
+  counter.on = true;
   std::vector<double> ctx_ms, paint_ms, total_ms;
   std::vector<double> first_ms[4];
   for (int r = 0; r < repeat; ++r)
@@ -115,8 +129,13 @@ int step_bench(const std::string& path, int repeat, int w, int h) {
       total_ms.push_back(std::chrono::duration<double, std::milli>(t2 - t0).count());
     }
   // Per-pane paint cost at the last step.
+  counter.on = false;
+  std::cout << "  paint events during the stepping loop:";
+  for (auto& [k, n] : counter.counts) std::cout << " " << k << "=" << n;
+  std::cout << "\n";
   // First paint of each pane right after a step (its caches cold).
   const char* names[] = {"trie", "mask", "kv", "plots"};
+  std::vector<double> second_trie;
   for (size_t i = 1; i < steps.size(); ++i) {
     win.context().setStep(steps[i - 1]);
     QApplication::processEvents();
@@ -127,7 +146,11 @@ int step_bench(const std::string& path, int repeat, int w, int h) {
       ws[k]->repaint();
       first_ms[static_cast<size_t>(k)].push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - a).count());
     }
+    const auto a = std::chrono::steady_clock::now();
+    ws[0]->repaint();
+    second_trie.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - a).count());
   }
+  std::cout << "  second repaint after a step, trie: median " << median(second_trie) << " ms\n";
   for (int k = 0; k < 4; ++k) std::cout << "  first repaint after a step, " << names[k] << ": median " << median(first_ms[k]) << " ms\n";
   std::vector<double> replay_ms;
   for (size_t i = 1; i < steps.size(); ++i) {

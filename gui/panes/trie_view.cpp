@@ -18,6 +18,7 @@
 #include <limits>
 
 #include "gui/step_colors.h"
+#include "gui/widgets/status_text.h"
 
 namespace triescope::gui {
 
@@ -197,7 +198,7 @@ TrieView::TrieView(TraceContext& ctx, QWidget* parent) : QWidget(parent), ctx_(c
   zout->setFixedWidth(28);
   connect(zin, &QPushButton::clicked, this, [this] { view_->scale(1.25, 1.25); });
   connect(zout, &QPushButton::clicked, this, [this] { view_->scale(0.8, 0.8); });
-  info_ = new QLabel(this);
+  info_ = new StatusText(this, 200);
   bar->addWidget(collapseBox_);
   bar->addWidget(hideBox_);
   bar->addWidget(followBox_);

@@ -66,7 +66,7 @@ class TrieView final : public QWidget, public ITraceViewer {
   std::vector<NodeLabel> labels_;
   bool follow_ = true;
   void followAdded();
-  QLabel* info_;
+  class StatusText* info_;
   TreeItem* item_ = nullptr;
   bool collapse_ = true;
   bool fitPending_ = true;
