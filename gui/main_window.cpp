@@ -25,6 +25,7 @@
 #include <QSpinBox>
 #include <QStatusBar>
 #include <QSvgGenerator>
+#include <QTimer>
 #include <QVBoxLayout>
 #include <QtConcurrent/QtConcurrent>
 
@@ -198,8 +199,10 @@ void MainWindow::startLoad(const QString& what, std::function<Loaded()> job) {
       Q_EMIT loadFinished(false, r.error);
       return;
     }
+    const bool follow = liveRun_ && previewActive_ && ctx_.stepIndex() + 1 >= static_cast<int32_t>(ctx_.steps().size());
     if (previewActive_) ctx_.replaceTraces(r.a, r.b);
     else ctx_.setTraces(r.a, r.b);
+    if (follow) ctx_.setStepIndex(static_cast<int32_t>(ctx_.steps().size()) - 1);
     previewActive_ = false;
     addRecent(QString::fromStdString(r.a->origin));
     if (!r.report.isEmpty()) std::cerr << r.report.toStdString();
@@ -218,6 +221,7 @@ void MainWindow::startLoad(const QString& what, std::function<Loaded()> job) {
 }
 
 void MainWindow::openTrace(const QString& path) {
+  liveRun_ = false;
   // Large files: parse the first records (the same core reader on a prefix)
   // and paint them at once, while the whole file loads in the background.
   previewActive_ = false;
@@ -244,6 +248,8 @@ void MainWindow::openTrace(const QString& path) {
 }
 
 void MainWindow::openDiff(const QString& a, const QString& b) {
+  liveRun_ = false;
+  previewActive_ = false;
   startLoad(tr("%1 vs %2").arg(QFileInfo(a).fileName(), QFileInfo(b).fileName()), [pa = a.toStdString(), pb = b.toStdString()] {
     // Both files in parallel would double peak memory; the second load is
     // short next to the diff anyway.
@@ -254,9 +260,40 @@ void MainWindow::openDiff(const QString& a, const QString& b) {
 }
 
 void MainWindow::runSample(const QString& samplePath, std::function<void(nlohmann::json&)> edit) {
-  startLoad(tr("live run of %1").arg(QFileInfo(samplePath).fileName()), [p = samplePath.toStdString(), edit] {
+  // Step as it decodes: a timer shows the records decoded so far (the same
+  // reader on a snapshot) until the run finishes; at the last step it follows.
+  auto live = std::make_shared<LiveTraceSink>();
+  auto* poll = new QTimer(this);
+  poll->setInterval(250);
+  auto shown = std::make_shared<size_t>(0);
+  const std::string origin = "live: " + samplePath.toStdString();
+  connect(poll, &QTimer::timeout, this, [this, live, shown, poll, origin] {
+    if (!loading_) {
+      poll->deleteLater();
+      return;
+    }
+    std::vector<nlohmann::json> recs = live->snapshot_if_grown(*shown);
+    if (recs.size() < 2) return;
+    *shown = recs.size();
+    try {
+      TraceDocumentPtr d = trace_document_from_records(std::move(recs), origin);
+      const bool atEnd = !ctx_.loaded() || !previewActive_ || ctx_.stepIndex() + 1 >= static_cast<int32_t>(ctx_.steps().size());
+      if (previewActive_) ctx_.replaceTraces(d);
+      else ctx_.setTraces(d);
+      previewActive_ = true;
+      if (atEnd) ctx_.setStepIndex(static_cast<int32_t>(ctx_.steps().size()) - 1);
+      status_->setText(tr("Decoding live: %1 steps so far ...").arg(ctx_.steps().size()));
+    } catch (const std::exception&) {
+      // A snapshot mid-record cannot happen (records are whole); any other
+      // problem is reported by the final load.
+    }
+  });
+  poll->start();
+  previewActive_ = false;
+  liveRun_ = true;
+  startLoad(tr("live run of %1").arg(QFileInfo(samplePath).fileName()), [p = samplePath.toStdString(), edit, live] {
     std::string report;
-    TraceDocumentPtr d = trace_document_run_sample(p, edit, &report);
+    TraceDocumentPtr d = trace_document_run_sample(p, edit, &report, live.get());
     return Loaded{d, nullptr, {}, QString::fromStdString(report)};
   });
 }

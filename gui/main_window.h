@@ -73,6 +73,7 @@ class MainWindow final : public QMainWindow, public ITraceViewer {
     QString error, report;
   };
   bool previewActive_ = false;
+  bool liveRun_ = false;  // a live decode follows its last step
   void startLoad(const QString& what, std::function<Loaded()> job);
   void showError(const QString& title, const QString& message);
   void buildMenus();

@@ -83,12 +83,39 @@ TraceDocumentPtr trace_document_load_preview(const std::string& path, size_t max
   return doc;
 }
 
+void LiveTraceSink::record(json rec) {
+  std::lock_guard<std::mutex> lock(m_);
+  records_.push_back(std::move(rec));
+}
+
+std::vector<json> LiveTraceSink::snapshot_if_grown(size_t have) {
+  std::lock_guard<std::mutex> lock(m_);
+  if (records_.size() <= have) return {};
+  return records_;
+}
+
+namespace {
+// Sends every record to memory and, when given, to a second sink.
+class TeeSink final : public TraceSink {
+ public:
+  explicit TeeSink(TraceSink* also) : also_(also) {}
+  void record(json rec) override {
+    if (also_) also_->record(rec);
+    records.push_back(std::move(rec));
+  }
+  std::vector<json> records;
+
+ private:
+  TraceSink* also_;
+};
+}  // namespace
+
 TraceDocumentPtr trace_document_run_sample(const std::string& sample_path, const std::function<void(json&)>& edit,
-                                           std::string* report) {
+                                           std::string* report, TraceSink* also) {
   json j = json_load_file(sample_path);
   if (edit) edit(j);
   Sample s = sample_parse(j, sample_path);
-  MemoryTraceSink sink;
+  TeeSink sink(also);
   std::ostringstream os;
   run_sample(s, &sink, os);
   if (report) *report = os.str();

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,19 @@ TraceDocumentPtr trace_document_from_records(std::vector<json> records, const st
 // change the parsed sample JSON (beam width, gc interval, seed...) before it
 // is validated; errors name the sample file and the field.
 TraceDocumentPtr trace_document_run_sample(const std::string& sample_path, const std::function<void(json&)>& edit = {},
-                                           std::string* report = nullptr);
+                                           std::string* report = nullptr, TraceSink* also = nullptr);
+
+// A sink the decoder (worker thread) writes to while the UI thread takes
+// snapshots of the records so far: live mode steps as the sample decodes.
+class LiveTraceSink final : public TraceSink {
+ public:
+  void record(json rec) override;
+  // Copy of the records, or empty when nothing was added since `have`.
+  std::vector<json> snapshot_if_grown(size_t have);
+
+ private:
+  std::mutex m_;
+  std::vector<json> records_;
+};
 
 }  // namespace triescope::gui
