@@ -26,6 +26,8 @@
 #include <QStatusBar>
 #include <QSvgGenerator>
 #include <QTimer>
+#include <QElapsedTimer>
+#include <QScopeGuard>
 #include <QVBoxLayout>
 #include <QtConcurrent/QtConcurrent>
 
@@ -272,8 +274,12 @@ void MainWindow::runSample(const QString& samplePath, std::function<void(nlohman
       poll->deleteLater();
       return;
     }
+    QElapsedTimer cost;
+    cost.start();
     std::vector<nlohmann::json> recs = live->snapshot_if_grown(*shown);
     if (recs.size() < 2) return;
+    // Each snapshot copies every record so far: poll less often as it grows.
+    const auto finishPoll = qScopeGuard([&] { poll->setInterval(std::max(250, int(cost.elapsed() * 4))); });
     *shown = recs.size();
     try {
       TraceDocumentPtr d = trace_document_from_records(std::move(recs), origin);
