@@ -1,0 +1,233 @@
+// triescope-gui-bench: the GUI numbers in docs/benchmarks-gui.md.
+//   make-tree-trace OUT [--nodes 5000] [--queries 4096] [--steps 8] [--seed 1]
+//       a trace whose every step holds a NODES-node tree and a QUERIES x QUERIES
+//       ancestor mask (built by core's ancestor_mask_build), for stepping times
+//   step TRACE [--repeat 3] [--size 1600x1000]
+//       opens TRACE in the main window, steps through every adjacent pair of
+//       steps and prints the time of TraceContext::setStep (replay + all panes)
+//       plus a synchronous repaint of the whole window
+//   layout [--nodes 100,200,400,800] : graphviz dot vs tidy layout time
+#include <QApplication>
+#include <QElapsedTimer>
+
+#include <algorithm>
+#include <chrono>
+#include <iostream>
+#include <map>
+#include <random>
+#include <sstream>
+
+#include "core/mask/ancestor_mask.h"
+#include "core/trace/trace.h"
+#include "gui/layout/tree_layout.h"
+#include "gui/main_window.h"
+#include "gui/panes/kv_view.h"
+#include "gui/panes/mask_view.h"
+#include "gui/panes/plots_pane.h"
+#include "gui/panes/trie_view.h"
+#include <QGraphicsView>
+
+using namespace triescope;
+
+namespace {
+
+// Counts paint events per widget class during the stepping loop.
+struct PaintCounter : QObject {
+  std::map<std::string, int> counts;
+  bool on = false;
+  bool eventFilter(QObject* o, QEvent* e) override {
+    if (on && e->type() == QEvent::Paint) ++counts[o->metaObject()->className()];
+    return false;
+  }
+};
+
+std::string arg_value(int argc, char** argv, const std::string& key, const std::string& dflt) {
+  for (int i = 0; i + 1 < argc; ++i)
+    if (argv[i] == key) return argv[i + 1];
+  return dflt;
+}
+
+int make_tree_trace(const std::string& out, int nodes, int queries, int steps, uint32_t seed) {
+  std::mt19937 rng(seed);
+  TokenTree tree;
+  tree.add_root(1);
+  for (int i = 1; i < nodes; ++i) {
+    const int lo = std::max(0, i - 64);
+    tree.add_child(lo + static_cast<int>(rng() % static_cast<uint32_t>(i - lo)), static_cast<int>(rng() % 512), -0.01 * i);
+  }
+  // The first QUERIES nodes hold KV slots; the rest are pruned candidates
+  // whose KV was never kept (their ancestors all have smaller ids).
+  std::vector<int32_t> q;
+  for (int i = 0; i < nodes; ++i) {
+    if (i < queries) {
+      tree.node(i).slot = i;
+      q.push_back(i);
+    } else {
+      tree.node(i).slot = kNoSlot;
+      tree.node(i).status = NodeStatus::live;  // candidates not yet written to the KV cache
+    }
+  }
+  const BitMask mask = ancestor_mask_build(tree, q, queries);
+  // Later steps add `grow` slot-less leaves each, so adjacent steps have
+  // different trees (the trie view cannot reuse the previous layout).
+  const int grow = 16;
+  const int first = std::max(queries, nodes - grow * (steps - 1));
+  const json fwd = {{"queries", q}, {"positions", position_ids(tree, q)}, {"slots", q}, {"mask", trace_mask(mask)}};
+  TraceFileWriter w(out);
+  w.record(trace_header("bench_tree", "cpu-reference", json{{"prompt", json::array()}}, json{{"type", "bench"}}, {}));
+  for (int s = 0; s < steps; ++s) {
+    json rec = {{"kind", "step"}, {"step", s}, {"phase", s == 0 ? "prefill" : "verify"}, {"forward", fwd},
+                {"kv", {{"slots", queries}, {"peak", queries}, {"batch_slots", nodes}, {"live_beams", queries}}}};
+    json added = json::array();
+    const int lo = s == 0 ? 0 : first + grow * (s - 1), hi = s == 0 ? first : std::min(nodes, first + grow * s);
+    for (int i = lo; i < hi; ++i) added.push_back(trace_node(tree.node(i)));
+    rec["added"] = std::move(added);
+    if (s > 0) {
+      json st = json::array();
+      for (int k = 0; k < 16; ++k)
+        st.push_back({{"node", static_cast<int>(rng() % static_cast<uint32_t>(queries))}, {"status", k % 2 ? "accepted" : "rejected"}});
+      rec["status"] = std::move(st);
+    }
+    w.record(std::move(rec));
+  }
+  w.commit();
+  std::cout << out << ": " << steps << " steps, " << nodes << " nodes, mask " << queries << "x" << queries << "\n";
+  return 0;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+int step_bench(const std::string& path, int repeat, int w, int h) {
+  gui::MainWindow win;
+  win.setHeadless(true);
+  win.resize(w, h);
+  win.show();
+  QApplication::processEvents();
+  win.context().setTraces(gui::trace_document_load(path));
+  win.repaint();
+  QApplication::processEvents();
+  const auto& steps = win.context().steps();
+  PaintCounter counter;
+  QApplication::instance()->installEventFilter(&counter);
+  counter.on = true;
+  std::vector<double> ctx_ms, paint_ms, total_ms;
+  std::vector<double> first_ms[4];
+  for (int r = 0; r < repeat; ++r)
+    for (size_t i = 1; i < steps.size(); ++i) {
+      const auto t0 = std::chrono::steady_clock::now();
+      win.context().setStep(steps[i]);
+      const auto t1 = std::chrono::steady_clock::now();
+      // What the event loop does after a step: paint every widget marked
+      // dirty and flush to the display.
+      QApplication::processEvents();
+      const auto t2 = std::chrono::steady_clock::now();
+      ctx_ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+      paint_ms.push_back(std::chrono::duration<double, std::milli>(t2 - t1).count());
+      total_ms.push_back(std::chrono::duration<double, std::milli>(t2 - t0).count());
+    }
+  // Per-pane paint cost at the last step.
+  counter.on = false;
+  std::cout << "  paint events during the stepping loop:";
+  for (auto& [k, n] : counter.counts) std::cout << " " << k << "=" << n;
+  std::cout << "\n";
+  // First paint of each pane right after a step (its caches cold).
+  const char* names[] = {"trie", "mask", "kv", "plots"};
+  std::vector<double> second_trie;
+  for (size_t i = 1; i < steps.size(); ++i) {
+    win.context().setStep(steps[i - 1]);
+    QApplication::processEvents();
+    win.context().setStep(steps[i]);
+    QWidget* ws[] = {win.trieView()->graphicsView()->viewport(), win.maskView()->viewport(), win.kvView(), static_cast<QWidget*>(win.plotsPane())};
+    for (int k = 0; k < 4; ++k) {
+      const auto a = std::chrono::steady_clock::now();
+      ws[k]->repaint();
+      first_ms[static_cast<size_t>(k)].push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - a).count());
+    }
+    const auto a = std::chrono::steady_clock::now();
+    ws[0]->repaint();
+    second_trie.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - a).count());
+  }
+  std::cout << "  second repaint after a step, trie: median " << median(second_trie) << " ms\n";
+  for (int k = 0; k < 4; ++k) std::cout << "  first repaint after a step, " << names[k] << ": median " << median(first_ms[k]) << " ms\n";
+  std::vector<double> replay_ms;
+  for (size_t i = 1; i < steps.size(); ++i) {
+    const auto a = std::chrono::steady_clock::now();
+    (void)win.context().doc()->replay->at(steps[i]);
+    replay_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - a).count());
+  }
+  std::cout << "  TraceReplay::at alone: median " << median(replay_ms) << " ms\n";
+  std::vector<std::pair<const char*, QWidget*>> panes = {{"trie", win.trieView()->graphicsView()->viewport()}, {"mask", win.maskView()->viewport()},
+                                                         {"kv", win.kvView()}, {"plots", static_cast<QWidget*>(win.plotsPane())}};
+  for (auto& [name, wdg] : panes) {
+    std::vector<double> t;
+    for (int k = 0; k < 5; ++k) {
+      const auto a = std::chrono::steady_clock::now();
+      wdg->repaint();
+      t.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - a).count());
+    }
+    std::cout << "  repaint " << name << ": median " << median(t) << " ms\n";
+  }
+  const auto& v = win.context().view();
+  std::cout << path << ": " << steps.size() << " steps, tree " << v.nodes.size() << " nodes, mask "
+            << (v.forward ? v.forward->mask.rows : 0) << "x" << (v.forward ? v.forward->mask.cols : 0) << ", layout "
+            << layout::layout_engine_name(win.trieView()->engine()) << ", window " << w << "x" << h << "\n"
+            << "  adjacent-step changes: " << total_ms.size() << "\n"
+            << "  setStep (replay + panes): median " << median(ctx_ms) << " ms, max " << *std::max_element(ctx_ms.begin(), ctx_ms.end()) << " ms\n"
+            << "  paint (processEvents):    median " << median(paint_ms) << " ms, max " << *std::max_element(paint_ms.begin(), paint_ms.end()) << " ms\n"
+            << "  total:                    median " << median(total_ms) << " ms, max " << *std::max_element(total_ms.begin(), total_ms.end()) << " ms\n";
+  return 0;
+}
+
+int layout_bench(const std::string& sizes) {
+  std::mt19937 rng(3);
+  std::stringstream ss(sizes);
+  std::string tok;
+  std::cout << "nodes  dot_ms  tidy_ms   (beam-trie-like random trees: parent among the last 16 nodes)\n";
+  while (std::getline(ss, tok, ',')) {
+    const int n = std::stoi(tok);
+    std::vector<layout::LayoutNode> in;
+    for (int i = 0; i < n; ++i) {
+      const int lo = std::max(0, i - 16);
+      in.push_back({i, i == 0 ? -1 : lo + static_cast<int>(rng() % static_cast<uint32_t>(i - lo)), 50, 30});
+    }
+    auto time = [&](auto fn) {
+      const auto t0 = std::chrono::steady_clock::now();
+      fn(in, layout::LayoutOptions{});
+      return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    };
+    const double dot = n <= 3200 ? time(layout::tree_layout_dot) : -1;
+    const double tidy = time(layout::tree_layout_tidy);
+    std::printf("%5d  %7.1f  %7.2f\n", n, dot, tidy);
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::cerr << "usage: triescope-gui-bench make-tree-trace OUT [--nodes N] [--queries Q] [--steps S] | step TRACE [--repeat R] | layout [--nodes a,b,c]\n";
+    return 2;
+  }
+  const std::string cmd = argv[1];
+  try {
+    if (cmd == "make-tree-trace" && argc >= 3)
+      return make_tree_trace(argv[2], std::stoi(arg_value(argc, argv, "--nodes", "5000")), std::stoi(arg_value(argc, argv, "--queries", "4096")),
+                             std::stoi(arg_value(argc, argv, "--steps", "8")), static_cast<uint32_t>(std::stoul(arg_value(argc, argv, "--seed", "1"))));
+    if (cmd == "layout") return layout_bench(arg_value(argc, argv, "--nodes", "50,100,200,400,800,1600,5000"));
+    if (cmd == "step" && argc >= 3) {
+      QApplication app(argc, argv);
+      const std::string size = arg_value(argc, argv, "--size", "1600x1000");
+      return step_bench(argv[2], std::stoi(arg_value(argc, argv, "--repeat", "3")), std::stoi(size.substr(0, size.find('x'))),
+                        std::stoi(size.substr(size.find('x') + 1)));
+    }
+  } catch (const std::exception& e) {
+    std::cerr << "triescope-gui-bench: " << e.what() << "\n";
+    return 1;
+  }
+  std::cerr << "triescope-gui-bench: bad arguments\n";
+  return 2;
+}

@@ -1,0 +1,31 @@
+// The beams chosen at this step, a table linked to the selection.
+#pragma once
+#include <QWidget>
+
+#include "gui/trace_context.h"
+
+class QTableView;
+
+namespace triescope::gui {
+
+class ChosenBeamsModel;
+
+class BeamsPane final : public QWidget, public ITraceViewer {
+  Q_OBJECT
+ public:
+  explicit BeamsPane(TraceContext& ctx, QWidget* parent = nullptr);
+  ~BeamsPane() override;
+  void onTraceLoaded(TraceContext&) override {}
+  void onStepChanged(TraceContext& ctx) override;
+  void onSelectionChanged(TraceContext& ctx) override;
+  ChosenBeamsModel* model() const { return model_; }
+  QTableView* table() const { return table_; }
+
+ private:
+  TraceContext& ctx_;
+  QTableView* table_;
+  ChosenBeamsModel* model_;
+  bool updating_ = false;
+};
+
+}  // namespace triescope::gui

@@ -1,0 +1,42 @@
+#include "gui/panes/json_pane.h"
+
+#include <QHeaderView>
+#include <QLabel>
+#include <QTreeView>
+#include <QVBoxLayout>
+
+#include "gui/json_tree_model.h"
+
+namespace triescope::gui {
+
+JsonPane::JsonPane(TraceContext& ctx, QString key, QString absentNote, QWidget* parent)
+    : QWidget(parent), ctx_(ctx), key_(std::move(key)), absent_(std::move(absentNote)) {
+  note_ = new QLabel(this);
+  note_->setWordWrap(true);
+  tree_ = new QTreeView(this);
+  model_ = new JsonTreeModel(this);
+  tree_->setModel(model_);
+  tree_->setAlternatingRowColors(true);
+  tree_->header()->setSectionResizeMode(0, QHeaderView::ResizeToContents);
+  auto* l = new QVBoxLayout(this);
+  l->setContentsMargins(2, 2, 2, 2);
+  l->addWidget(note_);
+  l->addWidget(tree_, 1);
+  ctx_.addViewer(this);
+}
+
+JsonPane::~JsonPane() { ctx_.removeViewer(this); }
+
+void JsonPane::onTraceLoaded(TraceContext&) {}
+
+void JsonPane::onStepChanged(TraceContext& ctx) {
+  const auto& extra = ctx.view().extra;
+  const std::string k = key_.toStdString();
+  has_ = extra.is_object() && extra.contains(k);
+  model_->setJson(has_ ? extra[k] : nlohmann::json());
+  tree_->setVisible(has_);
+  note_->setText(has_ ? tr("step %1: \"%2\" as recorded").arg(ctx.step()).arg(key_) : absent_.arg(ctx.step()));
+  if (has_) tree_->expandToDepth(1);
+}
+
+}  // namespace triescope::gui

@@ -1,0 +1,36 @@
+// Constraint and verification panes: the step record's algorithm-specific
+// field ("constraint", "verify") as an expandable tree, or a note when the
+// trace does not carry it.
+#pragma once
+#include <QWidget>
+
+#include "gui/trace_context.h"
+
+class QLabel;
+class QTreeView;
+
+namespace triescope::gui {
+
+class JsonTreeModel;
+
+class JsonPane final : public QWidget, public ITraceViewer {
+  Q_OBJECT
+ public:
+  JsonPane(TraceContext& ctx, QString key, QString absentNote, QWidget* parent = nullptr);
+  ~JsonPane() override;
+  void onTraceLoaded(TraceContext& ctx) override;
+  void onStepChanged(TraceContext& ctx) override;
+  void onSelectionChanged(TraceContext&) override {}
+  JsonTreeModel* model() const { return model_; }
+  bool hasData() const { return has_; }
+
+ private:
+  TraceContext& ctx_;
+  QString key_, absent_;
+  QLabel* note_;
+  QTreeView* tree_;
+  JsonTreeModel* model_;
+  bool has_ = false;
+};
+
+}  // namespace triescope::gui

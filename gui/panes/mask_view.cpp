@@ -1,0 +1,455 @@
+#include "gui/panes/mask_view.h"
+
+#include <QHelpEvent>
+#include <QMouseEvent>
+#include <QPainter>
+#include <QScrollBar>
+#include <QToolTip>
+#include <QWheelEvent>
+
+#include <algorithm>
+#include <cmath>
+
+#include "gui/step_colors.h"
+
+namespace triescope::gui {
+
+namespace {
+constexpr double kLabelCell = 13;  // from this zoom on, axes show token labels
+QRgb blend(QRgb a, QColor b, double t) {
+  return qRgb(int(qRed(a) * (1 - t) + b.red() * t), int(qGreen(a) * (1 - t) + b.green() * t), int(qBlue(a) * (1 - t) + b.blue() * t));
+}
+}  // namespace
+
+MaskView::MaskView(TraceContext& ctx, QWidget* parent) : QAbstractScrollArea(parent), ctx_(ctx) {
+  viewport()->setMouseTracking(true);
+  setMouseTracking(true);
+  setMinimumSize(200, 160);
+  ctx_.addViewer(this);
+}
+
+MaskView::~MaskView() { ctx_.removeViewer(this); }
+
+int MaskView::rows() const {
+  const auto& v = ctx_.view();
+  return v.forward ? v.forward->mask.rows : 0;
+}
+int MaskView::cols() const {
+  const auto& v = ctx_.view();
+  return v.forward ? v.forward->mask.cols : 0;
+}
+int MaskView::leftMargin() const { return ch_ >= kLabelCell ? 150 : 48; }
+int MaskView::topMargin() const { return cw_ >= kLabelCell ? 72 : 20; }
+
+QRect MaskView::gridRect() const {
+  const QRect vp = viewport()->rect();
+  return QRect(leftMargin(), topMargin(), std::max(0, vp.width() - leftMargin()), std::max(0, vp.height() - topMargin() - kBottom));
+}
+
+void MaskView::onTraceLoaded(TraceContext&) { fitPending_ = true; }
+
+
+void MaskView::onStepChanged(TraceContext&) {
+  hoverRow_ = hoverCol_ = -1;
+  // Until the user zooms, every step is shown whole (the mask grows).
+  if (fitPending_ && rows() > 0) fit();
+  updateScrollBars();
+  viewport()->update();
+}
+
+void MaskView::onSelectionChanged(TraceContext& ctx) {
+  // Bring the selected row/column into view.
+  const int r = ctx.rowOfNode(ctx.selectedNode()), c = ctx.slotOfNode(ctx.selectedNode());
+  const QRect g = gridRect();
+  if (c >= 0) {
+    const int x = int(c * cw_);
+    auto* h = horizontalScrollBar();
+    if (x < h->value() || x + cw_ > h->value() + g.width()) h->setValue(int(x - g.width() / 2));
+  }
+  if (r >= 0) {
+    const int y = int(r * ch_);
+    auto* vb = verticalScrollBar();
+    if (y < vb->value() || y + ch_ > vb->value() + g.height()) vb->setValue(int(y - g.height() / 2));
+  }
+  viewport()->update();
+}
+
+void MaskView::setCellSize(double px) {
+  const double c = std::clamp(px, 0.05, 64.0);
+  if (c == cw_ && c == ch_) return;
+  cw_ = ch_ = c;
+  fitPending_ = false;
+  updateScrollBars();
+  viewport()->update();
+}
+
+void MaskView::zoomBy(double f) {
+  cw_ = std::clamp(cw_ * f, 0.05, 64.0);
+  ch_ = std::clamp(ch_ * f, 0.05, 64.0);
+  fitPending_ = false;
+  updateScrollBars();
+  viewport()->update();
+}
+
+void MaskView::fit() {
+  const int r = rows(), c = cols();
+  fitPending_ = true;  // follow the mask's growth until the user zooms
+  if (r == 0 || c == 0) return;
+  const QRect vp = viewport()->rect();
+  // Width and height fit separately: a beam step's mask is a few rows by
+  // hundreds of slots, and square cells would make its rows a pixel tall.
+  // Label margins are assumed first and dropped where the cells get too small.
+  auto fitAxis = [](double avail, int n) { return std::clamp(avail / n, 0.05, 36.0); };
+  cw_ = fitAxis(vp.width() - 150.0, c);
+  ch_ = fitAxis(vp.height() - 72.0 - kBottom, r);
+  if (ch_ < kLabelCell) cw_ = fitAxis(vp.width() - 48.0, c);
+  if (cw_ < kLabelCell) ch_ = fitAxis(vp.height() - 20.0 - kBottom, r);
+  // Keep cells from getting absurdly tall next to their width.
+  ch_ = std::min(ch_, std::max(cw_ * 4, kLabelCell + 1));
+  cw_ = std::min(cw_, std::max(ch_ * 4, kLabelCell + 1));
+  updateScrollBars();
+  horizontalScrollBar()->setValue(0);
+  verticalScrollBar()->setValue(0);
+  viewport()->update();
+}
+
+void MaskView::updateScrollBars() {
+  const QRect g = gridRect();
+  const int cw = int(std::ceil(cols() * cw_)), ch = int(std::ceil(rows() * ch_));
+  horizontalScrollBar()->setRange(0, std::max(0, cw - g.width()));
+  horizontalScrollBar()->setPageStep(std::max(1, g.width()));
+  horizontalScrollBar()->setSingleStep(std::max(1, int(cw_)));
+  verticalScrollBar()->setRange(0, std::max(0, ch - g.height()));
+  verticalScrollBar()->setPageStep(std::max(1, g.height()));
+  verticalScrollBar()->setSingleStep(std::max(1, int(ch_)));
+}
+
+void MaskView::resizeEvent(QResizeEvent* e) {
+  QAbstractScrollArea::resizeEvent(e);
+  if (fitPending_ && rows() > 0) fit();
+  updateScrollBars();
+}
+
+QPoint MaskView::cellCenter(int row, int col) const {
+  const QRect g = gridRect();
+  return QPoint(int(g.left() + (col + 0.5) * cw_ - horizontalScrollBar()->value()),
+                int(g.top() + (row + 0.5) * ch_ - verticalScrollBar()->value()));
+}
+
+QPair<int, int> MaskView::cellAt(QPoint p) const {
+  const QRect g = gridRect();
+  if (!g.contains(p)) return {-1, -1};
+  const int c = int(std::floor((p.x() - g.left() + horizontalScrollBar()->value()) / cw_));
+  const int r = int(std::floor((p.y() - g.top() + verticalScrollBar()->value()) / ch_));
+  if (r < 0 || c < 0 || r >= rows() || c >= cols()) return {-1, -1};
+  return {r, c};
+}
+
+QString MaskView::cellExplanation(int row, int col) const {
+  const StepView& v = ctx_.view();
+  if (!v.forward || row < 0 || col < 0 || row >= rows() || col >= cols()) return {};
+  const auto& f = *v.forward;
+  const TraceDocument* doc = ctx_.shownDoc();
+  const bool allowed = f.mask.test(row, col);
+  const int32_t q = row < static_cast<int>(f.queries.size()) ? f.queries[static_cast<size_t>(row)] : -1;
+  const int32_t k = ctx_.nodeInSlot(col);
+  auto describe = [&](int32_t id) {
+    if (id < 0 || static_cast<size_t>(id) >= v.nodes.size()) return QStringLiteral("?");
+    const TreeNode& n = v.nodes[static_cast<size_t>(id)];
+    return QStringLiteral("node %1 \"%2\" (position %3)").arg(id).arg(token_label(*doc->replay, n.token, 24)).arg(n.depth);
+  };
+  QString s = QStringLiteral("query row %1: %2, position id %3, writes slot %4\n")
+                  .arg(row)
+                  .arg(describe(q))
+                  .arg(f.positions[static_cast<size_t>(row)])
+                  .arg(f.slots[static_cast<size_t>(row)]);
+  s += QStringLiteral("key slot %1: %2\n").arg(col).arg(k < 0 ? QStringLiteral("free (no node)") : describe(k));
+  s += allowed ? QStringLiteral("ALLOWED (bit set)\n") : QStringLiteral("not allowed (bit clear)\n");
+  // Why: the rule every algorithm shares (ARCHITECTURE.md): a query attends
+  // to exactly its ancestors and itself in the token tree.
+  QString why;
+  bool expected = false;
+  if (q < 0 || k < 0) {
+    why = k < 0 ? QStringLiteral("the slot holds no node") : QStringLiteral("the row names no tree node");
+  } else if (q == k) {
+    why = QStringLiteral("the key is the query itself");
+    expected = true;
+  } else {
+    int32_t a = v.nodes[static_cast<size_t>(q)].parent;
+    while (a >= 0 && a != k) a = v.nodes[static_cast<size_t>(a)].parent;
+    expected = a == k;
+    why = expected ? QStringLiteral("the key is an ancestor of the query") : QStringLiteral("the key is not an ancestor of the query");
+  }
+  s += QStringLiteral("why: ") + why;
+  if (expected != allowed) s += QStringLiteral("\n\u26a0 the recorded bit disagrees with the tree's ancestry");
+  if (ctx_.diffMode() && ctx_.marks().mask_cells.count({row, col})) s += QStringLiteral("\n\u2260 differs between trace A and trace B");
+  return s;
+}
+
+void MaskView::paintEvent(QPaintEvent*) {
+  QPainter p(viewport());
+  paintTo(p, viewport()->rect(), horizontalScrollBar()->value(), verticalScrollBar()->value());
+}
+
+void MaskView::paintTo(QPainter& p, QRect area, int sx, int sy) const {
+  p.fillRect(area, palette().window());
+  const StepView& v = ctx_.view();
+  if (!v.forward || rows() == 0) {
+    p.drawText(area, Qt::AlignCenter, ctx_.loaded() ? tr("no forward pass recorded at this step") : tr("no trace loaded"));
+    return;
+  }
+  const auto& f = *v.forward;
+  const TraceDocument* doc = ctx_.shownDoc();
+  const int L = leftMargin(), T = topMargin();
+  const QRect g(area.left() + L, area.top() + T, std::max(0, area.width() - L), std::max(0, area.height() - T - kBottom));
+  const int R = rows(), C = cols();
+  const int selRow = ctx_.rowOfNode(ctx_.selectedNode()), selCol = ctx_.slotOfNode(ctx_.selectedNode());
+  const double cw = cw_, chh = ch_;
+
+  // The bitmap is sampled per screen pixel, so its cost is the viewport's
+  // size whatever the mask's (a 4096 x 4096 mask steps as fast as 8 x 8).
+  QImage img(std::max(1, g.width()), std::max(1, g.height()), QImage::Format_RGB32);
+  std::vector<int32_t> colOf(static_cast<size_t>(img.width()));
+  std::vector<char> colEdge(static_cast<size_t>(img.width()));
+  for (int x = 0; x < img.width(); ++x) {
+    colOf[static_cast<size_t>(x)] = int((x + sx) / cw);
+    colEdge[static_cast<size_t>(x)] = cw >= 5 && (x == 0 || int((x + sx) / cw) != int((x + sx - 1) / cw));
+  }
+  const QRgb bg = palette().window().color().rgb();
+  const QRgb on = kMaskAllowed.rgb(), off = kMaskForbidden.rgb();
+  const QColor gridc = kMaskGrid;
+  for (int y = 0; y < img.height(); ++y) {
+    QRgb* line = reinterpret_cast<QRgb*>(img.scanLine(y));
+    const int r = int((y + sy) / chh);
+    if (r >= R) {
+      std::fill(line, line + img.width(), bg);
+      continue;
+    }
+    const bool rowEdge = chh >= 5 && (y == 0 || int((y + sy - 1) / chh) != r);
+    const uint64_t* bits = f.mask.row(r);
+    const bool rowSel = r == selRow, rowHover = r == hoverRow_;
+    for (int x = 0; x < img.width(); ++x) {
+      const int col = colOf[static_cast<size_t>(x)];
+      if (col >= C) {
+        line[x] = bg;
+        continue;
+      }
+      const bool set = (bits[col >> 6] >> (col & 63)) & 1u;
+      QRgb px = set ? on : off;
+      // Selection tints only masked cells, so the selected row still reads
+      // as its set of ancestors; the frame drawn below marks the band.
+      if (!set && (rowSel || col == selCol)) px = blend(px, kSelection, 0.35);
+      else if (!set && (rowHover || col == hoverCol_)) px = blend(px, kSelection, 0.15);
+      if (rowEdge || colEdge[static_cast<size_t>(x)]) px = blend(px, gridc, 0.6);
+      line[x] = px;
+    }
+  }
+  p.drawImage(g.topLeft(), img);
+  p.save();
+  p.setClipRect(g);
+  p.setPen(QPen(kSelection, 2));
+  p.setBrush(Qt::NoBrush);
+  if (selRow >= 0) p.drawRect(QRectF(g.left() - sx - 1, g.top() + selRow * chh - sy, C * cw + 2, chh));
+  if (selCol >= 0 && selCol < C) p.drawRect(QRectF(g.left() + selCol * cw - sx, g.top() - sy - 1, cw, R * chh + 2));
+  // Diff marks: outline and cross (zoomed in) or a solid cell (zoomed out).
+  if (ctx_.diffMode()) {
+    for (auto [r, col] : ctx_.marks().mask_cells) {
+      const double y = g.top() + r * chh - sy;
+      if (col < 0) {
+        p.fillRect(QRectF(g.left(), y, g.width(), std::max(chh, 2.0)), QColor(220, 0, 140, 90));
+        continue;
+      }
+      const QRectF cell(g.left() + col * cw - sx, y, std::max(cw, 3.0), std::max(chh, 3.0));
+      if (cw >= 6 && chh >= 6) {
+        p.setPen(QPen(kDiffMark, 2.5));
+        p.drawRect(cell.adjusted(1, 1, -1, -1));
+        p.drawLine(cell.topLeft() + QPointF(2, 2), cell.bottomRight() - QPointF(2, 2));
+      } else {
+        p.fillRect(cell, kDiffMark);
+      }
+    }
+  }
+  p.restore();
+
+  // Axes. Rows: query node, token and the position id the backend recorded;
+  // columns: KV slot and the token in it; the strip below: each slot's
+  // position id (its node's depth).
+  QFont fnt = font();
+  fnt.setPointSizeF(8);
+  p.setFont(fnt);
+  const QFontMetrics fm(fnt);
+  const int r0 = std::max(0, int(sy / chh)), r1 = std::min(R - 1, int((sy + g.height()) / chh));
+  const int c0 = std::max(0, int(sx / cw)), c1 = std::min(C - 1, int((sx + g.width()) / cw));
+  const bool rowLabels = chh >= kLabelCell, colLabels = cw >= kLabelCell;
+  // Tick spacing on a 1-2-5 ladder, wide enough for the numbers.
+  auto ladder = [](double px, double need) {
+    int step = 1;
+    for (int k = 0; step * px < need; ++k) step = (k % 3 == 0) ? step * 2 : (k % 3 == 1) ? step * 5 / 2 : step * 2;
+    return step;
+  };
+  const int rowEvery = rowLabels ? 1 : ladder(chh, 14), colEvery = colLabels ? 1 : ladder(cw, fm.horizontalAdvance(QString::number(C)) + 8);
+  const QColor text = palette().windowText().color(), selText(0, 90, 180);
+  p.save();
+  p.setClipRect(QRect(area.left(), g.top(), L, g.height()));
+  for (int r = r0; r <= r1; ++r) {
+    if (r % rowEvery && r != selRow) continue;
+    const double y = g.top() + r * chh - sy;
+    QString t;
+    if (rowLabels) {
+      const int32_t q = f.queries.size() > static_cast<size_t>(r) ? f.queries[static_cast<size_t>(r)] : -1;
+      const QString tok = q >= 0 && static_cast<size_t>(q) < v.nodes.size() ? token_label(*doc->replay, v.nodes[static_cast<size_t>(q)].token, 10) : QStringLiteral("?");
+      t = QStringLiteral("#%1 %2  p%3").arg(q).arg(tok).arg(f.positions[static_cast<size_t>(r)]);
+    } else {
+      t = QString::number(r);
+    }
+    const bool diffPos = ctx_.diffMode() && ctx_.marks().positions.count(r);
+    p.setPen(r == selRow ? selText : diffPos ? kDiffMark : text);
+    p.drawText(QRectF(area.left() + 2, y + chh / 2 - 8, L - 6, 16), Qt::AlignRight | Qt::AlignVCenter, t);
+  }
+  p.restore();
+  p.save();
+  p.setClipRect(QRect(g.left(), area.top(), g.width(), T));
+  for (int col = c0; col <= c1; ++col) {
+    if (col % colEvery && col != selCol) continue;
+    const double x = g.left() + col * cw - sx;
+    p.setPen(col == selCol ? selText : text);
+    if (colLabels) {
+      const int32_t k = ctx_.nodeInSlot(col);
+      const QString t = QStringLiteral("%1 %2").arg(col).arg(k >= 0 ? token_label(*doc->replay, v.nodes[static_cast<size_t>(k)].token, 10) : QStringLiteral("free"));
+      p.save();
+      p.translate(x + cw / 2 + 4, g.top() - 4);
+      p.rotate(-60);
+      p.drawText(QPointF(0, 0), t);
+      p.restore();
+    } else {
+      p.drawLine(QPointF(x + cw / 2, g.top() - 4), QPointF(x + cw / 2, g.top() - 1));
+      p.drawText(QPointF(x + cw / 2 - fm.horizontalAdvance(QString::number(col)) / 2.0, g.top() - 6), QString::number(col));
+    }
+  }
+  p.restore();
+  // Position-id strip.
+  const QRect strip(g.left(), g.bottom() + 4, g.width(), kBottom - 8);
+  p.setPen(text);
+  p.drawText(QRect(area.left(), strip.top(), L - 6, strip.height()), Qt::AlignRight | Qt::AlignVCenter, tr("key pos"));
+  p.save();
+  p.setClipRect(strip);
+  const bool stripText = cw >= 16;
+  int maxDepth = 1;
+  for (const auto& nd : v.nodes) maxDepth = std::max(maxDepth, nd.depth);
+  for (int col = c0; col <= c1; ++col) {
+    const int32_t k = ctx_.nodeInSlot(col);
+    const QRectF cell(g.left() + col * cw - sx, strip.top(), std::max(cw, 1.0), strip.height());
+    if (k < 0) {
+      p.fillRect(cell, Qt::white);
+      continue;
+    }
+    const int depth = v.nodes[static_cast<size_t>(k)].depth;
+    // Shade by depth so the staircase of positions reads even zoomed out.
+    const int shade = 245 - std::min(90, depth * 90 / maxDepth);
+    p.fillRect(cell, col == selCol ? kSelection : QColor(shade, shade, 255));
+    if (cw >= 4) {
+      p.setPen(Qt::white);
+      p.drawLine(cell.topRight(), cell.bottomRight());
+    }
+    if (stripText) {
+      p.setPen(Qt::black);
+      p.drawText(cell, Qt::AlignCenter, QString::number(depth));
+    }
+  }
+  p.restore();
+  // Legend and size.
+  p.setPen(text);
+  const int ly = area.top() + 2;
+  p.fillRect(QRect(area.left() + 4, ly + 2, 10, 10), kMaskAllowed);
+  p.drawText(QPoint(area.left() + 18, ly + 11), tr("attends"));
+  if (T >= 30) {
+    p.fillRect(QRect(area.left() + 4, ly + 16, 10, 10), kMaskForbidden);
+    p.drawRect(QRect(area.left() + 4, ly + 16, 10, 10));
+    p.drawText(QPoint(area.left() + 18, ly + 25), tr("masked"));
+  }
+  if (T >= 60 && L >= 100) {
+    p.drawText(QPoint(area.left() + 4, ly + 40), tr("%1 queries \u00d7 %2 slots").arg(R).arg(C));
+    p.drawText(QPoint(area.left() + 4, ly + 54), tr("row: #node token p<pos>"));
+  }
+  if (ctx_.diffMode()) {
+    p.fillRect(QRect(area.left() + 74, ly + 2, 10, 10), kDiffMark);
+    p.drawText(QPoint(area.left() + 88, ly + 11), tr("A \u2260 B"));
+  }
+}
+
+QImage MaskView::renderFull(double cellPx) const {
+  MaskView* self = const_cast<MaskView*>(this);
+  const double oldW = cw_, oldH = ch_;
+  self->cw_ = cellPx;
+  self->ch_ = cellPx * (ch_ / cw_);
+  const QSize sz(leftMargin() + int(std::ceil(cols() * cw_)) + 2, topMargin() + int(std::ceil(rows() * ch_)) + kBottom + 2);
+  QImage img(sz, QImage::Format_ARGB32_Premultiplied);
+  QPainter p(&img);
+  paintTo(p, QRect(QPoint(0, 0), sz), 0, 0);
+  p.end();
+  self->cw_ = oldW;
+  self->ch_ = oldH;
+  return img;
+}
+
+void MaskView::mouseMoveEvent(QMouseEvent* e) {
+  const auto [r, c] = cellAt(e->position().toPoint());
+  if (r != hoverRow_ || c != hoverCol_) {
+    hoverRow_ = r;
+    hoverCol_ = c;
+    viewport()->update();
+  }
+}
+
+void MaskView::leaveEvent(QEvent* e) {
+  hoverRow_ = hoverCol_ = -1;
+  viewport()->update();
+  QAbstractScrollArea::leaveEvent(e);
+}
+
+void MaskView::mousePressEvent(QMouseEvent* e) {
+  const QPoint pos = e->position().toPoint();
+  const QRect g = gridRect();
+  const auto [r, c] = cellAt(pos);
+  if (r >= 0) {
+    ctx_.selectNode(ctx_.nodeOfRow(r));  // a cell selects its query node
+    return;
+  }
+  // The column axis and the position strip select the slot's node.
+  if (pos.x() >= g.left() && (pos.y() < g.top() || pos.y() > g.bottom())) {
+    const int col = int(std::floor((pos.x() - g.left() + horizontalScrollBar()->value()) / cw_));
+    if (col >= 0 && col < cols()) ctx_.selectNode(ctx_.nodeInSlot(col));
+  } else if (pos.x() < g.left() && pos.y() >= g.top() && pos.y() <= g.bottom()) {
+    const int row = int(std::floor((pos.y() - g.top() + verticalScrollBar()->value()) / ch_));
+    if (row >= 0 && row < rows()) ctx_.selectNode(ctx_.nodeOfRow(row));
+  }
+}
+
+void MaskView::wheelEvent(QWheelEvent* e) {
+  if (e->modifiers() & Qt::ControlModifier) {
+    // Zoom about the cursor.
+    const QPointF pos = e->position();
+    const QRect g = gridRect();
+    const double fx = (pos.x() - g.left() + horizontalScrollBar()->value()) / cw_;
+    const double fy = (pos.y() - g.top() + verticalScrollBar()->value()) / ch_;
+    zoomBy(std::pow(1.0015, e->angleDelta().y()));
+    horizontalScrollBar()->setValue(int(fx * cw_ - (pos.x() - gridRect().left())));
+    verticalScrollBar()->setValue(int(fy * ch_ - (pos.y() - gridRect().top())));
+    e->accept();
+    return;
+  }
+  QAbstractScrollArea::wheelEvent(e);
+}
+
+bool MaskView::viewportEvent(QEvent* e) {
+  if (e->type() == QEvent::ToolTip) {
+    auto* he = static_cast<QHelpEvent*>(e);
+    const auto [r, c] = cellAt(he->pos());
+    if (r >= 0) QToolTip::showText(he->globalPos(), cellExplanation(r, c), viewport());
+    else QToolTip::hideText();
+    return true;
+  }
+  return QAbstractScrollArea::viewportEvent(e);
+}
+
+}  // namespace triescope::gui

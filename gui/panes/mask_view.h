@@ -1,0 +1,59 @@
+// Attention-mask pane: the mask the backend recorded for this step's forward
+// pass (rows = query nodes, columns = KV slots) as a zoomable bitmap, token
+// labels on both axes when zoomed in, the position-id strip under it, hover
+// tooltip with the reason a cell is allowed or not.
+#pragma once
+#include <QAbstractScrollArea>
+
+#include "gui/trace_context.h"
+
+namespace triescope::gui {
+
+class MaskView final : public QAbstractScrollArea, public ITraceViewer {
+  Q_OBJECT
+ public:
+  explicit MaskView(TraceContext& ctx, QWidget* parent = nullptr);
+  ~MaskView() override;
+
+  void onTraceLoaded(TraceContext& ctx) override;
+  void onStepChanged(TraceContext& ctx) override;
+  void onSelectionChanged(TraceContext& ctx) override;
+
+  double cellSize() const { return cw_; }
+  double cellHeight() const { return ch_; }
+  void setCellSize(double px);  // zoom: square cells of px pixels
+  void zoomBy(double factor);   // keeps the aspect fit() chose
+  void fit();                   // whole mask in the viewport
+  // Viewport coordinates of a cell's centre / the cell under a point ((-1,-1) if none).
+  QPoint cellCenter(int row, int col) const;
+  QPair<int, int> cellAt(QPoint viewportPos) const;
+  QString cellExplanation(int row, int col) const;  // the hover tooltip text
+  QRect gridRect() const;
+  // Renders the whole mask (not only the visible part) for export.
+  QImage renderFull(double cellPx) const;
+
+ protected:
+  void paintEvent(QPaintEvent* e) override;
+  void resizeEvent(QResizeEvent* e) override;
+  void mouseMoveEvent(QMouseEvent* e) override;
+  void mousePressEvent(QMouseEvent* e) override;
+  void leaveEvent(QEvent* e) override;
+  void wheelEvent(QWheelEvent* e) override;
+  bool viewportEvent(QEvent* e) override;
+
+ private:
+  void updateScrollBars();
+  void paintTo(QPainter& p, QRect area, int scrollX, int scrollY) const;
+  int rows() const;
+  int cols() const;
+  int leftMargin() const;
+  int topMargin() const;
+  static constexpr int kBottom = 30;  // position-id strip height
+
+  TraceContext& ctx_;
+  double cw_ = 16, ch_ = 16;  // cell width and height in pixels (fit() may make them differ)
+  bool fitPending_ = true;
+  int hoverRow_ = -1, hoverCol_ = -1;
+};
+
+}  // namespace triescope::gui

@@ -1,0 +1,37 @@
+// Plots over the whole trace (Qt Charts): KV slots per step for the trie vs
+// the batch baseline, and per-step time when the backend recorded it; a
+// marker follows the current step; clicking a plot jumps to that step.
+#pragma once
+#include <QWidget>
+
+#include "gui/trace_context.h"
+
+class QChart;
+class QChartView;
+class QLineSeries;
+class QTabWidget;
+class QValueAxis;
+
+namespace triescope::gui {
+
+class PlotsPane final : public QWidget, public ITraceViewer {
+  Q_OBJECT
+ public:
+  explicit PlotsPane(TraceContext& ctx, QWidget* parent = nullptr);
+  ~PlotsPane() override;
+  void onTraceLoaded(TraceContext& ctx) override;
+  void onStepChanged(TraceContext& ctx) override;
+  void onSelectionChanged(TraceContext&) override {}
+  int seriesPointCount(int series) const;  // 0 trie slots, 1 batch slots, 2 peak
+
+ private:
+  TraceContext& ctx_;
+  QTabWidget* tabs_;
+  QChartView* kvView_;
+  QChartView* timeView_;
+  QLineSeries *trie_, *batch_, *peak_, *marker_, *time_, *timeMarker_;
+  QValueAxis *kvX_, *kvY_, *tX_, *tY_;
+  double kvMax_ = 1, tMax_ = 1;
+};
+
+}  // namespace triescope::gui

@@ -1,0 +1,80 @@
+// Trie / forest pane: the tree after the current step, laid out by the
+// headless layout library and drawn in a QGraphicsScene.
+#pragma once
+#include <QWidget>
+
+#include <map>
+#include <tuple>
+#include <memory>
+#include <vector>
+
+#include "gui/layout/tree_layout.h"
+#include "gui/trace_context.h"
+
+class QGraphicsScene;
+class QGraphicsView;
+class QCheckBox;
+class QLabel;
+
+namespace triescope::gui {
+
+class TreeItem;
+
+class TrieView final : public QWidget, public ITraceViewer {
+  Q_OBJECT
+ public:
+  struct CachedLayout;
+  explicit TrieView(TraceContext& ctx, QWidget* parent = nullptr);
+  ~TrieView() override;
+
+  void onTraceLoaded(TraceContext& ctx) override;
+  void onStepChanged(TraceContext& ctx) override;
+  void onSelectionChanged(TraceContext& ctx) override;
+
+  void setCollapsePrompt(bool on);
+  void setHideCollected(bool on);  // drop nodes whose KV was garbage-collected
+  void setFollow(bool on);         // keep this step's new nodes in view
+  bool collapsePrompt() const { return collapse_; }
+  void fit();
+  // For tests and export.
+  layout::LayoutEngine engine() const { return engine_; }
+  int shownNodeCount() const;
+  QPointF nodeScenePos(int32_t node) const;  // NaN if not shown
+  int32_t nodeAtScenePos(QPointF p) const;
+  QGraphicsView* graphicsView() const { return view_; }
+  QGraphicsScene* scene() const { return scene_; }
+  // Set before the first layout: trees above this size use the tidy layout.
+  void setMaxDotNodes(int n) { max_dot_ = n; layouts_.clear(); }
+
+ private:
+  void rebuild();
+  void clicked(int32_t node);
+
+  TraceContext& ctx_;
+  QGraphicsScene* scene_;
+  QGraphicsView* view_;
+  QCheckBox* collapseBox_;
+  QCheckBox* hideBox_;
+  QCheckBox* followBox_;
+  bool hideCollected_ = false;
+  // Per node id: labels and box width. A node's token and score never change,
+  // so they are measured once per trace, not once per step.
+  struct NodeLabel {
+    QString line1, line2;
+    double width = -1;
+  };
+  std::vector<NodeLabel> labels_;
+  bool follow_ = true;
+  void followAdded();
+  class StatusText* info_;
+  TreeItem* item_ = nullptr;
+  bool collapse_ = true;
+  bool fitPending_ = true;
+  int max_dot_ = layout::LayoutOptions{}.max_dot_nodes;
+  layout::LayoutEngine engine_ = layout::LayoutEngine::dot;
+  // Node ids are dense and never reused, so within one trace the structure
+  // after a step is fixed by the node count: cache layouts by it.
+  std::map<std::tuple<size_t, int, bool, bool, size_t>, std::shared_ptr<const CachedLayout>> layouts_;
+};
+
+}  // namespace triescope::gui

@@ -1,0 +1,308 @@
+#include "gui/trace_context.h"
+
+#include <algorithm>
+#include <regex>
+
+#include <QTimer>
+#include <QtConcurrent/QtConcurrent>
+
+#include "core/common/error.h"
+
+namespace triescope::gui {
+
+TraceContext::TraceContext(QObject* parent) : QObject(parent) {}
+TraceContext::~TraceContext() { dropPrefetch(); }
+
+void TraceContext::addViewer(ITraceViewer* v) {
+  viewers_.push_back(v);
+  if (loaded()) {
+    v->onTraceLoaded(*this);
+    v->onStepChanged(*this);
+    v->onSelectionChanged(*this);
+  }
+}
+
+void TraceContext::removeViewer(ITraceViewer* v) { viewers_.erase(std::remove(viewers_.begin(), viewers_.end(), v), viewers_.end()); }
+
+const std::vector<int32_t>& TraceContext::steps() const {
+  static const std::vector<int32_t> none;
+  return a_ ? a_->replay->steps() : none;
+}
+
+int32_t TraceContext::stepIndex() const { return a_ ? a_->step_index(step_) : -1; }
+
+void TraceContext::setTraces(TraceDocumentPtr a, TraceDocumentPtr b) {
+  dropPrefetch();
+  a_ = std::move(a);
+  b_ = std::move(b);
+  shown_ = A;
+  selected_ = -1;
+  divergences_.clear();
+  marks_.clear();
+  if (a_ && b_) {
+    divergences_ = trace_diff_all(a_->replay->records(), b_->replay->records());
+    computeMarks();
+  }
+  step_ = steps().empty() ? 0 : steps().front();
+  computeView();
+  for (auto* v : viewers_) v->onTraceLoaded(*this);
+  Q_EMIT traceLoaded();
+  for (auto* v : viewers_) v->onStepChanged(*this);
+  Q_EMIT stepChanged(step_);
+  for (auto* v : viewers_) v->onSelectionChanged(*this);
+  Q_EMIT selectionChanged(selected_);
+}
+
+void TraceContext::replaceTraces(TraceDocumentPtr a, TraceDocumentPtr b) {
+  const int32_t step = step_, sel = selected_;
+  const Side side = shown_;
+  dropPrefetch();
+  a_ = std::move(a);
+  b_ = std::move(b);
+  shown_ = b_ ? side : A;
+  divergences_.clear();
+  marks_.clear();
+  if (a_ && b_) {
+    divergences_ = trace_diff_all(a_->replay->records(), b_->replay->records());
+    computeMarks();
+  }
+  step_ = a_->step_index(step) >= 0 ? step : (steps().empty() ? 0 : steps().front());
+  computeView();
+  selected_ = sel < static_cast<int32_t>(view().nodes.size()) ? sel : -1;
+  for (auto* v : viewers_) v->onTraceLoaded(*this);
+  Q_EMIT traceLoaded();
+  for (auto* v : viewers_) v->onStepChanged(*this);
+  Q_EMIT stepChanged(step_);
+  for (auto* v : viewers_) v->onSelectionChanged(*this);
+  Q_EMIT selectionChanged(selected_);
+}
+
+void TraceContext::setShownSide(Side s) {
+  if (s == B && !b_) s = A;
+  if (s == shown_) return;
+  shown_ = s;
+  for (auto* v : viewers_) v->onStepChanged(*this);
+  Q_EMIT stepChanged(step_);
+}
+
+void TraceContext::dropPrefetch() {
+  for (auto& p : prefetch_) {
+    if (p.future.isValid()) p.future.waitForFinished();
+    p = Prefetch{};
+  }
+}
+
+void TraceContext::prefetchSoon() {
+  // After the panes have painted this step: a replay running next to the
+  // paint competes with it for the CPU and made the first frame slower.
+  if (prefetchTimerArmed_) return;
+  prefetchTimerArmed_ = true;
+  QTimer::singleShot(0, this, [this] {
+    prefetchTimerArmed_ = false;
+    if (a_) schedulePrefetch();
+  });
+}
+
+void TraceContext::schedulePrefetch() {
+  const int32_t idx = stepIndex();
+  const auto& s = steps();
+  const int32_t want[2] = {idx > 0 ? s[static_cast<size_t>(idx - 1)] : -1,
+                           idx >= 0 && idx + 1 < static_cast<int32_t>(s.size()) ? s[static_cast<size_t>(idx + 1)] : -1};
+  for (int k = 0; k < 2; ++k) {
+    Prefetch& p = prefetch_[k];
+    if (want[k] < 0 || p.step == want[k]) continue;
+    // The documents are shared and read-only; the task keeps them alive.
+    p.step = want[k];
+    p.future = QtConcurrent::run([a = a_, b = b_, step = want[k]]() {
+      Views v;
+      try {
+        v.a = a->replay->at(step);
+        if (b) v.b = b->replay->at(step);
+        v.ok = true;
+      } catch (const std::exception&) {
+        v.ok = false;  // replayed again on the UI thread, which reports it
+      }
+      return v;
+    });
+  }
+}
+
+void TraceContext::computeView() {
+  viewA_ = StepView{};
+  viewB_.reset();
+  if (!a_) return;
+  for (auto& p : prefetch_)
+    if (p.step == step_ && p.future.isValid()) {
+      Views v = p.future.takeResult();
+      p = Prefetch{};
+      if (v.ok) {
+        viewA_ = std::move(v.a);
+        viewB_ = std::move(v.b);
+        prefetchSoon();
+        return;
+      }
+    }
+  prefetchSoon();
+  try {
+    viewA_ = a_->replay->at(step_);
+    if (b_) viewB_ = b_->replay->at(step_);
+  } catch (const Error& e) {
+    Q_EMIT errorOccurred(QString::fromStdString(e.what()));
+  }
+}
+
+void TraceContext::setStep(int32_t step) {
+  if (!a_) return;
+  const auto& s = steps();
+  if (s.empty()) return;
+  // Snap to an existing step.
+  auto it = std::lower_bound(s.begin(), s.end(), step);
+  if (it == s.end()) it = std::prev(s.end());
+  if (*it == step_ && viewA_.step == step_ && !viewA_.nodes.empty()) return;
+  step_ = *it;
+  computeView();
+  for (auto* v : viewers_) v->onStepChanged(*this);
+  Q_EMIT stepChanged(step_);
+}
+
+void TraceContext::setStepIndex(int32_t index) {
+  const auto& s = steps();
+  if (s.empty()) return;
+  setStep(s[static_cast<size_t>(std::clamp<int32_t>(index, 0, static_cast<int32_t>(s.size()) - 1))]);
+}
+
+void TraceContext::selectNode(int32_t node) {
+  const StepView& v = view();
+  if (node < -1 || node >= static_cast<int32_t>(v.nodes.size())) node = -1;
+  if (node == selected_) return;
+  selected_ = node;
+  for (auto* vw : viewers_) vw->onSelectionChanged(*this);
+  Q_EMIT selectionChanged(selected_);
+}
+
+int32_t TraceContext::rowOfNode(int32_t node) const {
+  const StepView& v = view();
+  if (!v.forward || node < 0) return -1;
+  const auto& q = v.forward->queries;
+  auto it = std::find(q.begin(), q.end(), node);
+  return it == q.end() ? -1 : static_cast<int32_t>(it - q.begin());
+}
+
+int32_t TraceContext::slotOfNode(int32_t node) const {
+  const StepView& v = view();
+  if (node < 0 || node >= static_cast<int32_t>(v.nodes.size())) return -1;
+  return v.nodes[static_cast<size_t>(node)].slot;
+}
+
+int32_t TraceContext::nodeInSlot(int32_t slot) const {
+  const StepView& v = view();
+  if (slot < 0 || slot >= static_cast<int32_t>(v.slot_to_node.size())) return -1;
+  return v.slot_to_node[static_cast<size_t>(slot)];
+}
+
+int32_t TraceContext::nodeOfRow(int32_t row) const {
+  const StepView& v = view();
+  if (!v.forward || row < 0 || row >= static_cast<int32_t>(v.forward->queries.size())) return -1;
+  return v.forward->queries[static_cast<size_t>(row)];
+}
+
+namespace {
+// "added[3].token" -> ("added", 3, "token"); "forward.mask.rows[1]" -> ("forward.mask.rows", 1, "").
+bool split_field(const std::string& f, std::string& head, size_t& idx, std::string& rest) {
+  static const std::regex re(R"(^([A-Za-z_.]+)\[(\d+)\](?:\.(.*))?$)");
+  static const std::regex re_nested(R"(^([A-Za-z_.]+)\[(\d+)\]\[(\d+)\]$)");
+  std::smatch m;
+  if (std::regex_match(f, m, re_nested)) {
+    head = m[1];
+    idx = std::stoul(m[2]);
+    rest = "[" + std::string(m[3]) + "]";
+    return true;
+  }
+  if (!std::regex_match(f, m, re)) return false;
+  head = m[1];
+  idx = std::stoul(m[2]);
+  rest = m[3];
+  return true;
+}
+int32_t int_at(const json& rec, const char* arr, size_t i, const char* key) {
+  if (!rec.contains(arr) || !rec[arr].is_array() || i >= rec[arr].size()) return -1;
+  const json& e = rec[arr][i];
+  if (key == nullptr) return e.is_number_integer() ? e.get<int32_t>() : -1;
+  return e.is_object() && e.contains(key) && e[key].is_number_integer() ? e[key].get<int32_t>() : -1;
+}
+}  // namespace
+
+// Divergences name a record and a dotted field path; turn each into the
+// cells, nodes and slots the panes mark. Ids come from trace A's record.
+void TraceContext::computeMarks() {
+  marks_header_ = 0;
+  const auto& ra = a_->replay->records();
+  for (size_t k = 0; k < divergences_.size(); ++k) {
+    const TraceDivergence& d = divergences_[k];
+    if (d.step < 0) {
+      ++marks_header_;
+      continue;
+    }
+    StepMarks& m = marks_[static_cast<int32_t>(d.step)];
+    m.divergences.push_back(k);
+    if (d.record >= ra.size()) continue;
+    const json& rec = ra[d.record];
+    std::string head, rest;
+    size_t i = 0;
+    if (!split_field(d.field, head, i, rest)) continue;
+    if (head == "forward.mask.rows") {
+      m.mask_cells.emplace(static_cast<int32_t>(i), static_cast<int32_t>(d.index));
+      const int32_t q = rec.contains("forward") ? int_at(rec["forward"], "queries", i, nullptr) : -1;
+      if (q >= 0) m.nodes.insert(q);
+    } else if (head == "forward.queries" || head == "forward.positions" || head == "forward.slots") {
+      if (!rec.contains("forward")) continue;
+      const int32_t q = int_at(rec["forward"], "queries", i, nullptr);
+      if (q >= 0) m.nodes.insert(q);
+      const int32_t s = int_at(rec["forward"], "slots", i, nullptr);
+      if (head == "forward.slots" && s >= 0) m.kv_slots.insert(s);
+      if (head == "forward.positions") m.positions.insert(static_cast<int32_t>(i));
+      if (head == "forward.queries") m.mask_cells.emplace(static_cast<int32_t>(i), -1);
+    } else if (head == "added" || head == "nodes") {
+      const int32_t id = int_at(rec, head.c_str(), i, "id");
+      if (id >= 0) m.nodes.insert(id);
+      if (rest == "slot") {
+        const int32_t s = int_at(rec, head.c_str(), i, "slot");
+        if (s >= 0) m.kv_slots.insert(s);
+      }
+    } else if (head == "status" || head == "chosen") {
+      const int32_t id = int_at(rec, head.c_str(), i, "node");
+      if (id >= 0) m.nodes.insert(id);
+    } else if (head == "moves") {
+      if (rec.contains("moves") && i < rec["moves"].size() && rec["moves"][i].is_array() && rec["moves"][i].size() == 2)
+        m.kv_slots.insert(rec["moves"][i][1].get<int32_t>());
+    } else if (head == "slot_to_node") {
+      m.kv_slots.insert(static_cast<int32_t>(i));
+    }
+  }
+}
+
+const StepMarks& TraceContext::marks() const {
+  static const StepMarks none;
+  auto it = marks_.find(step_);
+  return it == marks_.end() ? none : it->second;
+}
+
+const StepMarks* TraceContext::marksAt(int32_t step) const {
+  auto it = marks_.find(step);
+  return it == marks_.end() ? nullptr : &it->second;
+}
+
+int32_t TraceContext::nextDivergenceStep() const {
+  if (marks_.empty()) return -1;
+  auto it = marks_.upper_bound(step_);
+  return it == marks_.end() ? marks_.begin()->first : it->first;
+}
+
+int32_t TraceContext::prevDivergenceStep() const {
+  if (marks_.empty()) return -1;
+  auto it = marks_.lower_bound(step_);
+  if (it == marks_.begin()) return std::prev(marks_.end())->first;
+  return std::prev(it)->first;
+}
+
+}  // namespace triescope::gui

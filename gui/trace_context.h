@@ -1,0 +1,128 @@
+// The one owner of GUI state (RenderDoc's ICaptureViewer / SetEventID; Tracy's
+// m_compare): the loaded trace, in diff mode a second one, the selected step
+// and node. Panes register as viewers and are told when any of them changes.
+#pragma once
+#include <QFuture>
+#include <QObject>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <vector>
+
+#include "core/trace/trace_diff.h"
+#include "gui/trace_document.h"
+
+namespace triescope::gui {
+
+class TraceContext;
+
+class ITraceViewer {
+ public:
+  virtual ~ITraceViewer() = default;
+  virtual void onTraceLoaded(TraceContext& ctx) = 0;
+  virtual void onStepChanged(TraceContext& ctx) = 0;
+  virtual void onSelectionChanged(TraceContext& ctx) = 0;
+};
+
+// Divergences of the shown step, mapped onto what the panes draw.
+struct StepMarks {
+  std::set<std::pair<int32_t, int32_t>> mask_cells;  // (row, column); column -1 = the whole row
+  std::set<int32_t> nodes;                          // node ids
+  std::set<int32_t> kv_slots;                       // KV slots
+  std::set<int32_t> positions;                      // forward rows whose position id differs
+  std::vector<size_t> divergences;                  // indices into TraceContext::divergences()
+  bool empty() const { return divergences.empty(); }
+};
+
+class TraceContext : public QObject {
+  Q_OBJECT
+ public:
+  enum Side { A = 0, B = 1 };
+
+  explicit TraceContext(QObject* parent = nullptr);
+  ~TraceContext() override;
+
+  void addViewer(ITraceViewer* v);
+  void removeViewer(ITraceViewer* v);
+
+  // `b` non-null: diff mode, both traces compared with trace_diff_all (the
+  // function `triescope diff` uses).
+  void setTraces(TraceDocumentPtr a, TraceDocumentPtr b = nullptr);
+  // The same trace(s), more complete (a preview replaced by the full file):
+  // keeps the step, the selection and the shown side.
+  void replaceTraces(TraceDocumentPtr a, TraceDocumentPtr b = nullptr);
+  bool loaded() const { return a_ != nullptr; }
+  bool diffMode() const { return b_ != nullptr; }
+  const TraceDocument* doc(Side s = A) const { return s == A ? a_.get() : b_.get(); }
+  // Which trace the panes draw in diff mode.
+  Side shownSide() const { return shown_; }
+  void setShownSide(Side s);
+  const TraceDocument* shownDoc() const { return shown_ == B && b_ ? b_.get() : a_.get(); }
+
+  const std::vector<int32_t>& steps() const;
+  int32_t step() const { return step_; }
+  int32_t stepIndex() const;
+  void setStep(int32_t step);
+  void setStepIndex(int32_t index);
+  // State of the shown trace at the current step; the other side in diff mode.
+  const StepView& view() const { return shown_ == B && viewB_ ? *viewB_ : viewA_; }
+  const StepView* viewOf(Side s) const { return s == A ? &viewA_ : (viewB_ ? &*viewB_ : nullptr); }
+
+  int32_t selectedNode() const { return selected_; }
+  void selectNode(int32_t node);  // -1 clears
+  // Linked-selection helpers over the current view.
+  int32_t rowOfNode(int32_t node) const;  // forward row of a query node, -1
+  int32_t slotOfNode(int32_t node) const; // KV slot, -1
+  int32_t nodeInSlot(int32_t slot) const; // -1
+  int32_t nodeOfRow(int32_t row) const;   // query node of a forward row, -1
+
+  const std::vector<TraceDivergence>& divergences() const { return divergences_; }
+  const StepMarks& marks() const;  // for the current step
+  const StepMarks* marksAt(int32_t step) const;
+  // First step > current with a divergence (wraps to the first), -1 if none.
+  int32_t nextDivergenceStep() const;
+  int32_t prevDivergenceStep() const;
+
+ Q_SIGNALS:
+  void traceLoaded();
+  void stepChanged(int32_t step);
+  void selectionChanged(int32_t node);
+  // A record of the shown step could not be replayed (message names file:line and field).
+  void errorOccurred(const QString& message);
+
+ private:
+  void computeView();
+  void computeMarks();
+  // Replays the steps next to the shown one in the background, so stepping
+  // to a neighbour costs no replay on the UI thread (docs/benchmarks-gui.md).
+  struct Views {
+    StepView a;
+    std::optional<StepView> b;
+    bool ok = false;
+  };
+  struct Prefetch {
+    int32_t step = -1;
+    QFuture<Views> future;
+  };
+  void schedulePrefetch();
+  void prefetchSoon();
+  bool prefetchTimerArmed_ = false;
+  void dropPrefetch();
+  Prefetch prefetch_[2];  // previous and next step
+
+  std::vector<ITraceViewer*> viewers_;
+  TraceDocumentPtr a_, b_;
+  Side shown_ = A;
+  int32_t step_ = 0;
+  int32_t selected_ = -1;
+  StepView viewA_;
+  std::optional<StepView> viewB_;
+  std::vector<TraceDivergence> divergences_;
+  std::map<int32_t, StepMarks> marks_;  // step -> marks
+  int32_t marks_header_ = 0;            // divergences outside any step (header, summary)
+};
+
+}  // namespace triescope::gui

@@ -1,0 +1,67 @@
+// A loaded trace: the records, the replay over them and per-step figures the
+// plots need. Built off the UI thread (QtConcurrent) and then shared read-only.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "core/trace/trace.h"
+#include "core/trace/trace_replay.h"
+
+namespace triescope::gui {
+
+struct StepStat {
+  int32_t step = 0;
+  std::string phase;
+  int64_t slots = -1, peak = -1, batch_slots = -1, live_beams = -1;
+  double seconds = -1;  // per-step wall time when the backend recorded one
+  bool gc = false;
+};
+
+struct TraceDocument {
+  std::string origin;  // file path, or "live: <sample>"
+  std::unique_ptr<TraceReplay> replay;
+  std::vector<StepStat> stats;  // [replay->steps()]
+  int32_t prompt_len = 0;       // header config.prompt length, 0 if unknown
+  double load_seconds = 0;
+  bool preview = false;  // only a prefix of the file; the full document follows
+  std::string algorithm() const { return replay->header().value("algorithm", std::string("?")); }
+  std::string backend() const { return replay->header().value("backend", std::string("?")); }
+  // Index of `step` in replay->steps(), -1 if absent.
+  int32_t step_index(int32_t step) const;
+};
+
+using TraceDocumentPtr = std::shared_ptr<const TraceDocument>;
+
+// Throws triescope::Error naming the file and the field.
+TraceDocumentPtr trace_document_load(const std::string& path);
+// The first `max_bytes` of a trace, cut at a record boundary, parsed by the
+// same core reader: a preview the window paints while the whole file loads
+// in the background (docs/benchmarks-gui.md). Returns null when the file is
+// not larger than `max_bytes` (the full load is as fast).
+TraceDocumentPtr trace_document_load_preview(const std::string& path, size_t max_bytes = size_t{2} << 20);
+TraceDocumentPtr trace_document_from_records(std::vector<json> records, const std::string& origin);
+
+// Runs a sample in-process through core's run_sample (live mode). `edit` may
+// change the parsed sample JSON (beam width, gc interval, seed...) before it
+// is validated; errors name the sample file and the field.
+TraceDocumentPtr trace_document_run_sample(const std::string& sample_path, const std::function<void(json&)>& edit = {},
+                                           std::string* report = nullptr, TraceSink* also = nullptr);
+
+// A sink the decoder (worker thread) writes to while the UI thread takes
+// snapshots of the records so far: live mode steps as the sample decodes.
+class LiveTraceSink final : public TraceSink {
+ public:
+  void record(json rec) override;
+  // Copy of the records, or empty when nothing was added since `have`.
+  std::vector<json> snapshot_if_grown(size_t have);
+
+ private:
+  std::mutex m_;
+  std::vector<json> records_;
+};
+
+}  // namespace triescope::gui
