@@ -304,10 +304,7 @@ DsbdResult dsbd_decode(Model& target, Model& draft, const std::vector<int32_t>& 
       slots.apply(plan);
       ++m.gc_runs;
       if (trace) {
-        json gc = trace_compaction(plan);
-        gc["kind"] = "gc";
-        gc["step"] = step + 1;
-        trace->record(std::move(gc));
+        trace->record(trace_gc_record(step + 1, plan));
       }
     }
 

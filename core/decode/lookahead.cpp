@@ -305,10 +305,7 @@ LookaheadResult lookahead_decode(Model& model, const std::vector<int32_t>& promp
                      {"verify", {{"candidates", cands}, {"candidate_nodes", cand_nodes}, {"window_nodes", win_nodes},
                                  {"accepted_nodes", matched}, {"accepted_tokens", accepted}}},
                      {"kv", {{"slots", plan.old_num_slots}, {"peak", f.slots.peak()}}}});
-      json g = trace_compaction(plan);
-      g["kind"] = "gc";
-      g["step"] = step;
-      trace->record(std::move(g));
+      trace->record(trace_gc_record(step, plan));
     }
   }
   if (static_cast<int32_t>(res.tokens.size()) > cfg.max_new_tokens) res.tokens.resize(static_cast<size_t>(cfg.max_new_tokens));

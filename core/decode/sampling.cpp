@@ -228,10 +228,7 @@ SamplingDecodeResult beam_sampling(Model& model, const std::vector<int32_t>& pro
       slots.apply(plan);
       ++m.gc_runs;
       if (trace) {
-        json g = trace_compaction(plan);
-        g["kind"] = "gc";
-        g["step"] = step;
-        trace->record(std::move(g));
+        trace->record(trace_gc_record(step, plan));
       }
     }
     std::map<std::pair<int32_t, int32_t>, int32_t> made;  // (parent node, token) -> node: equal beams share a node

@@ -77,10 +77,7 @@ SamplingDecodeResult speculative_decode(Model& target, Model& draft, const std::
       slots.apply(plan);
       ++m.gc_runs;
       if (trace) {
-        json gc = trace_compaction(plan);
-        gc["kind"] = "gc";
-        gc["step"] = step + 1;
-        trace->record(std::move(gc));
+        trace->record(trace_gc_record(step + 1, plan));
       }
     }
     // Draft: g tokens, one draft forward each.

@@ -198,10 +198,7 @@ DecodeResult trie_beam_search(Model& model, const std::vector<int32_t>& prompt, 
       mask.reset(slots.num_slots() + b * (cfg.max_new_tokens - step + 1));  // Alg. 2 line 7: recompute
       ++m.gc_runs;
       if (trace) {
-        json g = trace_compaction(plan);
-        g["kind"] = "gc";
-        g["step"] = step;
-        trace->record(std::move(g));
+        trace->record(trace_gc_record(step, plan));
       }
     }
 

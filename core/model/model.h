@@ -62,4 +62,22 @@ class Model {
 // Validates a StepInput against a model's vocabulary; names the bad index.
 void step_input_check(const StepInput& in, int32_t vocab_size);
 
+// The whole "KV cache" of a mask-honest toy model (synthetic, scripted): the
+// (token, position) pair written into each slot. Such a model reads context
+// only through this and its mask rows.
+struct SlotTokenCache {
+  std::vector<int32_t> tokens;     // [num_slots] token in each slot, -1: empty
+  std::vector<int32_t> positions;  // [num_slots] position id of that token
+  // Grows to in.num_slots, then writes every query's pair (all writes happen
+  // before any read: queries of one forward may attend to each other).
+  void write(const StepInput& in);
+  // One gather. Pads to plan.old_num_slots first: in a slot layout shared with
+  // a second model (DSBD's draft and target) a slot may not be written here yet.
+  void compact(const CompactionPlan& plan);
+  void reset() {
+    tokens.clear();
+    positions.clear();
+  }
+};
+
 }  // namespace triescope

@@ -18,14 +18,7 @@ ScriptedModel::ScriptedModel(ScriptedConfig cfg) : cfg_(std::move(cfg)) {
 
 void ScriptedModel::forward(const StepInput& in, Logits& out) {
   step_input_check(in, vocab_size());
-  if (static_cast<int32_t>(tokens_.size()) < in.num_slots) {
-    tokens_.resize(static_cast<size_t>(in.num_slots), -1);
-    positions_.resize(static_cast<size_t>(in.num_slots), -1);
-  }
-  for (size_t i = 0; i < in.tokens.size(); ++i) {
-    tokens_[static_cast<size_t>(in.slots[i])] = in.tokens[i];
-    positions_[static_cast<size_t>(in.slots[i])] = in.positions[i];
-  }
+  cache_.write(in);
   const int32_t q = static_cast<int32_t>(in.tokens.size());
   out.resize(q, vocab_size());
   for (int32_t r = 0; r < q; ++r) {
@@ -34,9 +27,9 @@ void ScriptedModel::forward(const StepInput& in, Logits& out) {
     bool exact = true;
     for (int32_t s = 0; s < in.num_slots; ++s) {
       if (!in.mask.test(r, s)) continue;
-      const int32_t pos = positions_[static_cast<size_t>(s)];
+      const int32_t pos = cache_.positions[static_cast<size_t>(s)];
       if (pos < 0 || pos > p || ctx[static_cast<size_t>(pos)] != -1) { exact = false; continue; }
-      ctx[static_cast<size_t>(pos)] = tokens_[static_cast<size_t>(s)];
+      ctx[static_cast<size_t>(pos)] = cache_.tokens[static_cast<size_t>(s)];
     }
     exact = exact && std::find(ctx.begin(), ctx.end(), -1) == ctx.end();
     float* o = out.row(r);
@@ -47,15 +40,7 @@ void ScriptedModel::forward(const StepInput& in, Logits& out) {
   }
 }
 
-void ScriptedModel::compact(const CompactionPlan& plan) {
-  // A slot allocated in a layout shared with a second model may not be written here yet (DSBD).
-  if (tokens_.size() < static_cast<size_t>(plan.old_num_slots)) {
-    tokens_.resize(static_cast<size_t>(plan.old_num_slots), -1);
-    positions_.resize(static_cast<size_t>(plan.old_num_slots), -1);
-  }
-  compaction_apply(plan, tokens_, 1);
-  compaction_apply(plan, positions_, 1);
-}
+void ScriptedModel::compact(const CompactionPlan& plan) { cache_.compact(plan); }
 
 nlohmann::json ScriptedModel::describe() const {
   return {{"type", "scripted"}, {"vocab_size", vocab_size()}, {"entries", cfg_.entries.size()},

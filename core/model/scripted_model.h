@@ -30,7 +30,7 @@ class ScriptedModel final : public Model {
   int32_t vocab_size() const override { return static_cast<int32_t>(cfg_.vocab.size()); }
   void forward(const StepInput& in, Logits& out) override;
   void compact(const CompactionPlan& plan) override;
-  void reset() override { tokens_.clear(); positions_.clear(); }
+  void reset() override { cache_.reset(); }
   nlohmann::json describe() const override;
   KvShape kv_shape() const override { return cfg_.nominal_shape; }
   std::vector<std::string> vocab_strings() const override { return cfg_.vocab; }
@@ -38,7 +38,7 @@ class ScriptedModel final : public Model {
  private:
   ScriptedConfig cfg_;
   std::map<std::vector<int32_t>, size_t> index_;  // context -> entry
-  std::vector<int32_t> tokens_, positions_;        // [num_slots]
+  SlotTokenCache cache_;
 };
 
 }  // namespace triescope

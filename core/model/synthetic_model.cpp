@@ -59,38 +59,9 @@ SyntheticModel::SyntheticModel(SyntheticConfig cfg) : cfg_(cfg) {
   TS_CHECK(cfg_.ngram >= 1, "synthetic model: ngram must be >= 1, got " << cfg_.ngram);
 }
 
-void step_input_check(const StepInput& in, int32_t vocab_size) {
-  const size_t q = in.tokens.size();
-  TS_CHECK(in.positions.size() == q && in.slots.size() == q, "step input: tokens/positions/slots sizes differ ("
-                                                                 << q << ", " << in.positions.size() << ", "
-                                                                 << in.slots.size() << ")");
-  TS_CHECK(in.mask.rows == static_cast<int32_t>(q) && in.mask.cols == in.num_slots,
-           "step input: mask is " << in.mask.rows << " x " << in.mask.cols << ", expected " << q << " x " << in.num_slots);
-  for (size_t i = 0; i < q; ++i) {
-    TS_CHECK(in.tokens[i] >= 0 && in.tokens[i] < vocab_size,
-             "step input: tokens[" << i << "] = " << in.tokens[i] << " outside vocabulary [0, " << vocab_size << ")");
-    TS_CHECK(in.slots[i] >= 0 && in.slots[i] < in.num_slots,
-             "step input: slots[" << i << "] = " << in.slots[i] << " outside [0, " << in.num_slots << ")");
-    TS_CHECK(in.positions[i] >= 0, "step input: positions[" << i << "] = " << in.positions[i] << " is negative");
-  }
-  TS_CHECK(in.shared_prefix_slots >= 0 && in.shared_prefix_slots <= in.num_slots,
-           "step input: shared_prefix_slots " << in.shared_prefix_slots << " outside [0, " << in.num_slots << "]");
-  for (int32_t r = 0; r < in.mask.rows && in.shared_prefix_slots > 0; ++r)
-    for (int32_t s = 0; s < in.shared_prefix_slots; ++s)
-      TS_CHECK(in.mask.test(r, s), "step input: shared_prefix_slots says every row reads slot " << s << ", row " << r << " does not");
-}
-
 void SyntheticModel::forward(const StepInput& in, Logits& out) {
   step_input_check(in, cfg_.vocab_size);
-  if (static_cast<int32_t>(tokens_.size()) < in.num_slots) {
-    tokens_.resize(static_cast<size_t>(in.num_slots), -1);
-    positions_.resize(static_cast<size_t>(in.num_slots), -1);
-  }
-  // All writes first: queries of one forward may attend to each other.
-  for (size_t i = 0; i < in.tokens.size(); ++i) {
-    tokens_[static_cast<size_t>(in.slots[i])] = in.tokens[i];
-    positions_[static_cast<size_t>(in.slots[i])] = in.positions[i];
-  }
+  cache_.write(in);
   const int32_t q = static_cast<int32_t>(in.tokens.size());
   out.resize(q, cfg_.vocab_size);
   std::vector<int32_t> vt, vp, fixed(static_cast<size_t>(cfg_.vocab_size));
@@ -101,9 +72,9 @@ void SyntheticModel::forward(const StepInput& in, Logits& out) {
     for (int32_t wi = 0; wi < in.mask.words_per_row; ++wi)
       for (uint64_t bits = w[wi]; bits; bits &= bits - 1) {
         const int32_t s = wi * 64 + __builtin_ctzll(bits);
-        TS_CHECK(tokens_[static_cast<size_t>(s)] >= 0, "synthetic model: query " << r << " reads empty slot " << s);
-        vt.push_back(tokens_[static_cast<size_t>(s)]);
-        vp.push_back(positions_[static_cast<size_t>(s)]);
+        TS_CHECK(cache_.tokens[static_cast<size_t>(s)] >= 0, "synthetic model: query " << r << " reads empty slot " << s);
+        vt.push_back(cache_.tokens[static_cast<size_t>(s)]);
+        vp.push_back(cache_.positions[static_cast<size_t>(s)]);
       }
     synthetic_logits_fixed(cfg_, vt.data(), vp.data(), static_cast<int32_t>(vt.size()), in.positions[static_cast<size_t>(r)],
                            fixed.data());
@@ -112,15 +83,7 @@ void SyntheticModel::forward(const StepInput& in, Logits& out) {
   }
 }
 
-void SyntheticModel::compact(const CompactionPlan& plan) {
-  // A slot allocated in a layout shared with a second model may not be written here yet (DSBD).
-  if (tokens_.size() < static_cast<size_t>(plan.old_num_slots)) {
-    tokens_.resize(static_cast<size_t>(plan.old_num_slots), -1);
-    positions_.resize(static_cast<size_t>(plan.old_num_slots), -1);
-  }
-  compaction_apply(plan, tokens_, 1);
-  compaction_apply(plan, positions_, 1);
-}
+void SyntheticModel::compact(const CompactionPlan& plan) { cache_.compact(plan); }
 
 nlohmann::json SyntheticModel::describe() const {
   return {{"type", "synthetic"},

@@ -37,15 +37,14 @@ class SyntheticModel final : public Model {
   int32_t vocab_size() const override { return cfg_.vocab_size; }
   void forward(const StepInput& in, Logits& out) override;
   void compact(const CompactionPlan& plan) override;
-  void reset() override { tokens_.clear(); positions_.clear(); }
+  void reset() override { cache_.reset(); }
   nlohmann::json describe() const override;
   KvShape kv_shape() const override { return cfg_.nominal_shape; }
   const SyntheticConfig& config() const { return cfg_; }
 
  private:
   SyntheticConfig cfg_;
-  std::vector<int32_t> tokens_;     // [num_slots] token in each slot (-1: empty)
-  std::vector<int32_t> positions_;  // [num_slots] position of each slot
+  SlotTokenCache cache_;
 };
 
 }  // namespace triescope

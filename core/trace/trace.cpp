@@ -139,10 +139,14 @@ json trace_keyframe(int32_t step, const TokenTree& tree, int32_t num_slots) {
   return {{"kind", "keyframe"}, {"step", step}, {"nodes", std::move(nodes)}, {"slot_to_node", std::move(slot_to_node)}};
 }
 
-json trace_compaction(const CompactionPlan& plan) {
+json trace_gc_record(int32_t step, const CompactionPlan& plan) {
   json moves = json::array();
   for (int32_t i = 0; i < plan.new_num_slots(); ++i) moves.push_back({plan.src[static_cast<size_t>(i)], i});
-  return {{"slots_before", plan.old_num_slots}, {"slots_after", plan.new_num_slots()}, {"moves", std::move(moves)}};
+  return {{"kind", "gc"},
+          {"step", step},
+          {"slots_before", plan.old_num_slots},
+          {"slots_after", plan.new_num_slots()},
+          {"moves", std::move(moves)}};
 }
 
 }  // namespace triescope

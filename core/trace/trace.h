@@ -65,6 +65,7 @@ json trace_node(const TreeNode& n);
 json trace_mask(const BitMask& m);  // {"cols": N, "rows": ["hex", ...]}
 BitMask trace_mask_parse(const json& j, const std::string& where);
 json trace_keyframe(int32_t step, const TokenTree& tree, int32_t num_slots);
-json trace_compaction(const CompactionPlan& plan);
+// The "gc" record of step `step`: the compaction plan as [old, new] moves.
+json trace_gc_record(int32_t step, const CompactionPlan& plan);
 
 }  // namespace triescope

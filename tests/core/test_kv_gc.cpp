@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "core/decode/tree_step.h"
 #include "core/kv/kv_cache.h"
 #include "core/mask/ancestor_mask.h"
 #include "core/model/synthetic_model.h"
@@ -10,16 +11,9 @@
 using namespace triescope;
 
 namespace {
-// Feeds every node of the tree through the model (parents first).
+// Feeds `nodes` of the tree through the model (parents first).
 Logits feed(Model& m, const TokenTree& t, const std::vector<int32_t>& nodes, int32_t num_slots) {
-  StepInput in;
-  for (int32_t id : nodes) {
-    in.tokens.push_back(t.node(id).token);
-    in.positions.push_back(t.node(id).depth);
-    in.slots.push_back(t.node(id).slot);
-  }
-  in.num_slots = num_slots;
-  in.mask = ancestor_mask_build(t, nodes, num_slots);
+  const StepInput in = tree_step_input(t, nodes, num_slots);
   Logits out;
   m.forward(in, out);
   return out;

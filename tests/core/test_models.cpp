@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include "core/decode/tree_step.h"
 #include "core/mask/ancestor_mask.h"
 #include "core/model/scripted_model.h"
 #include "core/model/synthetic_model.h"
@@ -9,15 +10,7 @@ using namespace triescope;
 
 namespace {
 StepInput input_for(const TokenTree& t, const std::vector<int32_t>& nodes, int32_t num_slots) {
-  StepInput in;
-  for (int32_t id : nodes) {
-    in.tokens.push_back(t.node(id).token);
-    in.positions.push_back(t.node(id).depth);
-    in.slots.push_back(t.node(id).slot);
-  }
-  in.num_slots = num_slots;
-  in.mask = ancestor_mask_build(t, nodes, num_slots);
-  return in;
+  return tree_step_input(t, nodes, num_slots);
 }
 }  // namespace
 

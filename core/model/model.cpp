@@ -1,0 +1,48 @@
+#include "core/model/model.h"
+
+#include "core/common/error.h"
+
+namespace triescope {
+
+void step_input_check(const StepInput& in, int32_t vocab_size) {
+  const size_t q = in.tokens.size();
+  TS_CHECK(in.positions.size() == q && in.slots.size() == q, "step input: tokens/positions/slots sizes differ ("
+                                                                 << q << ", " << in.positions.size() << ", "
+                                                                 << in.slots.size() << ")");
+  TS_CHECK(in.mask.rows == static_cast<int32_t>(q) && in.mask.cols == in.num_slots,
+           "step input: mask is " << in.mask.rows << " x " << in.mask.cols << ", expected " << q << " x " << in.num_slots);
+  for (size_t i = 0; i < q; ++i) {
+    TS_CHECK(in.tokens[i] >= 0 && in.tokens[i] < vocab_size,
+             "step input: tokens[" << i << "] = " << in.tokens[i] << " outside vocabulary [0, " << vocab_size << ")");
+    TS_CHECK(in.slots[i] >= 0 && in.slots[i] < in.num_slots,
+             "step input: slots[" << i << "] = " << in.slots[i] << " outside [0, " << in.num_slots << ")");
+    TS_CHECK(in.positions[i] >= 0, "step input: positions[" << i << "] = " << in.positions[i] << " is negative");
+  }
+  TS_CHECK(in.shared_prefix_slots >= 0 && in.shared_prefix_slots <= in.num_slots,
+           "step input: shared_prefix_slots " << in.shared_prefix_slots << " outside [0, " << in.num_slots << "]");
+  for (int32_t r = 0; r < in.mask.rows && in.shared_prefix_slots > 0; ++r)
+    for (int32_t s = 0; s < in.shared_prefix_slots; ++s)
+      TS_CHECK(in.mask.test(r, s), "step input: shared_prefix_slots says every row reads slot " << s << ", row " << r << " does not");
+}
+
+void SlotTokenCache::write(const StepInput& in) {
+  if (tokens.size() < static_cast<size_t>(in.num_slots)) {
+    tokens.resize(static_cast<size_t>(in.num_slots), -1);
+    positions.resize(static_cast<size_t>(in.num_slots), -1);
+  }
+  for (size_t i = 0; i < in.tokens.size(); ++i) {
+    tokens[static_cast<size_t>(in.slots[i])] = in.tokens[i];
+    positions[static_cast<size_t>(in.slots[i])] = in.positions[i];
+  }
+}
+
+void SlotTokenCache::compact(const CompactionPlan& plan) {
+  if (tokens.size() < static_cast<size_t>(plan.old_num_slots)) {
+    tokens.resize(static_cast<size_t>(plan.old_num_slots), -1);
+    positions.resize(static_cast<size_t>(plan.old_num_slots), -1);
+  }
+  compaction_apply(plan, tokens, 1);
+  compaction_apply(plan, positions, 1);
+}
+
+}  // namespace triescope
