@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <iterator>
 
 #include "core/common/error.h"
 #include "core/config/json_reader.h"
@@ -180,6 +181,55 @@ TensorMap llama_random_weights(const LlamaConfig& c, uint64_t seed, double init_
     w.emplace(name, std::move(t));
   }
   return w;
+}
+
+namespace {
+// splitmix64 (the stream llama_random_weights uses) and a Box-Muller normal.
+struct SplitMix {
+  uint64_t state;
+  uint64_t next() {
+    uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+  double uniform() { return (static_cast<double>(next() >> 11) + 0.5) * (1.0 / 9007199254740992.0); }  // (0, 1)
+};
+uint64_t fnv1a(const std::string& s) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char ch : s) h = (h ^ ch) * 0x100000001b3ull;
+  return h;
+}
+}  // namespace
+
+void llama_keep_layers(LlamaConfig& c, TensorMap& w, int32_t keep, const std::string& origin) {
+  TS_CHECK(keep >= 1 && keep <= c.num_hidden_layers,
+           origin << " = " << keep << " must be in [1, num_hidden_layers = " << c.num_hidden_layers << "]");
+  for (int32_t l = keep; l < c.num_hidden_layers; ++l) {
+    const std::string p = "model.layers." + std::to_string(l) + ".";
+    for (auto it = w.begin(); it != w.end();)
+      it = it->first.rfind(p, 0) == 0 ? w.erase(it) : std::next(it);
+  }
+  c.num_hidden_layers = keep;
+}
+
+void llama_weights_perturb(TensorMap& w, double rel_std, uint64_t seed) {
+  TS_CHECK(std::isfinite(rel_std) && rel_std >= 0.0, "weight perturbation: relative std " << rel_std << " must be finite and >= 0");
+  for (auto& [name, t] : w) {
+    const size_t n = t.data.size();
+    if (n == 0) continue;
+    double mean = 0.0, var = 0.0;
+    for (float v : t.data) mean += v;
+    mean /= static_cast<double>(n);
+    for (float v : t.data) var += (v - mean) * (v - mean);
+    const double sd = rel_std * std::sqrt(var / static_cast<double>(n));
+    SplitMix g{seed ^ fnv1a(name)};
+    for (size_t i = 0; i < n; i += 2) {
+      const double r = std::sqrt(-2.0 * std::log(g.uniform())), a = 2.0 * M_PI * g.uniform();
+      t.data[i] = static_cast<float>(t.data[i] + sd * r * std::cos(a));
+      if (i + 1 < n) t.data[i + 1] = static_cast<float>(t.data[i + 1] + sd * r * std::sin(a));
+    }
+  }
 }
 
 void llama_checkpoint_write(const std::string& dir, const LlamaConfig& c, const TensorMap& w, const std::string& dtype) {

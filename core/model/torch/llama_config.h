@@ -47,6 +47,18 @@ void llama_weights_check(const LlamaConfig& c, const TensorMap& w, const std::st
 // Deterministic across platforms (splitmix64 + Box-Muller, no std distributions).
 TensorMap llama_random_weights(const LlamaConfig& c, uint64_t seed, double init_std = 0.02);
 
+// Draft models derived from a target (DSBD's transformer pair, docs/dsbd.md).
+// Keeps decoder layers [0, keep) and drops the rest; embedding, final norm and
+// head are kept as they are (an early-exit draft). Errors name `origin`.
+void llama_keep_layers(LlamaConfig& c, TensorMap& w, int32_t keep, const std::string& origin);
+// Every tensor t becomes t + N(0, (rel_std * std(t))^2) elementwise, std(t)
+// the population standard deviation of t's own entries (so a constant tensor,
+// e.g. a unit RMSNorm weight of random_init, is left unchanged). The noise of
+// a tensor depends only on (seed, tensor name): splitmix64 + Box-Muller, the
+// same on every platform, and independent of which other tensors exist (so
+// keep_layers and perturbation commute). rel_std = 0 leaves every weight as is.
+void llama_weights_perturb(TensorMap& w, double rel_std, uint64_t seed);
+
 // Writes config.json and model.safetensors into `dir` (created if missing).
 void llama_checkpoint_write(const std::string& dir, const LlamaConfig& c, const TensorMap& w,
                             const std::string& dtype = "F32");

@@ -28,11 +28,41 @@ std::unique_ptr<Model> transformer_from_json(JsonObjectReader& r) {
   TS_CHECK(opt.attention == "auto" || opt.attention == "dense" || opt.attention == "gather",
            r.where("attention") << " must be \"auto\", \"dense\" or \"gather\", got \"" << opt.attention << "\"");
   TS_CHECK(r.has("path") != r.has("random_init"), r.origin() << ": " << r.field("path") << ": give exactly one of path (a Hugging Face model directory) or random_init (a config)");
+  // A draft derived from the target's weights (DSBD's transformer pair, docs/dsbd.md):
+  // keep_layers L' keeps decoder layers [0, L'); perturb_std x adds N(0, x * std(w)) to every tensor.
+  const bool derive = r.has("keep_layers") || r.has("perturb_std");
+  TS_CHECK(!r.has("perturb_seed") || r.has("perturb_std"), r.where("perturb_seed") << " needs perturb_std (the relative noise level)");
+  auto derive_weights = [&](LlamaConfig& cfg, TensorMap& w, nlohmann::json& source) {
+    if (r.has("keep_layers")) {
+      const auto keep = static_cast<int32_t>(r.get_int("keep_layers", 1, 1 << 20));
+      llama_keep_layers(cfg, w, keep, r.where("keep_layers"));
+      source["keep_layers"] = keep;
+    }
+    if (r.has("perturb_std")) {
+      const double x = r.get_double("perturb_std", 0.0, 10.0);
+      const auto ps = static_cast<uint64_t>(r.get_int("perturb_seed", 0, INT64_MAX, 0));
+      llama_weights_perturb(w, x, ps);
+      source["perturb_std"] = x;
+      source["perturb_seed"] = ps;
+    }
+  };
   std::unique_ptr<TorchTransformer> m;
-  if (r.has("path")) {
+  if (r.has("path") && !derive) {
     const std::string dir = resolve(r.origin(), r.get_string("path"));
     TS_CHECK(fs::is_directory(dir), r.where("path") << ": \"" << dir << "\" is not a directory (bring your own model: a Hugging Face Llama-architecture directory with config.json and *.safetensors)");
     m = TorchTransformer::load_dir(dir, opt);
+  } else if (r.has("path")) {  // load_dir's steps, with the weights edited before the model is built
+    const std::string dir = resolve(r.origin(), r.get_string("path"));
+    TS_CHECK(fs::is_directory(dir), r.where("path") << ": \"" << dir << "\" is not a directory (bring your own model: a Hugging Face Llama-architecture directory with config.json and *.safetensors)");
+    LlamaConfig cfg = llama_config_load((fs::path(dir) / "config.json").string());
+    TensorMap w = safetensors_read_dir(dir);
+    llama_weights_check(cfg, w, fs::exists(fs::path(dir) / "model.safetensors") ? (fs::path(dir) / "model.safetensors").string()
+                                                                              : (fs::path(dir) / "model.safetensors.index.json").string());
+    opt.source = {{"path", dir}};
+    derive_weights(cfg, w, opt.source);
+    m = std::make_unique<TorchTransformer>(cfg, w, opt);
+    const fs::path tok = fs::path(dir) / "tokenizer.json";
+    if (fs::exists(tok) && !r.has("tokenizer")) m->set_tokenizer(std::make_shared<BpeTokenizer>(BpeTokenizer::load(tok.string())));
   } else {
     static const std::set<std::string> keys = {"vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers",
                                                "num_attention_heads", "num_key_value_heads", "head_dim", "rms_norm_eps",
@@ -44,11 +74,13 @@ std::unique_ptr<Model> transformer_from_json(JsonObjectReader& r) {
     const json& cj = r.raw("random_init");
     TS_CHECK(cj.is_object(), r.where("random_init") << " must be an object of config.json keys");
     for (auto& [k, v] : cj.items()) TS_CHECK(keys.count(k), r.where("random_init") << "." << k << " is not a known config key");
-    const LlamaConfig cfg = llama_config_parse(cj, r.where("random_init"));
+    LlamaConfig cfg = llama_config_parse(cj, r.where("random_init"));
     const auto seed = static_cast<uint64_t>(r.get_int("seed", 0, INT64_MAX, 0));
     const double init_std = r.get_double("init_std", 1e-6, 10.0, 0.02);
     opt.source = {{"random_init", true}, {"seed", seed}, {"init_std", init_std}};
-    m = std::make_unique<TorchTransformer>(cfg, llama_random_weights(cfg, seed, init_std), opt);
+    TensorMap w = llama_random_weights(cfg, seed, init_std);
+    derive_weights(cfg, w, opt.source);
+    m = std::make_unique<TorchTransformer>(cfg, w, opt);
   }
   if (r.has("tokenizer")) {
     const std::string tp = resolve(r.origin(), r.get_string("tokenizer"));
