@@ -41,6 +41,7 @@
 #include "gui/panes/mask_view.h"
 #include "gui/panes/plots_pane.h"
 #include "gui/panes/trie_view.h"
+#include "gui/panes/verify_pane.h"
 #include "gui/step_colors.h"
 #include "gui/timeline.h"
 #include "gui/widgets/status_text.h"
@@ -73,8 +74,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   beams_ = new BeamsPane(ctx_, this);
   constraint_ = new JsonPane(ctx_, QStringLiteral("constraint"),
                              tr("Step %1 has no \"constraint\" record: this trace was decoded without a logits constraint."), this);
-  verify_ = new JsonPane(ctx_, QStringLiteral("verify"),
-                         tr("Step %1 has no \"verify\" record: not a speculative (draft/verify) trace."), this);
+  verify_ = new VerifyPane(ctx_, this);
   diff_ = new DiffPane(ctx_, this);
   auto* dMask = dock(tr("Attention mask + position ids"), mask_, Qt::RightDockWidgetArea, "mask");
   auto* dKv = dock(tr("KV cache"), kv_, Qt::BottomDockWidgetArea, "kv");
@@ -106,8 +106,11 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   buildMenus();
   ctx_.addViewer(this);
   connect(&ctx_, &TraceContext::errorOccurred, this, [this](const QString& m) { showError(tr("Cannot replay this step"), m); });
-  connect(&ctx_, &TraceContext::traceLoaded, this, [this, dDiff] {
+  // Bring the pane that explains this kind of trace to the front.
+  connect(verify_, &VerifyPane::speculativeTraceLoaded, this, [dVer] { dVer->raise(); });
+  connect(&ctx_, &TraceContext::traceLoaded, this, [this, dDiff, dCons] {
     if (ctx_.diffMode()) dDiff->raise();
+    else if (constraint_->traceHasData()) dCons->raise();
   });
 }
 

@@ -27,7 +27,15 @@ JsonPane::JsonPane(TraceContext& ctx, QString key, QString absentNote, QWidget* 
 
 JsonPane::~JsonPane() { ctx_.removeViewer(this); }
 
-void JsonPane::onTraceLoaded(TraceContext&) {}
+void JsonPane::onTraceLoaded(TraceContext& ctx) {
+  traceHas_ = false;
+  const std::string k = key_.toStdString();
+  for (const auto& r : ctx.doc()->replay->records())
+    if (r.is_object() && r.contains(k)) {
+      traceHas_ = true;
+      break;
+    }
+}
 
 void JsonPane::onStepChanged(TraceContext& ctx) {
   const auto& extra = ctx.view().extra;

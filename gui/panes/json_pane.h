@@ -23,6 +23,8 @@ class JsonPane final : public QWidget, public ITraceViewer {
   void onSelectionChanged(TraceContext&) override {}
   JsonTreeModel* model() const { return model_; }
   bool hasData() const { return has_; }
+  // Some step record of the loaded trace carries the key.
+  bool traceHasData() const { return traceHas_; }
 
  private:
   TraceContext& ctx_;
@@ -31,6 +33,7 @@ class JsonPane final : public QWidget, public ITraceViewer {
   QTreeView* tree_;
   JsonTreeModel* model_;
   bool has_ = false;
+  bool traceHas_ = false;
 };
 
 }  // namespace triescope::gui

@@ -59,7 +59,7 @@ void MaskView::onStepChanged(TraceContext&) {
 
 void MaskView::onSelectionChanged(TraceContext& ctx) {
   // Bring the selected row/column into view.
-  const int r = ctx.rowOfNode(ctx.selectedNode()), c = ctx.slotOfNode(ctx.selectedNode());
+  const int r = ctx.rowOfNode(ctx.selectedNode()), c = ctx.forwardSlotOfNode(ctx.selectedNode());
   const QRect g = gridRect();
   if (c >= 0) {
     const int x = int(c * cw_);
@@ -152,7 +152,7 @@ QString MaskView::cellExplanation(int row, int col) const {
   const TraceDocument* doc = ctx_.shownDoc();
   const bool allowed = f.mask.test(row, col);
   const int32_t q = row < static_cast<int>(f.queries.size()) ? f.queries[static_cast<size_t>(row)] : -1;
-  const int32_t k = ctx_.nodeInSlot(col);
+  const int32_t k = ctx_.nodeInForwardSlot(col);
   auto describe = [&](int32_t id) {
     if (id < 0 || static_cast<size_t>(id) >= v.nodes.size()) return QStringLiteral("?");
     const TreeNode& n = v.nodes[static_cast<size_t>(id)];
@@ -203,7 +203,7 @@ void MaskView::paintTo(QPainter& p, QRect area, int sx, int sy) const {
   const int L = leftMargin(), T = topMargin();
   const QRect g(area.left() + L, area.top() + T, std::max(0, area.width() - L), std::max(0, area.height() - T - kBottom));
   const int R = rows(), C = cols();
-  const int selRow = ctx_.rowOfNode(ctx_.selectedNode()), selCol = ctx_.slotOfNode(ctx_.selectedNode());
+  const int selRow = ctx_.rowOfNode(ctx_.selectedNode()), selCol = ctx_.forwardSlotOfNode(ctx_.selectedNode());
   const double cw = cw_, chh = ch_;
 
   // The bitmap is sampled per screen pixel, so its cost is the viewport's
@@ -314,7 +314,7 @@ void MaskView::paintTo(QPainter& p, QRect area, int sx, int sy) const {
     const double x = g.left() + col * cw - sx;
     p.setPen(col == selCol ? selText : text);
     if (colLabels) {
-      const int32_t k = ctx_.nodeInSlot(col);
+      const int32_t k = ctx_.nodeInForwardSlot(col);
       const QString t = QStringLiteral("%1 %2").arg(col).arg(k >= 0 ? token_label(*doc->replay, v.nodes[static_cast<size_t>(k)].token, 10) : QStringLiteral("free"));
       p.save();
       p.translate(x + cw / 2 + 4, g.top() - 4);
@@ -337,7 +337,7 @@ void MaskView::paintTo(QPainter& p, QRect area, int sx, int sy) const {
   int maxDepth = 1;
   for (const auto& nd : v.nodes) maxDepth = std::max(maxDepth, nd.depth);
   for (int col = c0; col <= c1; ++col) {
-    const int32_t k = ctx_.nodeInSlot(col);
+    const int32_t k = ctx_.nodeInForwardSlot(col);
     const QRectF cell(g.left() + col * cw - sx, strip.top(), std::max(cw, 1.0), strip.height());
     if (k < 0) {
       p.fillRect(cell, Qt::white);
@@ -418,7 +418,7 @@ void MaskView::mousePressEvent(QMouseEvent* e) {
   // The column axis and the position strip select the slot's node.
   if (pos.x() >= g.left() && (pos.y() < g.top() || pos.y() > g.bottom())) {
     const int col = int(std::floor((pos.x() - g.left() + horizontalScrollBar()->value()) / cw_));
-    if (col >= 0 && col < cols()) ctx_.selectNode(ctx_.nodeInSlot(col));
+    if (col >= 0 && col < cols()) ctx_.selectNode(ctx_.nodeInForwardSlot(col));
   } else if (pos.x() < g.left() && pos.y() >= g.top() && pos.y() <= g.bottom()) {
     const int row = int(std::floor((pos.y() - g.top() + verticalScrollBar()->value()) / ch_));
     if (row >= 0 && row < rows()) ctx_.selectNode(ctx_.nodeOfRow(row));
