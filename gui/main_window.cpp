@@ -107,7 +107,11 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   ctx_.addViewer(this);
   connect(&ctx_, &TraceContext::errorOccurred, this, [this](const QString& m) { showError(tr("Cannot replay this step"), m); });
   // Bring the pane that explains this kind of trace to the front.
-  connect(verify_, &VerifyPane::speculativeTraceLoaded, this, [dVer] { dVer->raise(); });
+  connect(verify_, &VerifyPane::speculativeTraceLoaded, this, [this, dVer, dMask] {
+    dVer->raise();
+    // The layers need the room more than a mask of a few dozen queries.
+    resizeDocks({dMask, dVer}, {height() / 4, height() / 3}, Qt::Vertical);
+  });
   connect(&ctx_, &TraceContext::traceLoaded, this, [this, dDiff, dCons] {
     if (ctx_.diffMode()) dDiff->raise();
     else if (constraint_->traceHasData()) dCons->raise();
@@ -484,7 +488,7 @@ void MainWindow::onSelectionChanged(TraceContext& ctx) {
   if (!ctx.loaded()) return;
   const StepView& v = ctx.view();
   const TraceDocument* d = ctx.shownDoc();
-  auto kv = [&](const char* k) { return v.kv.contains(k) && v.kv[k].is_number() ? QString::number(v.kv[k].get<int64_t>()) : QStringLiteral("?"); };
+  auto kv = [&](const char* k) { return v.kv.contains(k) && v.kv[k].is_number() ? QString::number(v.kv[k].get<int64_t>()) : QStringLiteral("n/a"); };
   QString s = tr("step %1 (%2 of %3)  |  phase %4  |  live beams %5  |  KV slots %6 in use / peak %7 (batch %8)  |  %9, %10")
                   .arg(ctx.step())
                   .arg(ctx.stepIndex() + 1)

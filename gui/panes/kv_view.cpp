@@ -75,7 +75,7 @@ int KvView::slotAt(QPoint p) const {
 QString KvView::headerText() const {
   const StepView& v = ctx_.view();
   auto num = [&](const char* k) -> QString {
-    return v.kv.contains(k) && v.kv[k].is_number() ? QString::number(v.kv[k].get<int64_t>()) : QStringLiteral("?");
+    return v.kv.contains(k) && v.kv[k].is_number() ? QString::number(v.kv[k].get<int64_t>()) : QStringLiteral("n/a");
   };
   QString s = tr("trie: %1 slots in use (peak %2)   |   batch baseline: %3 slots   |   live beams %4")
                   .arg(num("slots"), num("peak"), num("batch_slots"), num("live_beams"));

@@ -195,7 +195,13 @@ void MaskView::paintTo(QPainter& p, QRect area, int sx, int sy) const {
   p.fillRect(area, palette().window());
   const StepView& v = ctx_.view();
   if (!v.forward || rows() == 0) {
-    p.drawText(area, Qt::AlignCenter, ctx_.loaded() ? tr("no forward pass recorded at this step") : tr("no trace loaded"));
+    QString msg = ctx_.loaded() ? tr("no forward pass recorded at this step") : tr("no trace loaded");
+    // Speculative draft steps: the target's pass is at the verify step.
+    if (ctx_.loaded() && ctx_.view().extra.is_object() && ctx_.view().extra.contains("draft_forwards"))
+      msg = tr("draft step: the draft model's %1 pass(es) are in the record's draft_forwards;\n"
+               "the target scores these drafts in one forest pass at the next (verify) step")
+                .arg(ctx_.view().extra["draft_forwards"].is_array() ? ctx_.view().extra["draft_forwards"].size() : 0);
+    p.drawText(area, Qt::AlignCenter, msg);
     return;
   }
   const auto& f = *v.forward;

@@ -52,6 +52,8 @@ PlotsPane::PlotsPane(TraceContext& ctx, QWidget* parent) : QWidget(parent), ctx_
   kvY_->setTitleText(tr("slots"));
   kvX_->setLabelFormat("%d");
   kvY_->setLabelFormat("%d");
+  // Short plots elide the tick labels to "..." otherwise.
+  kvY_->setTruncateLabels(false);
   kv->addAxis(kvX_, Qt::AlignBottom);
   kv->addAxis(kvY_, Qt::AlignLeft);
   for (auto* s : {trie_, peak_, batch_, marker_}) {

@@ -213,7 +213,7 @@ void VerifyCanvas::relayout() {
         if (L.surviving >= 0) h2 += tr(" (%1 surv.)").arg(L.surviving);
         const bool stop = I.stopped_at_layer == L.layer || !L.passed;
         h3 = stop ? tr("STOPPED here") : tr("passed");
-        if (!std::isnan(L.predicted)) h3 += tr(", Eq.5 P=%1").arg(num(L.predicted));
+        if (!std::isnan(L.predicted)) h3 += tr(" \u00b7 P(pass) %1 (Eq. 5)").arg(num(L.predicted));
         tag = stop ? QColor(229, 57, 53) : QColor(76, 175, 80);
       }
       addRow(h1, h2, h3, tag, L.chips, [](const VerifyChip& c) -> QString {
