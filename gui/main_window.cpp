@@ -53,6 +53,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   setAcceptDrops(true);
   setDockNestingEnabled(true);
   auto* central = new QWidget(this);
+  central->setAutoFillBackground(true);  // opaque: see TrieView
   auto* cl = new QVBoxLayout(central);
   cl->setContentsMargins(0, 0, 0, 0);
   timeline_ = new Timeline(ctx_, central);
@@ -106,6 +107,9 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   buildMenus();
   ctx_.addViewer(this);
   connect(&ctx_, &TraceContext::errorOccurred, this, [this](const QString& m) { showError(tr("Cannot replay this step"), m); });
+  // Panes in hidden dock tabs skip their widget updates until shown.
+  connect(dVer, &QDockWidget::visibilityChanged, verify_, &VerifyPane::setOnScreen);
+  connect(dCons, &QDockWidget::visibilityChanged, constraint_, &JsonPane::setOnScreen);
   // Bring the pane that explains this kind of trace to the front.
   connect(verify_, &VerifyPane::speculativeTraceLoaded, this, [this, dVer, dMask] {
     dVer->raise();

@@ -13,6 +13,8 @@
 namespace triescope::gui {
 
 KvView::KvView(TraceContext& ctx, QWidget* parent) : QWidget(parent), ctx_(ctx) {
+  // paintEvent fills its whole rect: no parent repaint underneath it.
+  setAttribute(Qt::WA_OpaquePaintEvent);
   setMinimumHeight(120);
   ctx_.addViewer(this);
 }
@@ -88,6 +90,12 @@ void KvView::paintEvent(QPaintEvent*) {
   QPainter p(this);
   p.fillRect(rect(), palette().base());
   if (!ctx_.loaded()) return;
+  // A paint that comes before this pane heard of the new step (another pane
+  // flushed posted events first) must not index with the old geometry.
+  if (slots_ != static_cast<int>(ctx_.view().slot_to_node.size()) || branch_.size() != ctx_.view().nodes.size()) {
+    branch_ = node_branches(ctx_.view());
+    relayout();
+  }
   const StepView& v = ctx_.view();
   const TraceDocument* doc = ctx_.shownDoc();
   QFont f = font();

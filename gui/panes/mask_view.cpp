@@ -46,10 +46,36 @@ QRect MaskView::gridRect() const {
   return QRect(leftMargin(), topMargin(), std::max(0, vp.width() - leftMargin()), std::max(0, vp.height() - topMargin() - kBottom));
 }
 
-void MaskView::onTraceLoaded(TraceContext&) { fitPending_ = true; }
+void MaskView::onTraceLoaded(TraceContext&) {
+  fitPending_ = true;
+  shown_ = Shown{};
+  viewport()->update();
+}
 
+bool MaskView::sameAsShown() {
+  const StepView& v = ctx_.view();
+  Shown now;
+  now.draftNote = v.extra.is_object() && v.extra.contains("draft_forwards");
+  if (v.forward) {
+    const ForwardView& f = *v.forward;
+    now.rows = f.mask.rows;
+    now.cols = f.mask.cols;
+    now.queries = f.queries;
+    now.positions = f.positions;
+    now.slots = f.slots;
+    now.words.assign(f.mask.words.begin(), f.mask.words.end());
+    now.owners.resize(static_cast<size_t>(std::max(0, f.mask.cols)));
+    for (int c = 0; c < f.mask.cols; ++c) now.owners[static_cast<size_t>(c)] = ctx_.nodeInForwardSlot(c);
+  }
+  const bool same = now == shown_;
+  shown_ = std::move(now);
+  return same;
+}
 
-void MaskView::onStepChanged(TraceContext&) {
+void MaskView::onStepChanged(TraceContext& ctx) {
+  // Diff marks and the tooltip depend on more than the pass: always repaint there.
+  const bool same = sameAsShown() && !ctx.diffMode();
+  if (same && hoverRow_ < 0) return;
   hoverRow_ = hoverCol_ = -1;
   // Until the user zooms, every step is shown whole (the mask grows).
   if (fitPending_ && rows() > 0) fit();

@@ -1,6 +1,7 @@
 #include "gui/panes/trie_view.h"
 
 #include <QCheckBox>
+#include <QCoreApplication>
 #include <QGraphicsItem>
 #include <QGraphicsScene>
 #include <QGraphicsSceneMouseEvent>
@@ -175,10 +176,13 @@ class ZoomView final : public QGraphicsView {
 }  // namespace
 
 TrieView::TrieView(TraceContext& ctx, QWidget* parent) : QWidget(parent), ctx_(ctx) {
+  // Opaque: a repaint of this pane does not repaint the main window under it.
+  setAutoFillBackground(true);
   scene_ = new QGraphicsScene(this);
   // One item draws the whole tree: a BSP index only costs a rebuild per step.
   scene_->setItemIndexMethod(QGraphicsScene::NoIndex);
   view_ = new ZoomView(scene_, this);
+  view_->setAutoFillBackground(true);  // opaque frame: no TrieView repaint under it
   view_->setDragMode(QGraphicsView::ScrollHandDrag);
   view_->setTransformationAnchor(QGraphicsView::AnchorUnderMouse);
   view_->setRenderHint(QPainter::Antialiasing);

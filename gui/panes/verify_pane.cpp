@@ -402,7 +402,12 @@ void VerifyPane::onStepChanged(TraceContext& ctx) {
   builtDoc_ = ctx.shownDoc();
   builtStep_ = ctx.step();
   dirty_ = true;
-  if (isVisible()) refresh();
+  if (onScreen_ && isVisible()) refresh();
+}
+
+void VerifyPane::setOnScreen(bool on) {
+  onScreen_ = on;
+  if (on && dirty_) refresh();
 }
 
 void VerifyPane::onSelectionChanged(TraceContext& ctx) { canvas_->setSelected(ctx.selectedNode()); }
@@ -484,7 +489,7 @@ void VerifyPane::refresh() {
       if (extra.contains(k)) raw[k] = extra[k];
   model_->setJson(raw);
   raw_->expandToDepth(0);
-  tabs_->setVisible(!I.empty());
+  if (tabs_->isVisibleTo(this) == I.empty()) tabs_->setVisible(!I.empty());
   fillTable();
 }
 

@@ -41,6 +41,10 @@ class VerifyPane final : public QWidget, public ITraceViewer {
   VerifyCanvas* canvas() const { return canvas_; }
   // Rebuilds the drawing and the table now if the step changed while hidden.
   void ensureUpToDate();
+  // Whether its dock tab is the shown one (QDockWidget::visibilityChanged):
+  // a tabified dock's hidden pane still reports isVisible(), and updating
+  // its labels re-laid out (and repainted) the whole window every step.
+  void setOnScreen(bool on);
 
  Q_SIGNALS:
   // Emitted when a trace with verification records is loaded.
@@ -61,7 +65,8 @@ class VerifyPane final : public QWidget, public ITraceViewer {
   QTreeView* raw_;
   JsonTreeModel* model_;
   VerifyInfo info_;
-  bool dirty_ = true;   // step changed while hidden: rebuilt when shown
+  bool dirty_ = true;
+  bool onScreen_ = true;   // step changed while hidden: rebuilt when shown
   int32_t builtStep_ = -1;
   const void* builtDoc_ = nullptr;
 };
