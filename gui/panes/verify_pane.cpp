@@ -60,7 +60,7 @@ bool dashed(Decision d) { return d == Decision::untested || d == Decision::not_v
 
 QString num(double x, int prec = 2) { return std::isnan(x) ? QStringLiteral("-") : QString::number(x, 'f', prec); }
 
-constexpr double kHead = 200, kRowH = 54, kChipH = 40, kGap = 6, kPad = 8;
+constexpr double kHead = 240, kRowH = 54, kChipH = 40, kGap = 6, kPad = 8;
 }  // namespace
 
 // ---------------------------------------------------------------- canvas
