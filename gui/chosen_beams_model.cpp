@@ -11,7 +11,7 @@ void ChosenBeamsModel::setStep(const StepView& v, const TraceReplay* replay) {
     for (const auto& c : v.chosen) {
       if (!c.is_object()) continue;
       Row r;
-      r.beam = c.value("beam", -1);
+      r.beam = c.value("beam", c.value("sample", -1));  // MultiGen names its rows samples
       r.from = c.value("from_beam", -1);
       r.node = c.value("node", -1);
       r.token = c.value("token", -1);
@@ -33,9 +33,10 @@ QVariant ChosenBeamsModel::data(const QModelIndex& index, int role) const {
   if (role == Qt::TextAlignmentRole) return index.column() == ColToken ? QVariant() : QVariant(int(Qt::AlignRight | Qt::AlignVCenter));
   if (role != Qt::DisplayRole) return {};
   switch (index.column()) {
-    case ColBeam: return r.beam;
-    case ColFrom: return r.from;
-    case ColNode: return r.node;
+    // -1 = not recorded by this algorithm: show nothing rather than "-1".
+    case ColBeam: return r.beam >= 0 ? QVariant(r.beam) : QVariant(QStringLiteral("-"));
+    case ColFrom: return r.from >= 0 ? QVariant(r.from) : QVariant(QStringLiteral("-"));
+    case ColNode: return r.node >= 0 ? QVariant(r.node) : QVariant(QStringLiteral("-"));
     case ColToken: return r.text;
     case ColScore: return QString::number(r.score, 'f', 4);
   }

@@ -41,6 +41,7 @@
 #include "gui/panes/mask_view.h"
 #include "gui/panes/plots_pane.h"
 #include "gui/panes/trie_view.h"
+#include "gui/panes/verify_pane.h"
 #include "gui/step_colors.h"
 #include "gui/timeline.h"
 #include "gui/widgets/status_text.h"
@@ -52,6 +53,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   setAcceptDrops(true);
   setDockNestingEnabled(true);
   auto* central = new QWidget(this);
+  central->setAutoFillBackground(true);  // opaque: see TrieView
   auto* cl = new QVBoxLayout(central);
   cl->setContentsMargins(0, 0, 0, 0);
   timeline_ = new Timeline(ctx_, central);
@@ -73,8 +75,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   beams_ = new BeamsPane(ctx_, this);
   constraint_ = new JsonPane(ctx_, QStringLiteral("constraint"),
                              tr("Step %1 has no \"constraint\" record: this trace was decoded without a logits constraint."), this);
-  verify_ = new JsonPane(ctx_, QStringLiteral("verify"),
-                         tr("Step %1 has no \"verify\" record: not a speculative (draft/verify) trace."), this);
+  verify_ = new VerifyPane(ctx_, this);
   diff_ = new DiffPane(ctx_, this);
   auto* dMask = dock(tr("Attention mask + position ids"), mask_, Qt::RightDockWidgetArea, "mask");
   auto* dKv = dock(tr("KV cache"), kv_, Qt::BottomDockWidgetArea, "kv");
@@ -106,8 +107,18 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   buildMenus();
   ctx_.addViewer(this);
   connect(&ctx_, &TraceContext::errorOccurred, this, [this](const QString& m) { showError(tr("Cannot replay this step"), m); });
-  connect(&ctx_, &TraceContext::traceLoaded, this, [this, dDiff] {
+  // Panes in hidden dock tabs skip their widget updates until shown.
+  connect(dVer, &QDockWidget::visibilityChanged, verify_, &VerifyPane::setOnScreen);
+  connect(dCons, &QDockWidget::visibilityChanged, constraint_, &JsonPane::setOnScreen);
+  // Bring the pane that explains this kind of trace to the front.
+  connect(verify_, &VerifyPane::speculativeTraceLoaded, this, [this, dVer, dMask] {
+    dVer->raise();
+    // The layers need the room more than a mask of a few dozen queries.
+    resizeDocks({dMask, dVer}, {height() / 4, height() / 3}, Qt::Vertical);
+  });
+  connect(&ctx_, &TraceContext::traceLoaded, this, [this, dDiff, dCons] {
     if (ctx_.diffMode()) dDiff->raise();
+    else if (constraint_->traceHasData()) dCons->raise();
   });
 }
 
@@ -481,7 +492,7 @@ void MainWindow::onSelectionChanged(TraceContext& ctx) {
   if (!ctx.loaded()) return;
   const StepView& v = ctx.view();
   const TraceDocument* d = ctx.shownDoc();
-  auto kv = [&](const char* k) { return v.kv.contains(k) && v.kv[k].is_number() ? QString::number(v.kv[k].get<int64_t>()) : QStringLiteral("?"); };
+  auto kv = [&](const char* k) { return v.kv.contains(k) && v.kv[k].is_number() ? QString::number(v.kv[k].get<int64_t>()) : QStringLiteral("n/a"); };
   QString s = tr("step %1 (%2 of %3)  |  phase %4  |  live beams %5  |  KV slots %6 in use / peak %7 (batch %8)  |  %9, %10")
                   .arg(ctx.step())
                   .arg(ctx.stepIndex() + 1)

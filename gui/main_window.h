@@ -21,6 +21,7 @@ class PlotsPane;
 class DiffPane;
 class BeamsPane;
 class JsonPane;
+class VerifyPane;
 class Timeline;
 
 class MainWindow final : public QMainWindow, public ITraceViewer {
@@ -37,7 +38,7 @@ class MainWindow final : public QMainWindow, public ITraceViewer {
   DiffPane* diffPane() const { return diff_; }
   BeamsPane* beamsPane() const { return beams_; }
   JsonPane* constraintPane() const { return constraint_; }
-  JsonPane* verifyPane() const { return verify_; }
+  VerifyPane* verifyPane() const { return verify_; }
   Timeline* timeline() const { return timeline_; }
   QString statusText() const;
 
@@ -93,7 +94,7 @@ class MainWindow final : public QMainWindow, public ITraceViewer {
   DiffPane* diff_;
   BeamsPane* beams_;
   JsonPane* constraint_;
-  JsonPane* verify_;
+  VerifyPane* verify_;
   Timeline* timeline_;
   StatusText* status_;
   QProgressBar* progress_;

@@ -81,6 +81,7 @@ void TraceContext::setShownSide(Side s) {
   if (s == B && !b_) s = A;
   if (s == shown_) return;
   shown_ = s;
+  computeForwardSlots();
   for (auto* v : viewers_) v->onStepChanged(*this);
   Q_EMIT stepChanged(step_);
 }
@@ -130,6 +131,8 @@ void TraceContext::schedulePrefetch() {
 void TraceContext::computeView() {
   viewA_ = StepView{};
   viewB_.reset();
+  fwdSlotToNode_.clear();
+  fwdSlotOfNode_.clear();
   if (!a_) return;
   for (auto& p : prefetch_)
     if (p.step == step_ && p.future.isValid()) {
@@ -139,6 +142,7 @@ void TraceContext::computeView() {
         viewA_ = std::move(v.a);
         viewB_ = std::move(v.b);
         prefetchSoon();
+        computeForwardSlots();
         return;
       }
     }
@@ -149,6 +153,42 @@ void TraceContext::computeView() {
   } catch (const Error& e) {
     Q_EMIT errorOccurred(QString::fromStdString(e.what()));
   }
+  computeForwardSlots();
+}
+
+void TraceContext::computeForwardSlots() {
+  fwdSlotToNode_.clear();
+  fwdSlotOfNode_.clear();
+  const TraceDocument* d = shownDoc();
+  const StepView& v = view();
+  const int32_t idx = d ? d->step_index(step_) : -1;
+  if (idx < 0 || static_cast<size_t>(idx) >= d->stats.size() || !d->stats[static_cast<size_t>(idx)].gc_after_forward || !v.forward ||
+      v.gc_slots_before < 0)
+    return;
+  // Before the gc, old slot `o` held what new slot `n` holds now (moves are
+  // (old, new) for every kept slot); the queries wrote their own slots.
+  fwdSlotToNode_.assign(static_cast<size_t>(std::max(v.gc_slots_before, v.forward->mask.cols)), kNoNode);
+  for (const auto& [o, n] : v.gc_moves)
+    if (o >= 0 && static_cast<size_t>(o) < fwdSlotToNode_.size() && n >= 0 && static_cast<size_t>(n) < v.slot_to_node.size())
+      fwdSlotToNode_[static_cast<size_t>(o)] = v.slot_to_node[static_cast<size_t>(n)];
+  const auto& f = *v.forward;
+  for (size_t r = 0; r < f.queries.size() && r < f.slots.size(); ++r)
+    if (f.slots[r] >= 0 && static_cast<size_t>(f.slots[r]) < fwdSlotToNode_.size()) fwdSlotToNode_[static_cast<size_t>(f.slots[r])] = f.queries[r];
+  fwdSlotOfNode_.assign(v.nodes.size(), -1);
+  for (size_t s = 0; s < fwdSlotToNode_.size(); ++s) {
+    const int32_t n = fwdSlotToNode_[s];
+    if (n >= 0 && static_cast<size_t>(n) < fwdSlotOfNode_.size()) fwdSlotOfNode_[static_cast<size_t>(n)] = static_cast<int32_t>(s);
+  }
+}
+
+int32_t TraceContext::forwardSlotOfNode(int32_t node) const {
+  if (fwdSlotToNode_.empty()) return slotOfNode(node);
+  return node >= 0 && static_cast<size_t>(node) < fwdSlotOfNode_.size() ? fwdSlotOfNode_[static_cast<size_t>(node)] : -1;
+}
+
+int32_t TraceContext::nodeInForwardSlot(int32_t slot) const {
+  if (fwdSlotToNode_.empty()) return nodeInSlot(slot);
+  return slot >= 0 && static_cast<size_t>(slot) < fwdSlotToNode_.size() ? fwdSlotToNode_[static_cast<size_t>(slot)] : -1;
 }
 
 void TraceContext::setStep(int32_t step) {

@@ -78,6 +78,13 @@ class TraceContext : public QObject {
   int32_t slotOfNode(int32_t node) const; // KV slot, -1
   int32_t nodeInSlot(int32_t slot) const; // -1
   int32_t nodeOfRow(int32_t row) const;   // query node of a forward row, -1
+  // The KV layout the forward pass read (the mask's columns). The same as
+  // slotOfNode / nodeInSlot unless the step compacted the cache after its
+  // pass (lookahead): then the pre-gc layout, rebuilt from the gc moves and
+  // the slots the queries wrote; -1 for a slot whose node is not known.
+  int32_t forwardSlotOfNode(int32_t node) const;
+  int32_t nodeInForwardSlot(int32_t slot) const;
+  bool forwardBeforeGc() const { return !fwdSlotToNode_.empty(); }
 
   const std::vector<TraceDivergence>& divergences() const { return divergences_; }
   const StepMarks& marks() const;  // for the current step
@@ -96,6 +103,8 @@ class TraceContext : public QObject {
  private:
   void computeView();
   void computeMarks();
+  void computeForwardSlots();
+  std::vector<int32_t> fwdSlotToNode_, fwdSlotOfNode_;
   // Replays the steps next to the shown one in the background, so stepping
   // to a neighbour costs no replay on the UI thread (docs/benchmarks-gui.md).
   struct Views {

@@ -35,10 +35,11 @@ TraceDocumentPtr trace_document_from_records(std::vector<json> records, const st
     const std::string kind = r.value("kind", "");
     if (kind != "step" && kind != "gc") continue;
     const int32_t s = r["step"].get<int32_t>();
-    if (doc->stats.empty() || doc->stats.back().step != s) doc->stats.push_back(StepStat{s, {}, -1, -1, -1, -1, -1, false});
+    if (doc->stats.empty() || doc->stats.back().step != s) doc->stats.push_back(StepStat{s, {}, -1, -1, -1, -1, -1, false, false});
     StepStat& st = doc->stats.back();
     if (kind == "gc") {
       st.gc = true;
+      st.gc_after_forward = !st.phase.empty();  // its step record came first
       continue;
     }
     st.phase = r.value("phase", "");

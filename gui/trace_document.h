@@ -19,6 +19,9 @@ struct StepStat {
   int64_t slots = -1, peak = -1, batch_slots = -1, live_beams = -1;
   double seconds = -1;  // per-step wall time when the backend recorded one
   bool gc = false;
+  // The step's gc record follows its step record (lookahead compacts after
+  // the pass): the forward's slots are the layout BEFORE this gc.
+  bool gc_after_forward = false;
 };
 
 struct TraceDocument {

@@ -8,6 +8,7 @@
 //       plus a synchronous repaint of the whole window
 //   layout [--nodes 100,200,400,800] : graphviz dot vs tidy layout time
 #include <QApplication>
+#include <QPaintEvent>
 #include <QElapsedTimer>
 
 #include <algorithm>
@@ -34,9 +35,19 @@ namespace {
 // Counts paint events per widget class during the stepping loop.
 struct PaintCounter : QObject {
   std::map<std::string, int> counts;
+  std::map<std::string, double> area;  // painted pixels per class
   bool on = false;
   bool eventFilter(QObject* o, QEvent* e) override {
-    if (on && e->type() == QEvent::Paint) ++counts[o->metaObject()->className()];
+    if (on && (e->type() == QEvent::LayoutRequest || e->type() == QEvent::Resize || e->type() == QEvent::Move ||
+               e->type() == QEvent::UpdateRequest) && getenv("TS_BENCH_EVENTS"))
+      std::cerr << "event " << int(e->type()) << " " << o->metaObject()->className() << " " << o->objectName().toStdString() << "\n";
+    if (on && e->type() == QEvent::Paint) {
+      std::string k = o->metaObject()->className();
+      if (k == "QWidget" && o->parent()) k += std::string("<") + o->parent()->metaObject()->className();
+      const QRect r = static_cast<QPaintEvent*>(e)->rect();
+      ++counts[k];
+      area[k] += static_cast<double>(r.width()) * r.height();
+    }
     return false;
   }
 };
@@ -131,11 +142,11 @@ int step_bench(const std::string& path, int repeat, int w, int h) {
   // Per-pane paint cost at the last step.
   counter.on = false;
   std::cout << "  paint events during the stepping loop:";
-  for (auto& [k, n] : counter.counts) std::cout << " " << k << "=" << n;
+  for (auto& [k, n] : counter.counts) std::cout << " " << k << "=" << n << " (" << static_cast<int64_t>(counter.area[k] / 1000) << " kpx)";
   std::cout << "\n";
   // First paint of each pane right after a step (its caches cold).
   const char* names[] = {"trie", "mask", "kv", "plots"};
-  std::vector<double> second_trie;
+  std::vector<double> second_trie, rest_ms;
   for (size_t i = 1; i < steps.size(); ++i) {
     win.context().setStep(steps[i - 1]);
     QApplication::processEvents();
@@ -149,7 +160,13 @@ int step_bench(const std::string& path, int repeat, int w, int h) {
     const auto a = std::chrono::steady_clock::now();
     ws[0]->repaint();
     second_trie.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - a).count());
+    // What the event loop still does once the four panes have painted:
+    // the other widgets (timeline, status, scroll bars, docks) and the flush.
+    const auto b = std::chrono::steady_clock::now();
+    QApplication::processEvents();
+    rest_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - b).count());
   }
+  std::cout << "  rest of the frame after the four panes painted (other widgets + flush): median " << median(rest_ms) << " ms\n";
   std::cout << "  second repaint after a step, trie: median " << median(second_trie) << " ms\n";
   for (int k = 0; k < 4; ++k) std::cout << "  first repaint after a step, " << names[k] << ": median " << median(first_ms[k]) << " ms\n";
   std::vector<double> replay_ms;

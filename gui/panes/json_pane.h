@@ -21,8 +21,19 @@ class JsonPane final : public QWidget, public ITraceViewer {
   void onTraceLoaded(TraceContext& ctx) override;
   void onStepChanged(TraceContext& ctx) override;
   void onSelectionChanged(TraceContext&) override {}
-  JsonTreeModel* model() const { return model_; }
+  // Brings the model up to date if the pane was hidden at the last step.
+  JsonTreeModel* model() {
+    if (widgetsStale_) updateWidgets();
+    return model_;
+  }
   bool hasData() const { return has_; }
+  // Some step record of the loaded trace carries the key.
+  bool traceHasData() const { return traceHas_; }
+  // See VerifyPane::setOnScreen.
+  void setOnScreen(bool on) {
+    onScreen_ = on;
+    if (on && widgetsStale_) updateWidgets();
+  }
 
  private:
   TraceContext& ctx_;
@@ -31,6 +42,13 @@ class JsonPane final : public QWidget, public ITraceViewer {
   QTreeView* tree_;
   JsonTreeModel* model_;
   bool has_ = false;
+  bool traceHas_ = false;
+  bool widgetsStale_ = false;
+  bool onScreen_ = true;
+  void updateWidgets();
+
+ protected:
+  void showEvent(QShowEvent* e) override;
 };
 
 }  // namespace triescope::gui

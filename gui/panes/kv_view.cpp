@@ -13,6 +13,8 @@
 namespace triescope::gui {
 
 KvView::KvView(TraceContext& ctx, QWidget* parent) : QWidget(parent), ctx_(ctx) {
+  // paintEvent fills its whole rect: no parent repaint underneath it.
+  setAttribute(Qt::WA_OpaquePaintEvent);
   setMinimumHeight(120);
   ctx_.addViewer(this);
 }
@@ -75,7 +77,7 @@ int KvView::slotAt(QPoint p) const {
 QString KvView::headerText() const {
   const StepView& v = ctx_.view();
   auto num = [&](const char* k) -> QString {
-    return v.kv.contains(k) && v.kv[k].is_number() ? QString::number(v.kv[k].get<int64_t>()) : QStringLiteral("?");
+    return v.kv.contains(k) && v.kv[k].is_number() ? QString::number(v.kv[k].get<int64_t>()) : QStringLiteral("n/a");
   };
   QString s = tr("trie: %1 slots in use (peak %2)   |   batch baseline: %3 slots   |   live beams %4")
                   .arg(num("slots"), num("peak"), num("batch_slots"), num("live_beams"));
@@ -88,6 +90,12 @@ void KvView::paintEvent(QPaintEvent*) {
   QPainter p(this);
   p.fillRect(rect(), palette().base());
   if (!ctx_.loaded()) return;
+  // A paint that comes before this pane heard of the new step (another pane
+  // flushed posted events first) must not index with the old geometry.
+  if (slots_ != static_cast<int>(ctx_.view().slot_to_node.size()) || branch_.size() != ctx_.view().nodes.size()) {
+    branch_ = node_branches(ctx_.view());
+    relayout();
+  }
   const StepView& v = ctx_.view();
   const TraceDocument* doc = ctx_.shownDoc();
   QFont f = font();

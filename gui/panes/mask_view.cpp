@@ -46,10 +46,36 @@ QRect MaskView::gridRect() const {
   return QRect(leftMargin(), topMargin(), std::max(0, vp.width() - leftMargin()), std::max(0, vp.height() - topMargin() - kBottom));
 }
 
-void MaskView::onTraceLoaded(TraceContext&) { fitPending_ = true; }
+void MaskView::onTraceLoaded(TraceContext&) {
+  fitPending_ = true;
+  shown_ = Shown{};
+  viewport()->update();
+}
 
+bool MaskView::sameAsShown() {
+  const StepView& v = ctx_.view();
+  Shown now;
+  now.draftNote = v.extra.is_object() && v.extra.contains("draft_forwards");
+  if (v.forward) {
+    const ForwardView& f = *v.forward;
+    now.rows = f.mask.rows;
+    now.cols = f.mask.cols;
+    now.queries = f.queries;
+    now.positions = f.positions;
+    now.slots = f.slots;
+    now.words.assign(f.mask.words.begin(), f.mask.words.end());
+    now.owners.resize(static_cast<size_t>(std::max(0, f.mask.cols)));
+    for (int c = 0; c < f.mask.cols; ++c) now.owners[static_cast<size_t>(c)] = ctx_.nodeInForwardSlot(c);
+  }
+  const bool same = now == shown_;
+  shown_ = std::move(now);
+  return same;
+}
 
-void MaskView::onStepChanged(TraceContext&) {
+void MaskView::onStepChanged(TraceContext& ctx) {
+  // Diff marks and the tooltip depend on more than the pass: always repaint there.
+  const bool same = sameAsShown() && !ctx.diffMode();
+  if (same && hoverRow_ < 0) return;
   hoverRow_ = hoverCol_ = -1;
   // Until the user zooms, every step is shown whole (the mask grows).
   if (fitPending_ && rows() > 0) fit();
@@ -59,7 +85,7 @@ void MaskView::onStepChanged(TraceContext&) {
 
 void MaskView::onSelectionChanged(TraceContext& ctx) {
   // Bring the selected row/column into view.
-  const int r = ctx.rowOfNode(ctx.selectedNode()), c = ctx.slotOfNode(ctx.selectedNode());
+  const int r = ctx.rowOfNode(ctx.selectedNode()), c = ctx.forwardSlotOfNode(ctx.selectedNode());
   const QRect g = gridRect();
   if (c >= 0) {
     const int x = int(c * cw_);
@@ -152,7 +178,7 @@ QString MaskView::cellExplanation(int row, int col) const {
   const TraceDocument* doc = ctx_.shownDoc();
   const bool allowed = f.mask.test(row, col);
   const int32_t q = row < static_cast<int>(f.queries.size()) ? f.queries[static_cast<size_t>(row)] : -1;
-  const int32_t k = ctx_.nodeInSlot(col);
+  const int32_t k = ctx_.nodeInForwardSlot(col);
   auto describe = [&](int32_t id) {
     if (id < 0 || static_cast<size_t>(id) >= v.nodes.size()) return QStringLiteral("?");
     const TreeNode& n = v.nodes[static_cast<size_t>(id)];
@@ -195,7 +221,13 @@ void MaskView::paintTo(QPainter& p, QRect area, int sx, int sy) const {
   p.fillRect(area, palette().window());
   const StepView& v = ctx_.view();
   if (!v.forward || rows() == 0) {
-    p.drawText(area, Qt::AlignCenter, ctx_.loaded() ? tr("no forward pass recorded at this step") : tr("no trace loaded"));
+    QString msg = ctx_.loaded() ? tr("no forward pass recorded at this step") : tr("no trace loaded");
+    // Speculative draft steps: the target's pass is at the verify step.
+    if (ctx_.loaded() && ctx_.view().extra.is_object() && ctx_.view().extra.contains("draft_forwards"))
+      msg = tr("draft step: the draft model's %1 pass(es) are in the record's draft_forwards;\n"
+               "the target scores these drafts in one forest pass at the next (verify) step")
+                .arg(ctx_.view().extra["draft_forwards"].is_array() ? ctx_.view().extra["draft_forwards"].size() : 0);
+    p.drawText(area, Qt::AlignCenter, msg);
     return;
   }
   const auto& f = *v.forward;
@@ -203,7 +235,7 @@ void MaskView::paintTo(QPainter& p, QRect area, int sx, int sy) const {
   const int L = leftMargin(), T = topMargin();
   const QRect g(area.left() + L, area.top() + T, std::max(0, area.width() - L), std::max(0, area.height() - T - kBottom));
   const int R = rows(), C = cols();
-  const int selRow = ctx_.rowOfNode(ctx_.selectedNode()), selCol = ctx_.slotOfNode(ctx_.selectedNode());
+  const int selRow = ctx_.rowOfNode(ctx_.selectedNode()), selCol = ctx_.forwardSlotOfNode(ctx_.selectedNode());
   const double cw = cw_, chh = ch_;
 
   // The bitmap is sampled per screen pixel, so its cost is the viewport's
@@ -314,7 +346,7 @@ void MaskView::paintTo(QPainter& p, QRect area, int sx, int sy) const {
     const double x = g.left() + col * cw - sx;
     p.setPen(col == selCol ? selText : text);
     if (colLabels) {
-      const int32_t k = ctx_.nodeInSlot(col);
+      const int32_t k = ctx_.nodeInForwardSlot(col);
       const QString t = QStringLiteral("%1 %2").arg(col).arg(k >= 0 ? token_label(*doc->replay, v.nodes[static_cast<size_t>(k)].token, 10) : QStringLiteral("free"));
       p.save();
       p.translate(x + cw / 2 + 4, g.top() - 4);
@@ -337,7 +369,7 @@ void MaskView::paintTo(QPainter& p, QRect area, int sx, int sy) const {
   int maxDepth = 1;
   for (const auto& nd : v.nodes) maxDepth = std::max(maxDepth, nd.depth);
   for (int col = c0; col <= c1; ++col) {
-    const int32_t k = ctx_.nodeInSlot(col);
+    const int32_t k = ctx_.nodeInForwardSlot(col);
     const QRectF cell(g.left() + col * cw - sx, strip.top(), std::max(cw, 1.0), strip.height());
     if (k < 0) {
       p.fillRect(cell, Qt::white);
@@ -418,7 +450,7 @@ void MaskView::mousePressEvent(QMouseEvent* e) {
   // The column axis and the position strip select the slot's node.
   if (pos.x() >= g.left() && (pos.y() < g.top() || pos.y() > g.bottom())) {
     const int col = int(std::floor((pos.x() - g.left() + horizontalScrollBar()->value()) / cw_));
-    if (col >= 0 && col < cols()) ctx_.selectNode(ctx_.nodeInSlot(col));
+    if (col >= 0 && col < cols()) ctx_.selectNode(ctx_.nodeInForwardSlot(col));
   } else if (pos.x() < g.left() && pos.y() >= g.top() && pos.y() <= g.bottom()) {
     const int row = int(std::floor((pos.y() - g.top() + verticalScrollBar()->value()) / ch_));
     if (row >= 0 && row < rows()) ctx_.selectNode(ctx_.nodeOfRow(row));

@@ -5,6 +5,9 @@
 #pragma once
 #include <QAbstractScrollArea>
 
+#include <cstdint>
+#include <vector>
+
 #include "gui/trace_context.h"
 
 namespace triescope::gui {
@@ -54,6 +57,21 @@ class MaskView final : public QAbstractScrollArea, public ITraceViewer {
   double cw_ = 16, ch_ = 16;  // cell width and height in pixels (fit() may make them differ)
   bool fitPending_ = true;
   int hoverRow_ = -1, hoverCol_ = -1;
+  // What the last painted step showed: a step whose pass and column layout
+  // are identical (same queries, positions, slots, bits, slot owners) needs
+  // no repaint (docs/benchmarks-gui.md).
+  struct Shown {
+    std::vector<int32_t> queries, positions, slots, owners;
+    std::vector<uint64_t> words;
+    int rows = -1, cols = -1;
+    bool draftNote = false;
+    bool operator==(const Shown& o) const {
+      return rows == o.rows && draftNote == o.draftNote && cols == o.cols && queries == o.queries && positions == o.positions && slots == o.slots &&
+             owners == o.owners && words == o.words;
+    }
+  };
+  Shown shown_;
+  bool sameAsShown();
 };
 
 }  // namespace triescope::gui

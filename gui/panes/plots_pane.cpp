@@ -1,5 +1,8 @@
 #include "gui/panes/plots_pane.h"
 
+#include <QBarCategoryAxis>
+#include <QBarSeries>
+#include <QBarSet>
 #include <QChart>
 #include <QChartView>
 #include <QLineSeries>
@@ -49,6 +52,8 @@ PlotsPane::PlotsPane(TraceContext& ctx, QWidget* parent) : QWidget(parent), ctx_
   kvY_->setTitleText(tr("slots"));
   kvX_->setLabelFormat("%d");
   kvY_->setLabelFormat("%d");
+  // Short plots elide the tick labels to "..." otherwise.
+  kvY_->setTruncateLabels(false);
   kv->addAxis(kvX_, Qt::AlignBottom);
   kv->addAxis(kvY_, Qt::AlignLeft);
   for (auto* s : {trie_, peak_, batch_, marker_}) {
@@ -77,8 +82,17 @@ PlotsPane::PlotsPane(TraceContext& ctx, QWidget* parent) : QWidget(parent), ctx_
   }
   timeView_ = new ClickChartView(tc, jump);
 
+  accChart_ = new QChart;
+  accChart_->legend()->setAlignment(Qt::AlignBottom);
+  accChart_->setMargins(QMargins(4, 4, 4, 4));
+  accView_ = new ClickChartView(accChart_, [this, jump](double x) {
+    if (!acc_.has_layers()) jump(x);  // the bar chart's x is a layer, not a step
+  });
+  accView_->setRenderHint(QPainter::Antialiasing);
+
   tabs_ = new QTabWidget(this);
   tabs_->addTab(kvView_, tr("KV slots"));
+  tabs_->addTab(accView_, tr("acceptance"));
   tabs_->addTab(timeView_, tr("step time"));
   auto* l = new QVBoxLayout(this);
   l->setContentsMargins(0, 0, 0, 0);
@@ -125,13 +139,105 @@ void PlotsPane::onTraceLoaded(TraceContext& ctx) {
   kvY_->applyNiceNumbers();
   tX_->setRange(0, last);
   tY_->setRange(0, std::max(tMax_ * 1.1, 1e-3));
-  tabs_->setTabEnabled(1, !tm.isEmpty());
-  tabs_->setTabToolTip(1, tm.isEmpty() ? tr("this trace has no per-step \"seconds\"") : QString());
+  tabs_->setTabEnabled(2, !tm.isEmpty());
+  tabs_->setTabText(2, tm.isEmpty() ? tr("step time (not recorded)") : tr("step time"));
+  tabs_->setTabToolTip(2, tm.isEmpty() ? tr("no step record of this trace has a \"seconds\" field (wall time per step)") : QString());
+  buildAcceptance(*doc);
+}
+
+bool PlotsPane::hasAcceptance() const { return acc_.has_layers() || !acc_.per_step.empty(); }
+
+void PlotsPane::buildAcceptance(const TraceDocument& doc) {
+  acc_ = acceptance_series(*doc.replay);
+  accChart_->removeAllSeries();
+  for (QAbstractAxis* a : accChart_->axes()) {
+    accChart_->removeAxis(a);
+    delete a;
+  }
+  accMarker_ = nullptr;
+  const bool on = hasAcceptance();
+  tabs_->setTabEnabled(1, on);
+  tabs_->setTabText(1, on ? tr("acceptance") : tr("acceptance (no verify steps)"));
+  if (!on) {
+    accChart_->setTitle(QString());
+    return;
+  }
+  if (acc_.has_layers()) {
+    // Per draft layer over the whole trace: how often the layer passed
+    // (W_L^(l) drafts accepted), the fraction of tested drafts accepted, and
+    // the mean of the decoder's Eq. 5 prediction when it recorded one.
+    int32_t iters = 0;
+    for (const auto& L : acc_.layers) iters = std::max(iters, L.verified);
+    accChart_->setTitle(tr("acceptance per draft layer (%1 verify steps)").arg(iters));
+    auto* pass = new QBarSet(tr("layer passed"));
+    auto* draft = new QBarSet(tr("drafts accepted / tested"));
+    auto* pred = new QBarSet(tr("Eq. 5 predicted pass (mean)"));
+    pass->setColor(QColor(0, 150, 136));
+    draft->setColor(QColor(120, 190, 230));
+    pred->setColor(QColor(200, 200, 200));
+    QStringList cats;
+    bool anyPred = false;
+    for (const auto& L : acc_.layers) {
+      pass->append(L.verified ? double(L.passed) / L.verified : 0.0);
+      draft->append(L.tested ? double(L.accepted) / L.tested : 0.0);
+      pred->append(L.verified ? L.predicted_sum / L.verified : 0.0);
+      anyPred |= L.predicted_sum > 0;
+      cats << tr("layer %1\n%2 verified, mean W_L %3").arg(L.layer).arg(L.verified).arg(L.verified ? L.width_sum / L.verified : 0.0, 0, 'f', 1);
+    }
+    auto* bars = new QBarSeries;
+    bars->append(pass);
+    bars->append(draft);
+    if (anyPred) bars->append(pred);
+    else delete pred;
+    bars->setLabelsVisible(true);
+    bars->setLabelsFormat(QStringLiteral("@value"));
+    bars->setLabelsPrecision(2);
+    accChart_->addSeries(bars);
+    auto* ax = new QBarCategoryAxis;
+    ax->append(cats);
+    auto* ay = new QValueAxis;
+    ay->setRange(0, 1.05);
+    ay->setTitleText(tr("fraction"));
+    accChart_->addAxis(ax, Qt::AlignBottom);
+    accChart_->addAxis(ay, Qt::AlignLeft);
+    bars->attachAxis(ax);
+    bars->attachAxis(ay);
+    return;
+  }
+  // Lookahead: tokens produced per pass (accepted candidate tokens + the greedy one).
+  accChart_->setTitle(tr("tokens accepted per pass (1 = no candidate token matched)"));
+  auto* line = series(accChart_, tr("tokens per pass"), QColor(0, 150, 136), 1.5);
+  accMarker_ = series(accChart_, tr("current step"), QColor(255, 170, 0), 2);
+  QList<QPointF> pts;
+  double sum = 0;
+  accMax_ = 1;
+  for (const auto& [st, n] : acc_.per_step) {
+    pts.append(QPointF(st, n));
+    sum += n;
+    accMax_ = std::max(accMax_, double(n));
+  }
+  line->replace(pts);
+  line->setName(tr("tokens per pass (mean %1)").arg(sum / std::max<size_t>(1, acc_.per_step.size()), 0, 'f', 2));
+  auto* ax = new QValueAxis;
+  auto* ay = new QValueAxis;
+  ax->setTitleText(tr("step"));
+  ax->setLabelFormat("%d");
+  ax->setRange(0, std::max(1, doc.replay->last_step()));
+  ay->setTitleText(tr("tokens"));
+  ay->setLabelFormat("%d");
+  ay->setRange(0, accMax_ + 1);
+  accChart_->addAxis(ax, Qt::AlignBottom);
+  accChart_->addAxis(ay, Qt::AlignLeft);
+  for (auto* s : {line, accMarker_}) {
+    s->attachAxis(ax);
+    s->attachAxis(ay);
+  }
 }
 
 void PlotsPane::onStepChanged(TraceContext& ctx) {
   marker_->replace(QList<QPointF>{{double(ctx.step()), 0}, {double(ctx.step()), kvMax_ * 1.05}});
   timeMarker_->replace(QList<QPointF>{{double(ctx.step()), 0}, {double(ctx.step()), std::max(tMax_ * 1.1, 1e-3)}});
+  if (accMarker_) accMarker_->replace(QList<QPointF>{{double(ctx.step()), 0}, {double(ctx.step()), accMax_ + 1}});
 }
 
 }  // namespace triescope::gui

@@ -1,10 +1,12 @@
 // Plots over the whole trace (Qt Charts): KV slots per step for the trie vs
-// the batch baseline, and per-step time when the backend recorded it; a
+// the batch baseline, acceptance per draft layer (DSBD, speculative) or per
+// pass (lookahead), and per-step time when the backend recorded it; a
 // marker follows the current step; clicking a plot jumps to that step.
 #pragma once
 #include <QWidget>
 
 #include "gui/trace_context.h"
+#include "gui/verify_info.h"
 
 class QChart;
 class QChartView;
@@ -23,12 +25,23 @@ class PlotsPane final : public QWidget, public ITraceViewer {
   void onStepChanged(TraceContext& ctx) override;
   void onSelectionChanged(TraceContext&) override {}
   int seriesPointCount(int series) const;  // 0 trie slots, 1 batch slots, 2 peak
+  // Acceptance tab (speculative traces): per-layer bars or per-step line.
+  bool hasAcceptance() const;
+  const AcceptanceSeries& acceptance() const { return acc_; }
+  QChart* acceptanceChart() const { return accChart_; }
+  QTabWidget* tabs() const { return tabs_; }
 
  private:
   TraceContext& ctx_;
   QTabWidget* tabs_;
   QChartView* kvView_;
   QChartView* timeView_;
+  QChartView* accView_;
+  QChart* accChart_;
+  AcceptanceSeries acc_;
+  QLineSeries* accMarker_ = nullptr;
+  double accMax_ = 1;
+  void buildAcceptance(const TraceDocument& doc);
   QLineSeries *trie_, *batch_, *peak_, *marker_, *time_, *timeMarker_;
   QValueAxis *kvX_, *kvY_, *tX_, *tY_;
   double kvMax_ = 1, tMax_ = 1;

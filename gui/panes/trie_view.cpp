@@ -1,6 +1,7 @@
 #include "gui/panes/trie_view.h"
 
 #include <QCheckBox>
+#include <QCoreApplication>
 #include <QGraphicsItem>
 #include <QGraphicsScene>
 #include <QGraphicsSceneMouseEvent>
@@ -47,6 +48,7 @@ class TreeItem final : public QGraphicsItem {
   const StepMarks* marks = nullptr;
   std::vector<char> added;  // [nodes]
   int32_t selected = -1;
+  bool gcAfterForward = false;  // this step compacts the cache after its pass
   std::function<void(int32_t)> onClick;
 
   QRectF boundingRect() const override { return lay ? lay->bounds.adjusted(-8, -8, 8, 8) : QRectF(); }
@@ -87,7 +89,11 @@ class TreeItem final : public QGraphicsItem {
       if (!r.intersects(exposed)) continue;
       const int32_t id = lay->ids[i];
       const TreeNode& n = view->nodes[static_cast<size_t>(id)];
-      const bool collected = n.slot < 0;  // its KV was garbage-collected
+      // Faded: its KV was garbage-collected at an earlier step. A node added
+      // at this step without a slot is new (not written yet, or computed in
+      // this pass and compacted right after it, as lookahead does).
+      const bool isAdded = static_cast<size_t>(id) < added.size() && added[static_cast<size_t>(id)];
+      const bool collected = n.slot < 0 && !isAdded;
       QColor fill = status_color(n.status).lighter(n.status == NodeStatus::pruned ? 115 : 150);
       QColor border = status_color(n.status).darker(130);
       p->setOpacity(collected ? 0.4 : 1.0);
@@ -138,7 +144,11 @@ class TreeItem final : public QGraphicsItem {
                    .arg(id)
                    .arg(n.token)
                    .arg(n.depth)
-                   .arg(n.slot < 0 ? QStringLiteral("none (collected)") : QString::number(n.slot))
+                   .arg(n.slot >= 0 ? QString::number(n.slot)
+                        : static_cast<size_t>(id) < added.size() && added[static_cast<size_t>(id)]
+                            ? (gcAfterForward ? QStringLiteral("none (computed in this pass, collected right after it)")
+                                              : QStringLiteral("none yet (written when it is fed)"))
+                            : QStringLiteral("none (collected)"))
                    .arg(n.logprob, 0, 'f', 4)
                    .arg(status_text(n.status))
                    .arg(static_cast<size_t>(id) < added.size() && added[static_cast<size_t>(id)] ? QStringLiteral("\nadded at this step")
@@ -166,10 +176,13 @@ class ZoomView final : public QGraphicsView {
 }  // namespace
 
 TrieView::TrieView(TraceContext& ctx, QWidget* parent) : QWidget(parent), ctx_(ctx) {
+  // Opaque: a repaint of this pane does not repaint the main window under it.
+  setAutoFillBackground(true);
   scene_ = new QGraphicsScene(this);
   // One item draws the whole tree: a BSP index only costs a rebuild per step.
   scene_->setItemIndexMethod(QGraphicsScene::NoIndex);
   view_ = new ZoomView(scene_, this);
+  view_->setAutoFillBackground(true);  // opaque frame: no TrieView repaint under it
   view_->setDragMode(QGraphicsView::ScrollHandDrag);
   view_->setTransformationAnchor(QGraphicsView::AnchorUnderMouse);
   view_->setRenderHint(QPainter::Antialiasing);
@@ -233,10 +246,15 @@ TrieView::TrieView(TraceContext& ctx, QWidget* parent) : QWidget(parent), ctx_(c
 
 TrieView::~TrieView() { ctx_.removeViewer(this); }
 
-void TrieView::onTraceLoaded(TraceContext&) {
+void TrieView::onTraceLoaded(TraceContext& ctx) {
   layouts_.clear();
   labels_.clear();
   fitPending_ = true;
+  // Lookahead compacts after every pass: the dead guesses of all earlier
+  // passes would bury the current one. Start with them hidden (toggle back).
+  bool compactsEveryPass = false;
+  for (const StepStat& s : ctx.doc()->stats) compactsEveryPass |= s.gc_after_forward;
+  if (compactsEveryPass) setHideCollected(true);
 }
 
 void TrieView::onStepChanged(TraceContext&) { rebuild(); }
@@ -312,8 +330,11 @@ void TrieView::rebuild() {
   const StepView& v = ctx_.view();
   const TraceDocument* doc = ctx_.shownDoc();
   const size_t n = v.nodes.size();
+  std::vector<char> addedNow(n, 0);
+  for (int32_t a : v.added)
+    if (a >= 0 && static_cast<size_t>(a) < n) addedNow[static_cast<size_t>(a)] = 1;
   size_t collected = 0;
-  for (const auto& nd : v.nodes) collected += nd.slot < 0;
+  for (size_t i = 0; i < n; ++i) collected += v.nodes[i].slot < 0 && !addedNow[i];
   const auto key = std::make_tuple(n, int(ctx_.shownSide()), collapse_, hideCollected_, hideCollected_ ? collected : 0);
   std::shared_ptr<const CachedLayout> lay;
   if (auto it = layouts_.find(key); it != layouts_.end()) lay = it->second;
@@ -332,6 +353,8 @@ void TrieView::rebuild() {
         first_child[static_cast<size_t>(p)] = static_cast<int32_t>(i);
     }
     const int32_t fold_limit = std::max(doc->prompt_len, 3);
+    const std::string algo = doc->algorithm();
+    const bool scoreless = algo == "lookahead" || algo == "greedy" || algo == "multigen";
     if (collapse_)
       for (size_t i = 0; i < n; ++i) {
         if (v.nodes[i].id < 0 || v.nodes[i].parent >= 0) continue;
@@ -358,13 +381,14 @@ void TrieView::rebuild() {
       if (nd.id < 0 || hidden[i]) continue;
       // Collected nodes have no live descendants (GC keeps the ancestors of
       // live nodes), so hiding them removes whole dead subtrees.
-      if (hideCollected_ && nd.slot < 0) continue;
+      if (hideCollected_ && nd.slot < 0 && !addedNow[i]) continue;
       int32_t parent = nd.parent;
       if (labels_.size() < n) labels_.resize(n);
       NodeLabel& lab = labels_[i];
       if (lab.width < 0) {
         lab.line1 = token_label(*doc->replay, nd.token);
-        lab.line2 = QString::number(nd.logprob, 'f', 2);
+        // Greedy decoders record no scores (all 0): the node id says more.
+        lab.line2 = scoreless ? QStringLiteral("#%1").arg(nd.id) : QString::number(nd.logprob, 'f', 2);
         lab.width = std::clamp(std::max(fmb.horizontalAdvance(lab.line1), fm.horizontalAdvance(lab.line2)) + 14.0, 36.0, 150.0);
       }
       QString l1 = lab.line1, l2 = lab.line2;
@@ -411,9 +435,11 @@ void TrieView::rebuild() {
   item_->lay = lay;
   item_->view = &ctx_.view();
   item_->marks = ctx_.diffMode() ? &ctx_.marks() : nullptr;
-  item_->added.assign(n, 0);
-  for (int32_t a : v.added)
-    if (a >= 0 && static_cast<size_t>(a) < n) item_->added[static_cast<size_t>(a)] = 1;
+  item_->added = std::move(addedNow);
+  {
+    const int32_t si = doc->step_index(v.step);
+    item_->gcAfterForward = si >= 0 && static_cast<size_t>(si) < doc->stats.size() && doc->stats[static_cast<size_t>(si)].gc_after_forward;
+  }
   item_->selected = ctx_.selectedNode();
   engine_ = lay->engine;
   scene_->setSceneRect(item_->boundingRect());

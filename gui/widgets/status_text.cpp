@@ -6,6 +6,9 @@ namespace triescope::gui {
 
 StatusText::StatusText(QWidget* parent, int minWidth) : QWidget(parent), minWidth_(minWidth) {
   setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Fixed);
+  // Paints its whole rectangle: a new text repaints this widget only, not
+  // the parent underneath it.
+  setAttribute(Qt::WA_OpaquePaintEvent);
 }
 
 void StatusText::setText(const QString& t) {
@@ -20,6 +23,7 @@ QSize StatusText::minimumSizeHint() const { return sizeHint(); }
 
 void StatusText::paintEvent(QPaintEvent*) {
   QPainter p(this);
+  p.fillRect(rect(), palette().window());
   p.setPen(palette().windowText().color());
   p.drawText(rect().adjusted(2, 0, -2, 0), Qt::AlignLeft | Qt::AlignVCenter, fontMetrics().elidedText(text_, Qt::ElideRight, width() - 4));
 }

@@ -26,6 +26,7 @@
 #include "gui/panes/mask_view.h"
 #include "gui/panes/plots_pane.h"
 #include "gui/panes/trie_view.h"
+#include "gui/panes/verify_pane.h"
 #include "gui/step_colors.h"
 
 using namespace triescope;
