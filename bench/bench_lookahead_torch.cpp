@@ -10,30 +10,16 @@
 #include <string>
 
 #include "core/decode/lookahead.h"
+#include "bench/bench_llama.h"
 #include "core/model/torch/torch_transformer.h"
 
 using namespace triescope;
 
 int main(int argc, char** argv) {
-  std::map<std::string, std::string> a = {{"layers", "2"}, {"hidden", "128"}, {"vocab", "512"}, {"new", "128"}, {"seed", "3"}};
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string k = argv[i];
-    if (k.rfind("--", 0) != 0 || !a.count(k.substr(2))) {
-      std::fprintf(stderr, "bench_lookahead_torch: unknown option %s\n", k.c_str());
-      return 2;
-    }
-    a[k.substr(2)] = argv[i + 1];
-  }
+  bench::Options a = {{"layers", "2"}, {"hidden", "128"}, {"vocab", "512"}, {"new", "128"}, {"seed", "3"}};
+  if (!bench::parse_options(argc, argv, a, "bench_lookahead_torch")) return 2;
   try {
-    LlamaConfig c;
-    c.num_hidden_layers = std::stoi(a["layers"]);
-    c.hidden_size = std::stoi(a["hidden"]);
-    c.num_attention_heads = 4;
-    c.num_key_value_heads = 2;
-    c.head_dim = c.hidden_size / 4;
-    c.intermediate_size = c.hidden_size * 3;
-    c.vocab_size = std::stoi(a["vocab"]);
-    c.max_position_embeddings = 1 << 16;
+    const LlamaConfig c = bench::small_llama(a);
     TorchTransformer model(c, llama_random_weights(c, std::stoull(a["seed"]), 0.2), {});
     const int32_t T = std::stoi(a["new"]);
     // A repetitive prompt: a 6-token phrase said eight times.

@@ -14,31 +14,17 @@
 
 #include "core/common/error.h"
 #include "core/decode/multigen.h"
+#include "bench/bench_llama.h"
 #include "core/model/torch/torch_transformer.h"
 #include "core/trace/trace.h"
 
 using namespace triescope;
 
 int main(int argc, char** argv) {
-  std::map<std::string, std::string> a = {{"csv", ""}, {"layers", "2"}, {"hidden", "128"}, {"vocab", "1024"}, {"seed", "1"}};
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string k = argv[i];
-    if (k.rfind("--", 0) != 0 || !a.count(k.substr(2))) {
-      std::fprintf(stderr, "bench_multigen: unknown option %s\n", k.c_str());
-      return 2;
-    }
-    a[k.substr(2)] = argv[i + 1];
-  }
+  bench::Options a = {{"csv", ""}, {"layers", "2"}, {"hidden", "128"}, {"vocab", "1024"}, {"seed", "1"}};
+  if (!bench::parse_options(argc, argv, a, "bench_multigen")) return 2;
   try {
-    LlamaConfig c;
-    c.num_hidden_layers = std::stoi(a["layers"]);
-    c.hidden_size = std::stoi(a["hidden"]);
-    c.num_attention_heads = 4;
-    c.num_key_value_heads = 2;
-    c.head_dim = c.hidden_size / 4;
-    c.intermediate_size = c.hidden_size * 3;
-    c.vocab_size = std::stoi(a["vocab"]);
-    c.max_position_embeddings = 1 << 16;
+    const LlamaConfig c = bench::small_llama(a);
     TorchTransformer model(c, llama_random_weights(c, std::stoull(a["seed"]), 0.02), {});
     std::printf("config: layers %d, hidden %d, heads 4, kv_heads 2, vocab %d, fp32 CPU; temperature 1 sampling\n",
                 c.num_hidden_layers, c.hidden_size, c.vocab_size);
