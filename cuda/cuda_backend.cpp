@@ -2,6 +2,7 @@
 
 #include "core/common/error.h"
 #include "cuda/cuda_synthetic_model.h"
+#include "cuda/incremental_ancestor_mask.h"
 
 namespace triescope::cuda {
 
@@ -22,6 +23,9 @@ void sample_use_cuda(Sample& s) {
     TS_FAIL(s.path << ": " << e.what());
   }
   s.options.backend = kBackendName;
+  // The trie decoder's mask rows come from the device builder, so the trace
+  // records what the GPU built (the batch layout's rows are still host-built).
+  s.options.make_mask = [] { return std::make_unique<IncrementalAncestorMask>(); };
 }
 
 }  // namespace triescope::cuda

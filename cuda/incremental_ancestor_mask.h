@@ -8,26 +8,27 @@
 #include <memory>
 #include <vector>
 
+#include "core/mask/ancestor_mask.h"
 #include "core/mask/bit_mask.h"
 #include "core/tree/token_tree.h"
 #include "cuda/mask_row_planner.h"
 
 namespace triescope::cuda {
 
-class IncrementalAncestorMask {
+class IncrementalAncestorMask final : public MaskRowBuilder {
  public:
   IncrementalAncestorMask();
-  ~IncrementalAncestorMask();
+  ~IncrementalAncestorMask() override;
   IncrementalAncestorMask(const IncrementalAncestorMask&) = delete;
   IncrementalAncestorMask& operator=(const IncrementalAncestorMask&) = delete;
 
   // Forgets everything; `capacity_slots` is a hint for the row width.
-  void reset(int32_t capacity_slots = 64);
+  void reset(int32_t capacity_slots = 64) override;
   // Builds rows for `nodes` (parents before children; slots set) on the
   // device and returns them over `num_slots` columns, copied back.
-  BitMask extend(const TokenTree& tree, const std::vector<int32_t>& nodes, int32_t num_slots);
+  BitMask extend(const TokenTree& tree, const std::vector<int32_t>& nodes, int32_t num_slots) override;
   // Keeps only the rows of `nodes` (the next step's possible parents).
-  void retain(const std::vector<int32_t>& nodes) { planner_.retain(nodes); }
+  void retain(const std::vector<int32_t>& nodes) override { planner_.retain(nodes); }
   // Parents whose row was not held: their row was walked on the host.
   int64_t fallback_rows() const { return planner_.fallback_rows(); }
   int32_t held_rows() const { return planner_.held_rows(); }

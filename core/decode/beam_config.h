@@ -2,12 +2,15 @@
 // candidates, EOS handling, length_penalty, early_stopping).
 #pragma once
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "core/config/json_reader.h"
+#include "core/mask/ancestor_mask.h"
 
 namespace triescope {
 
@@ -62,6 +65,9 @@ void log_softmax_row(const float* logits, int32_t vocab, double* out);
 struct DecodeOptions {
   int32_t keyframe_interval = 16;  // steps between full-tree keyframes in the trace
   std::string backend = "cpu-reference";
+  // Builds the trie decoder's mask rows; empty: the CPU reference
+  // (IncrementalAncestorMask). The cuda backend installs its device builder.
+  std::function<std::unique_ptr<MaskRowBuilder>()> make_mask;
 };
 
 }  // namespace triescope

@@ -5,7 +5,7 @@
 namespace triescope {
 
 StepInput tree_step_input(const TokenTree& tree, const std::vector<int32_t>& nodes, int32_t num_slots,
-                          IncrementalAncestorMask* inc) {
+                          MaskRowBuilder* inc) {
   StepInput in;
   in.tokens.reserve(nodes.size());
   for (int32_t id : nodes) {

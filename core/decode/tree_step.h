@@ -13,7 +13,7 @@ namespace triescope {
 // Mask rows come from `inc` when given (parents' rows must be held or are
 // walked), else from a full ancestor walk.
 StepInput tree_step_input(const TokenTree& tree, const std::vector<int32_t>& nodes, int32_t num_slots,
-                          IncrementalAncestorMask* inc = nullptr);
+                          MaskRowBuilder* inc = nullptr);
 
 // The trace's "forward" object for a StepInput built from `nodes`.
 nlohmann::json tree_step_json(const std::vector<int32_t>& nodes, const StepInput& in);

@@ -74,7 +74,9 @@ DecodeResult trie_beam_search(Model& model, const std::vector<int32_t>& prompt, 
   model.reset();
   TokenTree tree;
   KvSlots slots;
-  IncrementalAncestorMask mask;
+  std::unique_ptr<MaskRowBuilder> mask_owner =
+      opt.make_mask ? opt.make_mask() : std::make_unique<IncrementalAncestorMask>();
+  MaskRowBuilder& mask = *mask_owner;
   const int64_t bps = model.kv_shape().bytes_per_slot();
   DecodeResult res;
   DecodeMetrics& m = res.metrics;

@@ -17,20 +17,32 @@ BitMask ancestor_mask_build(const TokenTree& tree, const std::vector<int32_t>& q
 // Position ids of the queries: their depths.
 std::vector<int32_t> position_ids(const TokenTree& tree, const std::vector<int32_t>& queries);
 
+// What a decoder needs from whoever builds its per-step mask rows: the
+// reference below, or a device builder (cuda/incremental_ancestor_mask.h),
+// installed through DecodeOptions::make_mask so a trace records the rows the
+// backend actually built.
+class MaskRowBuilder {
+ public:
+  virtual ~MaskRowBuilder() = default;
+  virtual void reset(int32_t capacity_slots = 64) = 0;
+  virtual BitMask extend(const TokenTree& tree, const std::vector<int32_t>& nodes, int32_t num_slots) = 0;
+  virtual void retain(const std::vector<int32_t>& nodes) = 0;
+};
+
 // Incremental builder. Keeps one row per "open" node (a node that may still
 // get children: the frontier). A new node's row is its parent's row plus its
 // own slot bit, so a step costs O(new rows x row words), independent of depth.
 // A parent whose row is not held (after a GC, or a node never opened) falls
 // back to the ancestor walk; `fallback_rows()` counts those.
-class IncrementalAncestorMask {
+class IncrementalAncestorMask final : public MaskRowBuilder {
  public:
   // Forgets everything; `capacity_slots` is a hint for the row width.
-  void reset(int32_t capacity_slots = 64);
+  void reset(int32_t capacity_slots = 64) override;
   // Appends rows for `nodes` (parents before children; slots must be set).
   // Returns the mask rows of `nodes` over `num_slots` columns.
-  BitMask extend(const TokenTree& tree, const std::vector<int32_t>& nodes, int32_t num_slots);
+  BitMask extend(const TokenTree& tree, const std::vector<int32_t>& nodes, int32_t num_slots) override;
   // Keeps only the rows of `nodes` (the next step's possible parents).
-  void retain(const std::vector<int32_t>& nodes);
+  void retain(const std::vector<int32_t>& nodes) override;
   int64_t fallback_rows() const { return fallback_rows_; }
   int32_t held_rows() const { return static_cast<int32_t>(rows_.size()); }
 
