@@ -65,7 +65,10 @@ int cmd_simulate(const Args& args) {
   base.gc_interval = p.has("gc") ? int_list(p.get("gc"), "gc").front() : (base.gc_interval > 0 ? base.gc_interval : 8);
 
   std::ostringstream csv;
-  csv << "beams,max_new_tokens,step,trie_slots,batch_slots,trie_peak\n";
+  // Mem/Tok per step: the trie paper's Eq. 1 over the KV cache, with the
+  // tokens so far (prompt + step) as the denominator.
+  csv << "beams,max_new_tokens,step,trie_slots,batch_slots,trie_peak,trie_mem_per_tok,batch_mem_per_tok\n";
+  const int64_t bps = model->kv_shape().bytes_per_slot();
   std::cout << "prompt " << prompt.size() << " tokens, gc every " << base.gc_interval << " steps, "
             << model->kv_shape().bytes_per_slot() << " bytes per slot\n";
   std::cout << std::setw(6) << "beams" << std::setw(8) << "length" << std::setw(12) << "trie peak" << std::setw(12)
@@ -83,9 +86,12 @@ int cmd_simulate(const Args& args) {
       const DecodeResult trie = trie_beam_search(*model, prompt, cfg, &sink, opt);
       const DecodeResult batch = batch_beam_search(*model, prompt, cfg);
       for (const auto& r : sink.records)
-        if (r.value("kind", "") == "step")
-          csv << b << "," << len << "," << r["step"] << "," << r["kv"]["slots"] << "," << r["kv"]["batch_slots"] << ","
-              << r["kv"]["peak"] << "\n";
+        if (r.value("kind", "") == "step") {
+          const int64_t step = r["step"].get<int64_t>(), tokens = static_cast<int64_t>(prompt.size()) + step;
+          csv << b << "," << len << "," << step << "," << r["kv"]["slots"] << "," << r["kv"]["batch_slots"] << ","
+              << r["kv"]["peak"] << "," << mem_per_token(r["kv"]["peak"].get<int64_t>() * bps, tokens, 0) << ","
+              << mem_per_token(r["kv"]["batch_slots"].get<int64_t>() * bps, tokens, 0) << "\n";
+        }
       bool same = trie.hypotheses.size() == batch.hypotheses.size();
       for (size_t i = 0; same && i < trie.hypotheses.size(); ++i) same = trie.hypotheses[i].tokens == batch.hypotheses[i].tokens;
       const auto& tm = trie.metrics;

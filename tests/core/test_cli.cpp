@@ -2,6 +2,7 @@
 // leave no output file behind.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <filesystem>
@@ -114,5 +115,8 @@ TEST_CASE("cli simulate: trie vs batch per step, CSV written atomically", "[cli]
   std::ifstream in(csv);
   std::string header;
   std::getline(in, header);
-  CHECK(header == "beams,max_new_tokens,step,trie_slots,batch_slots,trie_peak");
+  CHECK(header == "beams,max_new_tokens,step,trie_slots,batch_slots,trie_peak,trie_mem_per_tok,batch_mem_per_tok");
+  std::string row;
+  std::getline(in, row);
+  CHECK(std::count(row.begin(), row.end(), ',') == 7);
 }
