@@ -27,8 +27,7 @@ struct CudaSyntheticModel::Device {
   }
 };
 
-namespace {
-SyntheticLogitsConfig logits_config(const SyntheticConfig& c) {
+SyntheticLogitsConfig synthetic_logits_config(const SyntheticConfig& c) {
   SyntheticLogitsConfig d;
   d.vocab_size = c.vocab_size;
   d.seed = c.seed;
@@ -41,7 +40,6 @@ SyntheticLogitsConfig logits_config(const SyntheticConfig& c) {
   d.perturb_q8 = c.perturb_q8;
   return d;
 }
-}  // namespace
 
 CudaSyntheticModel::CudaSyntheticModel(SyntheticConfig cfg)
     : cfg_(cfg), description_(SyntheticModel(cfg).describe()) /* validates cfg too */, dev_(std::make_unique<Device>()) {
@@ -118,7 +116,7 @@ void CudaSyntheticModel::forward(const StepInput& in, Logits& out) {
   synthetic_kv_write(w, d.stream);
 
   SyntheticLogitsParams lp;
-  lp.cfg = logits_config(cfg_);
+  lp.cfg = synthetic_logits_config(cfg_);
   lp.kv_tokens = d.kv_tokens.data();
   lp.kv_positions = d.kv_positions.data();
   lp.num_slots = in.num_slots;

@@ -9,8 +9,12 @@
 #include <memory>
 
 #include "core/model/synthetic_model.h"
+#include "cuda/synthetic_logits.cuh"
 
 namespace triescope::cuda {
+
+// The kernel's plain copy of a SyntheticConfig (no KV shape, no host-only types).
+SyntheticLogitsConfig synthetic_logits_config(const SyntheticConfig& c);
 
 class CudaSyntheticModel final : public Model {
  public:

@@ -16,6 +16,7 @@
 #include "core/model/synthetic_model.h"
 #include "cuda/ancestor_mask.cuh"
 #include "cuda/beam_select.cuh"
+#include "cuda/cuda_synthetic_model.h"
 #include "cuda/incremental_ancestor_mask.h"
 #include "cuda/kv_compact.cuh"
 #include "cuda/synthetic_logits.cuh"
@@ -313,19 +314,6 @@ SyntheticConfig random_synthetic(std::mt19937_64& rng, int32_t vocab) {
   c.perturb_q8 = std::bernoulli_distribution(0.5)(rng) ? std::uniform_int_distribution<int32_t>(0, 4 * 256)(rng) : 0;
   return c;
 }
-cuda::SyntheticLogitsConfig to_device(const SyntheticConfig& c) {
-  cuda::SyntheticLogitsConfig d;
-  d.vocab_size = c.vocab_size;
-  d.seed = c.seed;
-  d.peakiness_q8 = c.peakiness_q8;
-  d.repetitiveness_q8 = c.repetitiveness_q8;
-  d.ngram = c.ngram;
-  d.eos_token = c.eos_token;
-  d.eos_per_million = c.eos_per_million;
-  d.perturb_seed = c.perturb_seed;
-  d.perturb_q8 = c.perturb_q8;
-  return d;
-}
 }  // namespace
 
 TEST_CASE("cuda synthetic_logits are bit-identical to synthetic_logits_fixed", "[cuda][model]") {
@@ -366,7 +354,7 @@ TEST_CASE("cuda synthetic_logits are bit-identical to synthetic_logits_fixed", "
   auto d_logits = poisoned<float>(want.size());
   auto d_status = fresh_status();
   cuda::SyntheticLogitsParams p;
-  p.cfg = to_device(cfg);
+  p.cfg = cuda::synthetic_logits_config(cfg);
   p.kv_tokens = d_tok.data();
   p.kv_positions = d_pos.data();
   p.num_slots = num_slots;
