@@ -98,8 +98,6 @@ DecodeResult trie_beam_search(Model& model, const std::vector<int32_t>& prompt, 
   };
   auto kv_json = [&](int32_t step, int32_t live_beams) {
     const int64_t batch = batch_baseline_slots(b, n, step);
-    m.peak_slots = std::max<int64_t>(m.peak_slots, slots.num_slots());
-    m.batch_peak_slots = std::max(m.batch_peak_slots, batch);
     return json{{"slots", slots.num_slots()}, {"peak", slots.peak()},      {"bytes", slots.num_slots() * bps},
                 {"batch_slots", batch},       {"batch_bytes", batch * bps}, {"live_beams", live_beams}};
   };
@@ -248,8 +246,6 @@ DecodeResult trie_beam_search(Model& model, const std::vector<int32_t>& prompt, 
       trace->record(std::move(rec));
       if (opt.keyframe_interval > 0 && step % opt.keyframe_interval == 0)
         trace->record(trace_keyframe(step, tree, slots.num_slots()));
-    } else {
-      kv_json(step, static_cast<int32_t>(beams.size()));
     }
   }
 
@@ -263,7 +259,8 @@ DecodeResult trie_beam_search(Model& model, const std::vector<int32_t>& prompt, 
     }
   res.hypotheses = finished.best_first();
   m.final_slots = slots.num_slots();
-  m.peak_slots = std::max<int64_t>(m.peak_slots, slots.peak());
+  m.peak_slots = slots.peak();  // KvSlots keeps the high-water mark across compactions
+  m.batch_peak_slots = batch_baseline_slots(b, n, m.steps);  // grows with every step
   m.peak_bytes = m.peak_slots * bps;
   m.batch_peak_bytes = m.batch_peak_slots * bps;
   m.output_len = res.hypotheses.empty() ? 0 : static_cast<int32_t>(res.hypotheses.front().tokens.size());
