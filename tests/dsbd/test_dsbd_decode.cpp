@@ -10,6 +10,7 @@
 #include "core/model/scripted_model.h"
 #include "core/model/synthetic_model.h"
 #include "core/trace/trace_diff.h"
+#include "tests/common/model_contract.h"
 #include "core/trace/trace_replay.h"
 
 using namespace triescope;
@@ -247,42 +248,9 @@ TEST_CASE("models take compaction plans over slots they never wrote (two models,
   ScriptedConfig sc;
   sc.vocab = {"a", "b", "c"};
   ScriptedModel scr(sc);
-  for (Model* m : {static_cast<Model*>(&syn), static_cast<Model*>(&scr)}) {
-    CAPTURE(m->describe().dump());
-    StepInput in;
-    in.tokens = {1, 2};
-    in.positions = {0, 1};
-    in.slots = {0, 1};
-    in.num_slots = 2;
-    in.mask = BitMask(2, 2);
-    in.mask.set(0, 0);
-    in.mask.set(1, 0);
-    in.mask.set(1, 1);
-    Logits before, after;
-    m->forward(in, before);
-    CompactionPlan plan;
-    plan.old_num_slots = 5;  // slots 2..4 were allocated in the shared layout, never written here
-    plan.src = {0, 1, 4};
-    REQUIRE_NOTHROW(m->compact(plan));
-    // Re-reading slots 0, 1 after the move gives the same logits.
-    StepInput again = in;
-    again.num_slots = 3;
-    again.mask = BitMask(2, 3);
-    again.mask.set(0, 0);
-    again.mask.set(1, 0);
-    again.mask.set(1, 1);
-    m->forward(again, after);
-    CHECK(before.data == after.data);
-  }
+  // slots 2..4 were allocated in the shared layout, never written here
+  for (Model* m : {static_cast<Model*>(&syn), static_cast<Model*>(&scr)}) test::check_compact_over_unwritten_slots(*m, 5, 0.0f);
   // The moved, never-written slot stays empty: the synthetic model refuses to read it.
-  StepInput probe;
-  probe.tokens = {0};
-  probe.positions = {2};
-  probe.slots = {0};
-  probe.num_slots = 3;
-  probe.mask = BitMask(1, 3);
-  probe.mask.set(0, 0);
-  probe.mask.set(0, 2);
   Logits out;
-  CHECK_THROWS_WITH(syn.forward(probe, out), Catch::Contains("empty slot 2"));
+  CHECK_THROWS_WITH(syn.forward(test::contract_step({0}, {2}, {0}, 3, {{0, 2}}), out), Catch::Contains("empty slot 2"));
 }

@@ -13,6 +13,7 @@
 #include "core/model/model_factory.h"
 #include "core/trace/trace_diff.h"
 #include "core/trace/trace_replay.h"
+#include "tests/common/model_contract.h"
 #include "tests/torch/torch_test_util.h"
 
 using namespace triescope;
@@ -152,48 +153,13 @@ TEST_CASE("transformer compact takes plans over slots it never wrote (two models
   // DSBD's draft never writes the last draft layer's slots, and nobody has written a sampled
   // beam's slot when the next GC runs: the gather must move them as empty slots.
   auto m = build(target_obj());
-  StepInput in;
-  in.tokens = {1, 2};
-  in.positions = {0, 1};
-  in.slots = {0, 1};
-  in.num_slots = 2;
-  in.mask = BitMask(2, 2);
-  in.mask.set(0, 0);
-  in.mask.set(1, 0);
-  in.mask.set(1, 1);
-  Logits before, after;
-  m->forward(in, before);
-  CompactionPlan plan;
-  plan.old_num_slots = 70;  // past the cache's first capacity (64): slots 2..69 allocated elsewhere, never written here
-  plan.src = {0, 1, 69};
-  REQUIRE_NOTHROW(m->compact(plan));
-  StepInput again = in;
-  again.num_slots = 3;
-  again.mask = BitMask(2, 3);
-  again.mask.set(0, 0);
-  again.mask.set(1, 0);
-  again.mask.set(1, 1);
-  m->forward(again, after);
-  CHECK(max_abs_diff(before.data.data(), after.data.data(), static_cast<int32_t>(before.data.size())) <= 1e-6f);
+  // past the cache's first capacity (64): slots 2..69 allocated elsewhere, never written here
+  test::check_compact_over_unwritten_slots(*m, 70, 1e-6f);
   // The moved, never-written slot stays empty: reading it is refused, writing it then reading works.
-  StepInput probe;
-  probe.tokens = {4};
-  probe.positions = {2};
-  probe.slots = {3};
-  probe.num_slots = 4;
-  probe.mask = BitMask(1, 4);
-  probe.mask.set(0, 0);
-  probe.mask.set(0, 2);
-  probe.mask.set(0, 3);
   Logits out;
-  CHECK_THROWS_WITH(m->forward(probe, out), Catch::Contains("reads slot 2 that holds no K/V"));
-  probe.slots = {2};
-  probe.num_slots = 3;
-  probe.mask = BitMask(1, 3);
-  probe.mask.set(0, 0);
-  probe.mask.set(0, 1);
-  probe.mask.set(0, 2);
-  CHECK_NOTHROW(m->forward(probe, out));
+  CHECK_THROWS_WITH(m->forward(test::contract_step({4}, {2}, {3}, 4, {{0, 2, 3}}), out),
+                    Catch::Contains("reads slot 2 that holds no K/V"));
+  CHECK_NOTHROW(m->forward(test::contract_step({4}, {2}, {2}, 3, {{0, 1, 2}}), out));
   const Logits alone = run_causal(*build(target_obj()), {1, 2, 4});
   CHECK(max_abs_diff(out.row(0), alone.row(2), out.vocab) <= 1e-4f);
 }
