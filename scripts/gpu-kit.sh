@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Packs the header-only / static build dependencies that the lent GPU machines
+# lack (they have nvcc, CMake, ninja and PyTorch's LibTorch, but no Debian
+# packages and no network) into .gpu-kit/, a CMake prefix that the device
+# `run` tool carries (name ".gpu-kit" in `carry`). Run here, once per session:
+#   bash scripts/gpu-kit.sh
+# then on the device: bash scripts/gpu-session.sh build test golden bench
+set -euo pipefail
+cd "$(dirname "$0")/.."
+KIT=.gpu-kit
+rm -rf "$KIT.tmp"
+mkdir -p "$KIT.tmp/include" "$KIT.tmp/lib/cmake" "$KIT.tmp/share/cmake"
+need() { [ -e "$1" ] || { echo "gpu-kit: $1 missing (run scripts/install-deps.sh first)" >&2; exit 2; }; }
+need /usr/include/nlohmann/json.hpp
+need /usr/share/cmake/nlohmann_json/nlohmann_jsonConfig.cmake
+need /usr/include/catch2/catch.hpp
+need /usr/lib/cmake/Catch2/Catch2Config.cmake
+cp -r /usr/include/nlohmann "$KIT.tmp/include/"
+cp -r /usr/share/cmake/nlohmann_json "$KIT.tmp/share/cmake/"
+cp -r /usr/include/catch2 "$KIT.tmp/include/"
+cp -r /usr/lib/cmake/Catch2 "$KIT.tmp/lib/cmake/"
+# Catch2Targets-none.cmake checks that this archive exists; we link our own main.
+cp /usr/lib/libCatch2WithMain.a "$KIT.tmp/lib/"
+rm -rf "$KIT" && mv "$KIT.tmp" "$KIT"
+du -sh "$KIT"
