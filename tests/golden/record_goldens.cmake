@@ -7,6 +7,7 @@
 #   cmake -DTRIESCOPE=build-gpu/app/triescope -DSAMPLES_DIR=samples \
 #         -DGOLDEN_DIR=traces/golden -DWORK_DIR=build-gpu/golden_record \
 #         -P tests/golden/record_goldens.cmake
+cmake_minimum_required(VERSION 3.25)  # policies NEW: quoted strings are not variable names
 foreach(v TRIESCOPE SAMPLES_DIR GOLDEN_DIR WORK_DIR)
   if(NOT DEFINED ${v})
     message(FATAL_ERROR "record_goldens.cmake: -D${v}=... is required")
