@@ -13,12 +13,22 @@ std::unique_ptr<Model> model_to_cuda(const Model& cpu_model) {
 }
 
 void sample_use_cuda(Sample& s) {
-  // Only the beam decoders carry DecodeOptions::backend into their traces.
-  TS_CHECK(s.algorithm == "trie_beam_search" || s.algorithm == "batch_beam_search",
-           s.path << ": cuda backend: algorithm \"" << s.algorithm
-                  << "\" is not wired to the cuda backend yet (trie_beam_search, batch_beam_search are)");
+  // Speculative and DSBD samples hold a draft model too: refuse one without
+  // a CUDA twin here, before anything runs (run_sample swaps it through
+  // s.draft_to_backend).
+  const bool has_draft = s.algorithm == "speculative" || s.algorithm == "dsbd";
   try {
+    if (has_draft && dynamic_cast<const SyntheticModel*>(s.model.get())) {
+      const json& d = s.raw.at("draft_model");
+      const std::string type = d.is_object() ? d.value("type", std::string("?")) : std::string("?");
+      TS_CHECK(type == "synthetic", "cuda backend: draft_model type \"" << type
+                                        << "\" has no CUDA implementation yet (this build runs \"synthetic\" on the GPU)");
+      s.draft_to_backend = [](const Model& m) { return model_to_cuda(m); };
+    }
     s.model = model_to_cuda(*s.model);
+    s.options.dsbd_verifier = make_dsbd_verifier(VerifyExec::device);
+    s.options.speculative_verifier = make_speculative_verifier(VerifyExec::device);
+    s.options.lookahead_verifier = make_lookahead_verifier(VerifyExec::device);
   } catch (const Error& e) {
     TS_FAIL(s.path << ": " << e.what());
   }

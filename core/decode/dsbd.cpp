@@ -461,9 +461,12 @@ DsbdResult dsbd_decode(Model& target, Model& draft, const std::vector<int32_t>& 
         const auto P = dsbd_accept_count_probs(dsbd_alphas(p, q, ms, cfg.ratio), ms);
         for (int32_t k = width; k <= ms; ++k) predicted += P[static_cast<size_t>(k)];
       }
-      const LayerResult lr = dsbd_verify_layer(p, q, drafts, width, cfg.ratio, [&](RandStream s, uint32_t d) {
-        return philox_uniform(key, it32, static_cast<uint32_t>(l), 0, d, s);
-      });
+      const LayerResult lr =
+          opt.dsbd_verifier
+              ? opt.dsbd_verifier->verify_layer(p, q, drafts, width, cfg.ratio, cfg.sampling.seed, it32, static_cast<uint32_t>(l))
+              : dsbd_verify_layer(p, q, drafts, width, cfg.ratio, [&](RandStream s, uint32_t d) {
+                  return philox_uniform(key, it32, static_cast<uint32_t>(l), 0, d, s);
+                });
       ++st.layer_verified[static_cast<size_t>(l - 1)];
       st.predicted_accept_sum += predicted;
       st.width_sum += width;

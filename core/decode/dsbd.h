@@ -86,6 +86,17 @@ using UniformFn = std::function<double(RandStream, uint32_t)>;
 LayerResult dsbd_verify_layer(const std::vector<double>& p, const std::vector<double>& q, const std::vector<int64_t>& drafts,
                               int32_t width, AcceptRatio ratio, const UniformFn& uniform);
 
+// Algorithm 1 lines 13-29 run elsewhere (the cuda backend's device verifier,
+// installed through DecodeOptions::dsbd_verifier). Contract: the result of
+// dsbd_verify_layer(p, q, drafts, width, ratio, u) with u(s, d) =
+// philox_uniform(PhiloxKey{seed}, step, layer, 0, d, s), exactly.
+class DsbdLayerVerifier {
+ public:
+  virtual ~DsbdLayerVerifier() = default;
+  virtual LayerResult verify_layer(const std::vector<double>& p, const std::vector<double>& q, const std::vector<int64_t>& drafts,
+                                   int32_t width, AcceptRatio ratio, uint64_t seed, uint32_t step, uint32_t layer) = 0;
+};
+
 // ---- the decoder ------------------------------------------------------------
 
 struct DsbdStats {

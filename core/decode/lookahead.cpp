@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <deque>
+#include <functional>
 #include <map>
 #include <unordered_map>
 
@@ -87,7 +88,7 @@ json added_json(const TokenTree& t, const std::vector<int32_t>& nodes) {
 }  // namespace
 
 LookaheadResult greedy_decode(Model& model, const std::vector<int32_t>& prompt, int32_t max_new_tokens,
-                              int32_t eos_token, TraceSink* trace) {
+                              int32_t eos_token, TraceSink* trace, const DecodeOptions& opt) {
   const auto t0 = std::chrono::steady_clock::now();
   const int32_t V = model.vocab_size();
   prompt_check(prompt, V, "greedy decoding");
@@ -96,7 +97,7 @@ LookaheadResult greedy_decode(Model& model, const std::vector<int32_t>& prompt, 
   LookaheadResult res;
   Fed f;
   if (trace)
-    trace->record(trace_header("greedy", "cpu-reference", {{"max_new_tokens", max_new_tokens}, {"eos_token", eos_token},
+    trace->record(trace_header("greedy", opt.backend, {{"max_new_tokens", max_new_tokens}, {"eos_token", eos_token},
                                                            {"prompt", prompt}},
                                model.describe(), model.vocab_strings()));
   std::vector<int32_t> nodes = f.tree.add_chain(kNoNode, prompt);
@@ -105,7 +106,9 @@ LookaheadResult greedy_decode(Model& model, const std::vector<int32_t>& prompt, 
   int32_t last = nodes.back(), row = f.logits.rows - 1;
   res.metrics.prompt_len = static_cast<int32_t>(prompt.size());
   for (int32_t step = 1;; ++step) {
-    const int32_t tok = argmax_row(f.logits.row(row), V);
+    // the argmax runs where verification runs (a lookahead verifier with no candidates)
+    const int32_t tok = opt.lookahead_verifier ? opt.lookahead_verifier->verify(f.logits, row, {}, {}, {}).greedy[static_cast<size_t>(row)]
+                                               : argmax_row(f.logits.row(row), V);
     res.tokens.push_back(tok);
     if (tok == eos_token || static_cast<int32_t>(res.tokens.size()) >= max_new_tokens) break;
     last = f.tree.add_child(last, tok, 0.0);
@@ -127,7 +130,7 @@ LookaheadResult greedy_decode(Model& model, const std::vector<int32_t>& prompt, 
 }
 
 LookaheadResult lookahead_decode(Model& model, const std::vector<int32_t>& prompt, const LookaheadConfig& cfg,
-                                 TraceSink* trace) {
+                                 TraceSink* trace, const DecodeOptions& opt) {
   const auto t0 = std::chrono::steady_clock::now();
   const int32_t V = model.vocab_size();
   prompt_check(prompt, V, "lookahead decoding");
@@ -146,7 +149,7 @@ LookaheadResult lookahead_decode(Model& model, const std::vector<int32_t>& promp
     json c = {{"max_new_tokens", cfg.max_new_tokens}, {"eos_token", cfg.eos_token}, {"window", W}, {"ngram", N},
               {"max_candidates", cfg.max_candidates}, {"pool_per_key", cfg.pool_per_key}, {"trie_depth", cfg.trie_depth},
               {"trie_nodes", cfg.trie_nodes}, {"seed", cfg.seed}, {"verify", verify_name(cfg.verify)}, {"prompt", prompt}};
-    trace->record(trace_header("lookahead", "cpu-reference", c, model.describe(), model.vocab_strings()));
+    trace->record(trace_header("lookahead", opt.backend, c, model.describe(), model.vocab_strings()));
   }
 
   std::vector<int32_t> prompt_nodes = f.tree.add_chain(kNoNode, prompt);
@@ -154,7 +157,9 @@ LookaheadResult lookahead_decode(Model& model, const std::vector<int32_t>& promp
   if (trace)
     trace->record({{"kind", "step"}, {"step", 0}, {"phase", "prefill"}, {"added", added_json(f.tree, prompt_nodes)}, {"forward", fwd}});
   int32_t last = prompt_nodes.back();  // the last node whose KV is in the cache
-  int32_t pending = argmax_row(f.logits.row(f.logits.rows - 1), V);  // accepted, not yet fed
+  const int32_t last_row = f.logits.rows - 1;
+  int32_t pending = opt.lookahead_verifier ? opt.lookahead_verifier->verify(f.logits, last_row, {}, {}, {}).greedy[static_cast<size_t>(last_row)]
+                                           : argmax_row(f.logits.row(last_row), V);  // accepted, not yet fed
 
   // The Jacobi window: guesses for the W positions after the pending token,
   // seeded with prompt tokens (as the official implementation does).
@@ -215,31 +220,50 @@ LookaheadResult lookahead_decode(Model& model, const std::vector<int32_t>& promp
     m.verify_tokens += static_cast<int64_t>(cand_nodes.size());
     std::unordered_map<int32_t, int32_t> row_of;
     for (size_t i = 0; i < fed.size(); ++i) row_of[fed[i]] = static_cast<int32_t>(i);
-    auto greedy_after = [&](int32_t node) { return argmax_row(f.logits.row(row_of.at(node)), V); };
-
-    // Alg. 1 line 5: the longest path whose every token is the greedy prediction of its parent.
     std::vector<int32_t> matched;  // candidate nodes accepted, in order
-    if (cfg.verify == LookaheadVerify::independent) {
-      for (const auto& ch : chains) {
-        std::vector<int32_t> mm;
-        int32_t g = greedy_after(root);
-        for (int32_t nd : ch) {
-          if (f.tree.node(nd).token != g) break;
-          mm.push_back(nd);
-          g = greedy_after(nd);
-        }
-        if (mm.size() > matched.size()) matched = mm;
+    std::function<int32_t(int32_t)> greedy_after;
+    std::vector<int32_t> device_greedy;
+    if (opt.lookahead_verifier) {
+      // Alg. 1 line 5 where verification runs: every row's greedy token and the path.
+      std::vector<int32_t> cand_row, cand_parent, cand_token;
+      std::unordered_map<int32_t, int32_t> cand_index;
+      for (int32_t nd : cand_nodes) {
+        const int32_t par = f.tree.node(nd).parent;
+        cand_parent.push_back(par == root ? -1 : cand_index.at(par));
+        cand_index[nd] = static_cast<int32_t>(cand_row.size());
+        cand_row.push_back(row_of.at(nd));
+        cand_token.push_back(f.tree.node(nd).token);
       }
+      LookaheadVerifyOutput vo = opt.lookahead_verifier->verify(f.logits, row_of.at(root), cand_row, cand_parent, cand_token);
+      TS_CHECK(vo.greedy.size() == fed.size(), "lookahead: the verifier returned " << vo.greedy.size() << " greedy tokens for " << fed.size() << " rows");
+      device_greedy = std::move(vo.greedy);
+      for (int32_t c : vo.matched) matched.push_back(cand_nodes.at(static_cast<size_t>(c)));
+      greedy_after = [&](int32_t node) { return device_greedy[static_cast<size_t>(row_of.at(node))]; };
     } else {
-      int32_t node = root;
-      for (;;) {
-        const int32_t g = greedy_after(node);
-        int32_t next = kNoNode;
-        for (int32_t c : f.tree.children(node))
-          if (f.tree.node(c).token == g && std::find(cand_nodes.begin(), cand_nodes.end(), c) != cand_nodes.end()) next = c;
-        if (next == kNoNode) break;
-        matched.push_back(next);
-        node = next;
+      greedy_after = [&](int32_t node) { return argmax_row(f.logits.row(row_of.at(node)), V); };
+      // Alg. 1 line 5: the longest path whose every token is the greedy prediction of its parent.
+      if (cfg.verify == LookaheadVerify::independent) {
+        for (const auto& ch : chains) {
+          std::vector<int32_t> mm;
+          int32_t g = greedy_after(root);
+          for (int32_t nd : ch) {
+            if (f.tree.node(nd).token != g) break;
+            mm.push_back(nd);
+            g = greedy_after(nd);
+          }
+          if (mm.size() > matched.size()) matched = mm;
+        }
+      } else {
+        int32_t node = root;
+        for (;;) {
+          const int32_t g = greedy_after(node);
+          int32_t next = kNoNode;
+          for (int32_t c : f.tree.children(node))
+            if (f.tree.node(c).token == g && std::find(cand_nodes.begin(), cand_nodes.end(), c) != cand_nodes.end()) next = c;
+          if (next == kNoNode) break;
+          matched.push_back(next);
+          node = next;
+        }
       }
     }
     std::vector<int32_t> accepted;

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/decode/beam_config.h"
 #include "core/model/model.h"
 #include "core/trace/trace.h"
 
@@ -55,11 +56,30 @@ struct LookaheadResult {
   LookaheadMetrics metrics;
 };
 
+// Verification (Alg. 1 line 5) run elsewhere: the cuda backend's device
+// verifier, installed through DecodeOptions::lookahead_verifier. Given the
+// verification pass's logits, it returns every row's greedy token (argmax,
+// argmax_row's tie rule) and the longest candidate path whose every token is
+// its parent's greedy token (candidates in creation order, a parent before
+// its children; the first longest chain in independent mode).
+struct LookaheadVerifyOutput {
+  std::vector<int32_t> greedy;   // [logits.rows]
+  std::vector<int32_t> matched;  // candidate indices, root side first
+};
+class LookaheadVerifier {
+ public:
+  virtual ~LookaheadVerifier() = default;
+  // cand_parent: the parent's candidate index, -1 for the root (row root_row).
+  virtual LookaheadVerifyOutput verify(const Logits& logits, int32_t root_row, const std::vector<int32_t>& cand_row,
+                                       const std::vector<int32_t>& cand_parent, const std::vector<int32_t>& cand_token) = 0;
+};
+
 // Plain greedy decoding, one token per forward pass: the reference output.
+// opt: the trace's backend, and where the argmax runs (lookahead_verifier).
 LookaheadResult greedy_decode(Model& model, const std::vector<int32_t>& prompt, int32_t max_new_tokens,
-                              int32_t eos_token = -1, TraceSink* trace = nullptr);
+                              int32_t eos_token = -1, TraceSink* trace = nullptr, const DecodeOptions& opt = {});
 
 LookaheadResult lookahead_decode(Model& model, const std::vector<int32_t>& prompt, const LookaheadConfig& cfg,
-                                 TraceSink* trace = nullptr);
+                                 TraceSink* trace = nullptr, const DecodeOptions& opt = {});
 
 }  // namespace triescope

@@ -51,7 +51,7 @@ void count_cells(MultiGenMetrics& m, const StepInput& in) {
 }  // namespace
 
 MultiGenResult multigen_decode(Model& model, const std::vector<int32_t>& prompt, const MultiGenConfig& cfg,
-                               TraceSink* trace) {
+                               TraceSink* trace, const DecodeOptions& opt) {
   const auto t0 = std::chrono::steady_clock::now();
   const int32_t V = model.vocab_size(), k = cfg.num_samples, n = static_cast<int32_t>(prompt.size());
   prompt_check(prompt, V, "multigen");
@@ -66,7 +66,7 @@ MultiGenResult multigen_decode(Model& model, const std::vector<int32_t>& prompt,
   if (trace) {
     json c = {{"num_samples", k}, {"max_new_tokens", cfg.max_new_tokens}, {"eos_token", cfg.eos_token},
               {"sampling", cfg.sampling.to_json()}, {"method", multigen_method_name(cfg.method)}, {"prompt", prompt}};
-    trace->record(trace_header("multigen", "cpu-reference", c, model.describe(), model.vocab_strings()));
+    trace->record(trace_header("multigen", opt.backend, c, model.describe(), model.vocab_strings()));
   }
   std::vector<char> done(static_cast<size_t>(k), 0);
   Logits logits;

@@ -49,7 +49,8 @@ struct MultiGenResult {
   MultiGenMetrics metrics;
 };
 
+// opt: the trace's backend (the sampling itself runs on the host).
 MultiGenResult multigen_decode(Model& model, const std::vector<int32_t>& prompt, const MultiGenConfig& cfg,
-                               TraceSink* trace = nullptr);
+                               TraceSink* trace = nullptr, const DecodeOptions& opt = {});
 
 }  // namespace triescope

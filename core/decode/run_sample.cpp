@@ -118,14 +118,15 @@ SampleRun run_sequence_sample(Sample& s, TraceSink* trace, std::ostream& os) {
     os << ", W " << c.window << ", N " << c.ngram << ", G " << c.max_candidates << ", D " << c.trie_depth << ", B "
        << c.trie_nodes;
   os << "\n";
-  const LookaheadResult greedy = greedy_decode(*s.model, s.prompt, c.max_new_tokens, c.eos_token, s.algorithm == "greedy" ? trace : nullptr);
+  const LookaheadResult greedy = greedy_decode(*s.model, s.prompt, c.max_new_tokens, c.eos_token, s.algorithm == "greedy" ? trace : nullptr,
+                                                s.options);
   if (s.algorithm == "greedy") {
     out.sequence = greedy;
   } else {
-    out.sequence = lookahead_decode(*s.model, s.prompt, c, trace);
+    out.sequence = lookahead_decode(*s.model, s.prompt, c, trace, s.options);
     LookaheadConfig ind = c;
     ind.verify = LookaheadVerify::independent;
-    const LookaheadResult base = lookahead_decode(*s.model, s.prompt, ind);
+    const LookaheadResult base = lookahead_decode(*s.model, s.prompt, ind, nullptr, s.options);
     const auto& m = out.sequence.metrics;
     os << "lookahead (" << (c.verify == LookaheadVerify::trie ? "trie" : c.verify == LookaheadVerify::independent ? "independent" : "greedy_only")
        << " verification): " << m.generated << " tokens in " << m.steps << " steps, " << m.computed_decode
@@ -144,7 +145,7 @@ SampleRun run_multigen_sample(Sample& s, TraceSink* trace, std::ostream& os) {
   const MultiGenConfig& c = s.multigen;
   os << "algorithm: multigen (" << multigen_method_name(c.method) << "), k " << c.num_samples << ", max_new_tokens "
      << c.max_new_tokens << ", prompt " << s.prompt.size() << " tokens\n";
-  out.samples = multigen_decode(*s.model, s.prompt, c, trace);
+  out.samples = multigen_decode(*s.model, s.prompt, c, trace, s.options);
   for (size_t i = 0; i < out.samples.samples.size(); ++i)
     os << "  sample " << i << ": " << tokens_to_text(*s.model, out.samples.samples[i]) << "\n";
   // The other two methods on the same RNG stream: the samples must agree.
@@ -153,7 +154,7 @@ SampleRun run_multigen_sample(Sample& s, TraceSink* trace, std::ostream& os) {
   for (MultiGenMethod m : {MultiGenMethod::copy, MultiGenMethod::structured, MultiGenMethod::hybrid}) {
     MultiGenConfig other = c;
     other.method = m;
-    const MultiGenResult r = m == c.method ? out.samples : multigen_decode(*s.model, s.prompt, other);
+    const MultiGenResult r = m == c.method ? out.samples : multigen_decode(*s.model, s.prompt, other, nullptr, s.options);
     same = same && r.samples == out.samples.samples;
     os << " " << multigen_method_name(m) << " " << r.metrics.peak_slots;
   }

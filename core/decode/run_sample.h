@@ -2,6 +2,7 @@
 // algorithm's settings. run_sample() is the one entry point the CLI and the
 // GUI's live mode share.
 #pragma once
+#include <functional>
 #include <memory>
 #include <ostream>
 #include <string>
@@ -32,6 +33,9 @@ struct Sample {
   LookaheadConfig lookahead;  // greedy and lookahead
   MultiGenConfig multigen;    // multigen
   DecodeOptions options;
+  // Speculative / DSBD: turns the draft model into the backend's (the cuda
+  // backend sets it); empty: the CPU model the sample names.
+  std::function<std::unique_ptr<Model>(const Model&)> draft_to_backend;
   std::shared_ptr<StaticConstraint> constraint;  // the sample's "constraint" object (STATIC), if any
 };
 

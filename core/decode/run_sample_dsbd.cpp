@@ -70,6 +70,7 @@ void sample_sampling_check(JsonObjectReader& r, const Sample& s) {
 
 SampleRun run_sample_sampling(Sample& s, TraceSink* trace, std::ostream& os) {
   SamplingSample x = read(s.raw, s.path, s);
+  if (x.draft && s.draft_to_backend) x.draft = s.draft_to_backend(*x.draft);  // the draft runs where the target runs
   SampleRun out;
   os << "sampling: temperature " << x.sampling.temperature << ", top_k " << x.sampling.top_k << ", top_p " << x.sampling.top_p
      << ", seed " << x.sampling.seed << (x.sampling.deterministic ? ", deterministic (top-W)" : "") << "\n";

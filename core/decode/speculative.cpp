@@ -13,6 +13,40 @@ nlohmann::json SpeculativeConfig::to_json() const {
   return {{"gamma", gamma}, {"max_new_tokens", max_new_tokens}, {"sampling", sampling.to_json()}};
 }
 
+SpecChainResult speculative_verify_chain(const std::vector<std::vector<double>>& p, const std::vector<std::vector<double>>& q,
+                                         const std::vector<int32_t>& tokens, uint64_t seed, uint32_t iteration) {
+  const auto g = static_cast<int32_t>(tokens.size());
+  TS_CHECK(q.size() == tokens.size() && p.size() == tokens.size() + 1,
+           "speculative verify: need g + 1 target rows and g draft rows, got " << p.size() << " and " << q.size() << " for g = " << g);
+  const PhiloxKey key{seed};
+  SpecChainResult r;
+  for (int32_t j = 1; j <= g; ++j) {
+    const std::vector<double>& pj = p[static_cast<size_t>(j - 1)];
+    const std::vector<double>& qj = q[static_cast<size_t>(j - 1)];
+    const auto x = static_cast<size_t>(tokens[static_cast<size_t>(j - 1)]);
+    TS_CHECK(x < pj.size(), "speculative verify: draft token " << x << " outside the vocabulary of " << pj.size());
+    SpecDecision d;
+    d.accept_prob = std::min(1.0, pj[x] / qj[x]);
+    d.u = philox_uniform(key, iteration, static_cast<uint32_t>(j), 0, 0, RandStream::verify_accept);
+    d.accepted = d.u < d.accept_prob;
+    r.tested.push_back(d);
+    if (d.accepted) {
+      ++r.accepted;
+      continue;
+    }
+    std::vector<double> resid(pj.size());
+    double mass = 0.0;
+    for (size_t v = 0; v < pj.size(); ++v) mass += resid[v] = std::max(0.0, pj[v] - qj[v]);
+    TS_CHECK(mass > 0.0, "speculative decoding: empty residual after a rejection");
+    r.next_token = static_cast<int32_t>(sample_index(resid, philox_uniform(key, iteration, static_cast<uint32_t>(j), 0, 0, RandStream::residual_sample)));
+    r.from_residual = true;
+    return r;
+  }
+  // every draft accepted: one more token from p
+  r.next_token = static_cast<int32_t>(sample_index(p.back(), philox_uniform(key, iteration, static_cast<uint32_t>(g + 1), 0, 0, RandStream::target_sample)));
+  return r;
+}
+
 SamplingDecodeResult speculative_decode(Model& target, Model& draft, const std::vector<int32_t>& prompt,
                                         const SpeculativeConfig& cfg, TraceSink* trace, const DecodeOptions& opt) {
   const auto t0 = std::chrono::steady_clock::now();
@@ -109,45 +143,38 @@ SamplingDecodeResult speculative_decode(Model& target, Model& draft, const std::
     };
     json status = json::array(), decisions = json::array();
     added = json::array();
-    int32_t accepted = 0;
-    int32_t next = kNoNode;
-    for (int32_t j = 1; j <= g; ++j) {
-      const int32_t parent = chain[static_cast<size_t>(j - 1)], node = chain[static_cast<size_t>(j)];
-      const std::vector<double> lp = p_at(parent);
-      const std::vector<double> p = beam_distribution({0.0}, lp, V, cfg.sampling);
-      const std::vector<double>& qj = q[static_cast<size_t>(j - 1)];
-      const int32_t x = tree.node(node).token;
-      const double a = std::min(1.0, p[static_cast<size_t>(x)] / qj[static_cast<size_t>(x)]);
-      const double u = philox_uniform(key, it, static_cast<uint32_t>(j), 0, 0, RandStream::verify_accept);
-      if (trace) decisions.push_back({{"layer", j}, {"node", node}, {"accept_prob", a}, {"u", u}, {"accepted", u < a}});
-      if (u < a) {
+    std::vector<std::vector<double>> lps, ps;  // [g + 1] target log-probs and warped p after cur and each draft
+    std::vector<int32_t> tokens;
+    for (int32_t j = 0; j <= g; ++j) {
+      lps.push_back(p_at(chain[static_cast<size_t>(j)]));
+      ps.push_back(beam_distribution({0.0}, lps.back(), V, cfg.sampling));
+      if (j > 0) tokens.push_back(tree.node(chain[static_cast<size_t>(j)]).token);
+    }
+    const SpecChainResult vr = opt.speculative_verifier ? opt.speculative_verifier->verify_chain(ps, q, tokens, cfg.sampling.seed, it)
+                                                        : speculative_verify_chain(ps, q, tokens, cfg.sampling.seed, it);
+    const int32_t accepted = vr.accepted;
+    for (size_t i = 0; i < vr.tested.size(); ++i) {
+      const int32_t j = static_cast<int32_t>(i) + 1;
+      const int32_t node = chain[static_cast<size_t>(j)];
+      const SpecDecision& d = vr.tested[i];
+      if (trace) decisions.push_back({{"layer", j}, {"node", node}, {"accept_prob", d.accept_prob}, {"u", d.u}, {"accepted", d.accepted}});
+      if (d.accepted) {
         tree.node(node).status = NodeStatus::accepted;
-        tree.node(node).logprob = cur_lp + lp[static_cast<size_t>(x)];
+        tree.node(node).logprob = cur_lp + lps[static_cast<size_t>(j - 1)][static_cast<size_t>(tokens[i])];
         cur_lp = tree.node(node).logprob;
         if (trace) status.push_back({{"node", node}, {"status", "accepted"}});
-        ++accepted;
         continue;
       }
       for (int32_t k = j; k <= g; ++k) {
         tree.node(chain[static_cast<size_t>(k)]).status = NodeStatus::rejected;
         if (trace) status.push_back({{"node", chain[static_cast<size_t>(k)]}, {"status", "rejected"}});
       }
-      std::vector<double> resid(static_cast<size_t>(V));
-      double mass = 0.0;
-      for (int32_t v = 0; v < V; ++v) mass += resid[static_cast<size_t>(v)] = std::max(0.0, p[static_cast<size_t>(v)] - qj[static_cast<size_t>(v)]);
-      TS_CHECK(mass > 0.0, "speculative decoding: empty residual after a rejection");
-      const int32_t y = static_cast<int32_t>(sample_index(resid, philox_uniform(key, it, static_cast<uint32_t>(j), 0, 0, RandStream::residual_sample)));
-      cur_lp += lp[static_cast<size_t>(y)];
-      next = tree.add_child(parent, y, cur_lp);
-      break;
     }
-    if (next == kNoNode) {  // every draft accepted: one more token from p
-      const std::vector<double> lp = p_at(chain.back());
-      const std::vector<double> p = beam_distribution({0.0}, lp, V, cfg.sampling);
-      const int32_t y = static_cast<int32_t>(sample_index(p, philox_uniform(key, it, static_cast<uint32_t>(g + 1), 0, 0, RandStream::target_sample)));
-      cur_lp += lp[static_cast<size_t>(y)];
-      next = tree.add_child(chain.back(), y, cur_lp);
-    }
+    // The next token: from the residual under the rejected draft's parent, or
+    // (every draft accepted) from p after the last draft.
+    const int32_t parent = chain[static_cast<size_t>(accepted)];
+    cur_lp += lps[static_cast<size_t>(accepted)][static_cast<size_t>(vr.next_token)];
+    const int32_t next = tree.add_child(parent, vr.next_token, cur_lp);
     tree.node(next).slot = slots.allocate();
     if (trace) added.push_back(trace_node(tree.node(next)));
     res.sampling.layers_verified += g;

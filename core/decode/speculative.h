@@ -22,6 +22,34 @@ struct SpeculativeConfig {
   nlohmann::json to_json() const;
 };
 
+// One iteration's verification (the decoder's CPU reference; the cuda
+// backend's device verifier is its twin). p: [g + 1] warped target
+// distributions after cur and after each draft; q: [g] the draft
+// distributions the tokens were drawn from; draws on the counters
+// (seed, iteration, j, 0, 0) of streams verify_accept / residual_sample, and
+// (seed, iteration, g + 1, 0, 0) of target_sample when every draft passes.
+struct SpecDecision {
+  double accept_prob = 0.0;  // min(1, p_j(x) / q_j(x))
+  double u = 0.0;
+  bool accepted = false;
+};
+struct SpecChainResult {
+  std::vector<SpecDecision> tested;  // drafts 1.. in order, up to the first rejection
+  int32_t accepted = 0;
+  int32_t next_token = -1;           // from max(0, p_j - q_j) after a rejection at j, else from p_{g+1}
+  bool from_residual = false;
+};
+SpecChainResult speculative_verify_chain(const std::vector<std::vector<double>>& p, const std::vector<std::vector<double>>& q,
+                                         const std::vector<int32_t>& tokens, uint64_t seed, uint32_t iteration);
+
+// Runs speculative_verify_chain elsewhere (DecodeOptions::speculative_verifier); same contract.
+class SpeculativeVerifier {
+ public:
+  virtual ~SpeculativeVerifier() = default;
+  virtual SpecChainResult verify_chain(const std::vector<std::vector<double>>& p, const std::vector<std::vector<double>>& q,
+                                       const std::vector<int32_t>& tokens, uint64_t seed, uint32_t iteration) = 0;
+};
+
 SamplingDecodeResult speculative_decode(Model& target, Model& draft, const std::vector<int32_t>& prompt,
                                         const SpeculativeConfig& cfg, TraceSink* trace = nullptr, const DecodeOptions& opt = {});
 

@@ -1,0 +1,43 @@
+# Proves golden_diff.cmake catches a wrong verification decision, not only a
+# mask bit: a CPU trace stands in for the golden of SAMPLE; an untouched copy
+# must pass, and a copy whose first FIND is replaced by REPLACE must fail with
+# a divergence matching EXPECT (the field the tampering changed).
+cmake_minimum_required(VERSION 3.25)
+foreach(v TRIESCOPE SAMPLES_DIR WORK_DIR DIFF_SCRIPT SAMPLE FIND REPLACE EXPECT)
+  if(NOT DEFINED ${v})
+    message(FATAL_ERROR "golden_tamper_test.cmake: -D${v}=... is required")
+  endif()
+endforeach()
+file(REMOVE_RECURSE "${WORK_DIR}")
+file(MAKE_DIRECTORY "${WORK_DIR}/ok" "${WORK_DIR}/tampered")
+set(golden "${WORK_DIR}/ok/${SAMPLE}.trace.jsonl")
+execute_process(COMMAND "${TRIESCOPE}" run "${SAMPLES_DIR}/${SAMPLE}.json" --out "${golden}" --quiet RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "triescope run ${SAMPLE} failed (${rc})")
+endif()
+file(READ "${golden}" text)
+string(FIND "${text}" "${FIND}" at)
+if(at LESS 0)
+  message(FATAL_ERROR "${FIND} does not occur in the ${SAMPLE} trace")
+endif()
+string(SUBSTRING "${text}" 0 ${at} head)
+string(LENGTH "${FIND}" len)
+math(EXPR tail_at "${at} + ${len}")
+string(SUBSTRING "${text}" ${tail_at} -1 tail)
+file(WRITE "${WORK_DIR}/tampered/${SAMPLE}.trace.jsonl" "${head}${REPLACE}${tail}")
+
+set(common -DTRIESCOPE=${TRIESCOPE} -DSAMPLES_DIR=${SAMPLES_DIR} -DREQUIRE_CUDA_BACKEND=OFF)
+execute_process(COMMAND "${CMAKE_COMMAND}" ${common} -DGOLDEN_DIR=${WORK_DIR}/ok -DWORK_DIR=${WORK_DIR}/work_ok
+                        -P "${DIFF_SCRIPT}" RESULT_VARIABLE rc_ok OUTPUT_VARIABLE out_ok ERROR_VARIABLE err_ok)
+if(NOT rc_ok EQUAL 0 OR "${out_ok}${err_ok}" MATCHES "TRIESCOPE_GOLDEN_NONE")
+  message(FATAL_ERROR "the untouched stand-in golden should pass, got ${rc_ok}: ${out_ok}${err_ok}")
+endif()
+execute_process(COMMAND "${CMAKE_COMMAND}" ${common} -DGOLDEN_DIR=${WORK_DIR}/tampered -DWORK_DIR=${WORK_DIR}/work_bad
+                        -P "${DIFF_SCRIPT}" RESULT_VARIABLE rc_bad OUTPUT_VARIABLE out_bad ERROR_VARIABLE err_bad)
+message(STATUS "tampered golden (${FIND} -> ${REPLACE}): exit ${rc_bad}: ${out_bad}${err_bad}")
+if(rc_bad EQUAL 0)
+  message(FATAL_ERROR "a golden with ${FIND} -> ${REPLACE} passed the check")
+endif()
+if(NOT "${out_bad}${err_bad}" MATCHES "${EXPECT}")
+  message(FATAL_ERROR "the check failed, but without naming the tampered field (${EXPECT}): ${out_bad}${err_bad}")
+endif()
