@@ -301,13 +301,28 @@ void StaticTorchStep::run(int32_t step, int32_t groups, int32_t k, bool keep_mas
   m.masked = keep_masked ? masked : torch::Tensor();
 }
 
+void StaticTorchStep::run_unconstrained(int32_t groups, int32_t k) {
+  Impl& m = *impl_;
+  TS_CHECK(m.n >= 1, "static torch step: run_unconstrained() before set_inputs()");
+  TS_CHECK(groups >= 1 && m.n % groups == 0, "static torch step: " << m.n << " beams do not split into " << groups << " groups");
+  const int64_t M = m.n / groups;
+  TS_CHECK(k >= 1 && k <= M * m.V, "static torch step: k = " << k << " outside [1, " << M * m.V << "]");
+  torch::NoGradGuard ng;
+  const auto lp = torch::log_softmax(m.logits, 1);
+  const auto scores = (lp.to(torch::kDouble) + m.beam_scores.unsqueeze(1)).reshape({groups, M * m.V});
+  auto [vals, idx] = torch::topk(scores, k, 1, true, true);
+  m.top_score = vals;
+  m.top_flat = idx;
+  m.top_next = torch::Tensor();  // result() is for run() only
+}
+
 void StaticTorchStep::synchronize() const {
   if (impl_->dev.is_cuda()) torch::cuda::synchronize(impl_->dev.index());
 }
 
 StaticTorchResult StaticTorchStep::result() const {
   const Impl& m = *impl_;
-  TS_CHECK(m.top_flat.defined(), "static torch step: result() before run()");
+  TS_CHECK(m.top_next.defined(), "static torch step: result() needs a run() first");
   const auto host = [](const torch::Tensor& t, auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
     const auto c = t.to(torch::kCPU).contiguous();

@@ -50,6 +50,9 @@ class StaticTorchStep {
   // groups of rows (a batch's beams), next states of the chosen. Asynchronous
   // on CUDA; keep_masked keeps the [n x V] masked log-probs for result().
   void run(int32_t step, int32_t groups, int32_t k, bool keep_masked = false);
+  // The same step with no constraint (log-softmax, per-group top-k): the
+  // baseline a benchmark subtracts to get the constraint's own overhead.
+  void run_unconstrained(int32_t groups, int32_t k);
   void synchronize() const;
   StaticTorchResult result() const;
 
