@@ -151,34 +151,41 @@ __global__ void __launch_bounds__(kThreads, 4) static_row_kernel(StaticStepParam
 }
 
 // A block per group: the best k of the group's rows' winners (their union
-// holds the group's top k), their next states, and the optional advance.
+// holds the group's top k), their next states, and the optional advance. Each
+// row's winners are already in order (best first, -1 padded), so this is a
+// k-way merge: a cursor per row (dynamic shared memory, M ints), and each
+// round reads only the rows' current heads.
 __global__ void __launch_bounds__(kThreads) static_merge_kernel(StaticStepParams p) {
   __shared__ Cand s_c[kThreads];
+  extern __shared__ int32_t s_cursor[];  // [M]
   const int32_t M = p.n / p.groups;
   for (int32_t g = blockIdx.x; g < p.groups; g += gridDim.x) {
     const size_t base = static_cast<size_t>(g) * M * p.k;
-    const int32_t cnt = M * p.k;
     double* osc = p.out_score + static_cast<size_t>(g) * p.k;
     int64_t* ofl = p.out_flat + static_cast<size_t>(g) * p.k;
     int64_t* onx = p.out_next + static_cast<size_t>(g) * p.k;
-    Cand prev{0.0, -1};
+    for (int32_t i = threadIdx.x; i < M; i += blockDim.x) s_cursor[i] = 0;
+    __syncthreads();
     int32_t count = 0;
     for (int32_t j = 0; j < p.k; ++j) {
       Cand mine{0.0, -1};
-      for (int32_t i = threadIdx.x; i < cnt; i += blockDim.x) {
-        const Cand c{p.ws_score[base + i], p.ws_flat[base + i], i};
-        if (c.flat < 0) continue;
-        if (prev.flat >= 0 && !better(prev, c)) continue;
-        if (better(c, mine)) mine = c;
+      for (int32_t i = threadIdx.x; i < M; i += blockDim.x) {
+        const int32_t c = s_cursor[i];
+        if (c >= p.k) continue;
+        const size_t w = base + static_cast<size_t>(i) * p.k + c;
+        const Cand cand{p.ws_score[w], p.ws_flat[w], i};
+        if (better(cand, mine)) mine = cand;  // better() never prefers a "none" (flat < 0)
       }
       const Cand best = block_best(mine, s_c);
       if (best.flat < 0) break;
       if (threadIdx.x == 0) {
+        const int32_t c = s_cursor[best.aux];
         osc[j] = best.score;
         ofl[j] = best.flat;
-        onx[j] = p.ws_next[base + best.aux];
+        onx[j] = p.ws_next[base + static_cast<size_t>(best.aux) * p.k + c];
+        s_cursor[best.aux] = c + 1;
       }
-      prev = best;
+      __syncthreads();  // the cursor advance is visible to the next round
       ++count;
     }
     for (int32_t jj = count + threadIdx.x; jj < p.k; jj += blockDim.x) {
@@ -213,6 +220,7 @@ void static_step(const StaticStepParams& p, cudaStream_t stream) {
   const int64_t M = p.n / p.groups;
   TS_CHECK(p.k >= 1 && p.k <= M * m.vocab, "static_step (cuda): k = " << p.k << " outside [1, " << M * m.vocab << "]");
   TS_CHECK(int64_t{p.n} * p.k <= INT32_MAX, "static_step (cuda): rows x k too large");
+  TS_CHECK(M <= 8192, "static_step (cuda): " << M << " rows per group; the merge keeps a cursor per row in shared memory (at most 8192)");
   TS_CHECK(p.logits && p.states && p.beam_scores && p.step && p.ws_score && p.ws_flat && p.ws_next && p.out_score && p.out_flat &&
                p.out_next && p.out_count,
            "static_step (cuda): a required device pointer is null");
@@ -220,7 +228,7 @@ void static_step(const StaticStepParams& p, cudaStream_t stream) {
   static_row_kernel<<<grid, kThreads, 0, stream>>>(p);
   TS_CUDA_CHECK_LAUNCH("static_row_kernel");
   const unsigned mgrid = static_cast<unsigned>(p.groups > 65535 ? 65535 : p.groups);
-  static_merge_kernel<<<mgrid, kThreads, 0, stream>>>(p);
+  static_merge_kernel<<<mgrid, kThreads, static_cast<size_t>(M) * sizeof(int32_t), stream>>>(p);
   TS_CUDA_CHECK_LAUNCH("static_merge_kernel");
 }
 

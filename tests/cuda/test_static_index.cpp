@@ -194,17 +194,29 @@ TEST_CASE("static step index: kernel arithmetic composed on the CPU equals core'
         CHECK(got == static_next_state(tm, states[static_cast<size_t>(i)], v, t));
       }
     }
-    // static_merge_kernel: per group, the best k of the rows' winners equals core's top-k of the group.
+    // static_merge_kernel: per group, a k-way merge of the rows' ordered
+    // winners (a cursor per row, the best head each round) equals core's top-k.
     for (int32_t gi = 0; gi < groups; ++gi) {
       CAPTURE(gi);
       std::vector<std::pair<ScoredCandidate, int64_t>> pool;
-      for (int32_t i = gi * M; i < (gi + 1) * M; ++i)
-        for (size_t j = 0; j < rows[static_cast<size_t>(i)].best.size(); ++j)
-          pool.push_back({rows[static_cast<size_t>(i)].best[j], rows[static_cast<size_t>(i)].best_next[j]});
-      std::sort(pool.begin(), pool.end(), [](const auto& a, const auto& b) {
-        return a.first.score > b.first.score || (a.first.score == b.first.score && a.first.flat < b.first.flat);
-      });
-      if (static_cast<int32_t>(pool.size()) > k) pool.resize(static_cast<size_t>(k));
+      std::vector<size_t> cursor(static_cast<size_t>(M), 0);
+      const auto better = [](const ScoredCandidate& a, const ScoredCandidate& b) {
+        return a.score > b.score || (a.score == b.score && a.flat < b.flat);
+      };
+      for (int32_t j = 0; j < k; ++j) {
+        int32_t best = -1;
+        for (int32_t i = 0; i < M; ++i) {
+          const RowOut& ro = rows[static_cast<size_t>(gi * M + i)];
+          if (cursor[static_cast<size_t>(i)] >= ro.best.size()) continue;  // the kernel's -1 padding
+          if (best < 0 || better(ro.best[cursor[static_cast<size_t>(i)]],
+                                 rows[static_cast<size_t>(gi * M + best)].best[cursor[static_cast<size_t>(best)]]))
+            best = i;
+        }
+        if (best < 0) break;
+        const RowOut& ro = rows[static_cast<size_t>(gi * M + best)];
+        pool.push_back({ro.best[cursor[static_cast<size_t>(best)]], ro.best_next[cursor[static_cast<size_t>(best)]]});
+        ++cursor[static_cast<size_t>(best)];
+      }
       auto want = topk_candidates(lp.data() + static_cast<size_t>(gi) * M * V, M, V, scores.data() + static_cast<size_t>(gi) * M, k);
       REQUIRE(pool.size() == want.size());
       for (size_t j = 0; j < want.size(); ++j) {
