@@ -8,7 +8,7 @@ namespace triescope::cuda {
 
 namespace {
 
-using detail::block_best;
+using detail::block_best_warp;
 using detail::better;
 using detail::Cand;
 
@@ -42,7 +42,7 @@ __device__ __forceinline__ double block_sum(double v, double* s_red) {
 // row's part of phase 3 (its best k candidates, each with its next state).
 __global__ void __launch_bounds__(kThreads, 4) static_row_kernel(StaticStepParams p) {
   __shared__ double s_red[kThreads];
-  __shared__ Cand s_c[kThreads];
+  __shared__ Cand s_c[kThreads / 32 + 1];
   const StaticMatrixView& m = p.matrix;
   const int32_t V = m.vocab;
   const int32_t step = *p.step;
@@ -131,7 +131,7 @@ __global__ void __launch_bounds__(kThreads, 4) static_row_kernel(StaticStepParam
           if (better(c, mine)) mine = c;
         }
       }
-      const Cand best = block_best(mine, s_c);
+      const Cand best = block_best_warp(mine, s_c);
       if (best.flat < 0) break;  // only with NaN scores; keeps the outputs defined
       if (threadIdx.x == 0) {
         wsc[j] = best.score;
@@ -156,7 +156,7 @@ __global__ void __launch_bounds__(kThreads, 4) static_row_kernel(StaticStepParam
 // k-way merge: a cursor per row (dynamic shared memory, M ints), and each
 // round reads only the rows' current heads.
 __global__ void __launch_bounds__(kThreads) static_merge_kernel(StaticStepParams p) {
-  __shared__ Cand s_c[kThreads];
+  __shared__ Cand s_c[kThreads / 32 + 1];
   extern __shared__ int32_t s_cursor[];  // [M]
   const int32_t M = p.n / p.groups;
   for (int32_t g = blockIdx.x; g < p.groups; g += gridDim.x) {
@@ -176,7 +176,7 @@ __global__ void __launch_bounds__(kThreads) static_merge_kernel(StaticStepParams
         const Cand cand{p.ws_score[w], p.ws_flat[w], i};
         if (better(cand, mine)) mine = cand;  // better() never prefers a "none" (flat < 0)
       }
-      const Cand best = block_best(mine, s_c);
+      const Cand best = block_best_warp(mine, s_c);
       if (best.flat < 0) break;
       if (threadIdx.x == 0) {
         const int32_t c = s_cursor[best.aux];

@@ -36,4 +36,32 @@ __device__ inline Cand block_best(Cand mine, Cand* s_c) {
   return best;
 }
 
+// The same block-wide best with warp shuffles: 2 __syncthreads instead of
+// log2(blockDim.x) + 1. blockDim.x a multiple of 32; s_w holds
+// blockDim.x / 32 + 1 entries. Lane 0 of warp 0 publishes the result in
+// s_w[blockDim.x / 32], which the next call's first barrier protects.
+__device__ __forceinline__ Cand warp_best(Cand c) {
+  for (int o = 16; o > 0; o >>= 1) {
+    Cand x;
+    x.score = __shfl_down_sync(0xffffffffu, c.score, o);
+    x.flat = __shfl_down_sync(0xffffffffu, c.flat, o);
+    x.aux = __shfl_down_sync(0xffffffffu, c.aux, o);
+    if (better(x, c)) c = x;  // lanes past 31 - o read their own value: no change
+  }
+  return c;  // lane 0: the warp's best
+}
+__device__ inline Cand block_best_warp(Cand mine, Cand* s_w) {
+  const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+  mine = warp_best(mine);
+  if (lane == 0) s_w[warp] = mine;
+  __syncthreads();
+  if (warp == 0) {
+    Cand c = lane < nw ? s_w[lane] : Cand{0.0, -1};
+    c = warp_best(c);
+    if (lane == 0) s_w[nw] = c;
+  }
+  __syncthreads();
+  return s_w[nw];
+}
+
 }  // namespace triescope::cuda::detail
