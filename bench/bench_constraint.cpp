@@ -28,6 +28,9 @@
 #include "core/constraint/baselines.h"
 #include "core/constraint/static_constraint.h"
 #include "core/constraint/vntk.h"
+#ifdef TRIESCOPE_BENCH_TORCH
+#include "core/constraint/static_torch.h"
+#endif
 
 using namespace triescope;
 
@@ -207,6 +210,50 @@ void run_steps(benchmark::State& state, const std::string& key) {
   }
 }
 
+#ifdef TRIESCOPE_BENCH_TORCH
+// STATIC's LibTorch tensor-op formulation (core/constraint/static_torch.h) on
+// the CPU, one intra-op thread, over the same set, states and logits as the
+// VNTK rows: one step = log-softmax, mask, top-M per batch, next states of the
+// chosen (the same work as run_steps). The logits/states upload of each step is
+// not timed (a model's output would already be a tensor).
+// key "unconstrained": log-softmax and top-M only (the overhead's baseline).
+void run_torch(benchmark::State& state, const std::string& key) {
+  Fixture& f = fixture(state.range(0), static_cast<int32_t>(state.range(1)));
+  std::unique_ptr<StaticTorchStep> ts;
+  try {
+    auto& ix = static_cast<VntkIndex&>(index_for(f, key == "unconstrained" ? "vntk_compact" : key));
+    StaticTorchStep::set_cpu_threads(1);
+    ts = std::make_unique<StaticTorchStep>(ix.matrix(), "cpu");
+  } catch (const Error& e) {
+    state.SkipWithError(e.what());
+    return;
+  }
+  const std::vector<double> scores(static_cast<size_t>(kRows), 0.0);
+  double seconds = 0.0, cpu = 0.0;
+  int64_t steps = 0;
+  for (auto _ : state) {
+    for (int32_t t = 0; t < kL; ++t) {
+      ts->set_inputs(f.logits.data(), kRows, f.states[key == "unconstrained" ? "vntk_compact" : key][static_cast<size_t>(t)].data(), scores.data());
+      const auto t0 = std::chrono::steady_clock::now();
+      const double c0 = cpu_now();
+      if (key == "unconstrained") ts->run_unconstrained(kBatch, kBeam);
+      else ts->run(t, kBatch, kBeam);
+      cpu += cpu_now() - c0;
+      seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    }
+    steps += kL;
+  }
+  state.counters["step_us"] = seconds / static_cast<double>(steps) * 1e6;
+  state.counters["step_cpu_us"] = cpu / static_cast<double>(steps) * 1e6;
+  if (key != "unconstrained") state.counters["index_MB"] = static_cast<double>(ts->device_bytes()) / 1e6;
+}
+void BM_torch_unconstrained(benchmark::State& s) { run_torch(s, "unconstrained"); }
+void BM_torch_stacked(benchmark::State& s) { run_torch(s, "vntk_stacked"); }
+void BM_torch_compact(benchmark::State& s) { run_torch(s, "vntk_compact"); }
+void BM_torch_stacked_d0(benchmark::State& s) { run_torch(s, "vntk_stacked_d0"); }
+void BM_torch_compact_d0(benchmark::State& s) { run_torch(s, "vntk_compact_d0"); }
+#endif
+
 // Hash bitmap: false-positive rate over the masks of this workload, measured
 // against the exact CSR index (no false negatives is checked too).
 void BM_hash_fpr(benchmark::State& state) {
@@ -288,6 +335,13 @@ void register_all() {
     args(benchmark::RegisterBenchmark("step/vntk_compact_d2", BM_vntk_compact))->MinTime(0.3);
     args(benchmark::RegisterBenchmark("step/vntk_stacked_d0", BM_vntk_stacked_d0))->MinTime(0.3);
     args(benchmark::RegisterBenchmark("step/vntk_compact_d0", BM_vntk_compact_d0))->MinTime(0.3);
+#ifdef TRIESCOPE_BENCH_TORCH
+    args(benchmark::RegisterBenchmark("step/torch_unconstrained", BM_torch_unconstrained))->MinTime(0.3);
+    args(benchmark::RegisterBenchmark("step/torch_stacked_d2", BM_torch_stacked))->MinTime(0.3);
+    args(benchmark::RegisterBenchmark("step/torch_compact_d2", BM_torch_compact))->MinTime(0.3);
+    args(benchmark::RegisterBenchmark("step/torch_stacked_d0", BM_torch_stacked_d0))->MinTime(0.3);
+    args(benchmark::RegisterBenchmark("step/torch_compact_d0", BM_torch_compact_d0))->MinTime(0.3);
+#endif
     // the pointer trie needs ~100 bytes per node: skipped at 1e7+ on this 24 GB shared machine
     if (c <= 1000000) args(benchmark::RegisterBenchmark("step/pointer_trie", BM_pointer_trie))->MinTime(0.3);
     args(benchmark::RegisterBenchmark("step/ppv_exact", BM_ppv_exact))->Iterations(1);

@@ -6,11 +6,18 @@
 //      and incremental build (one parallel row copy per new row);
 //   2. KV compaction of a 1 GiB cache (Phi-3.5-mini-like slot, 384 KiB);
 //   3. one trie beam step at b = 15 (K/V write, mask extend, synthetic
-//      logits, log-softmax, top-2b) at the end of synthetic_long's decode.
+//      logits, log-softmax, top-2b) at the end of synthetic_long's decode;
+//   4. the STATIC constraint step (issue 9): the fused step (CUDA graph
+//      replay and plain launches) vs STATIC's LibTorch formulation on the
+//      device vs the CPU reference, at the paper's configuration over |C|,
+//      over |V|, and the App. D branch-factor sweep (bench_static below).
+// Flags: --reps N, --static (section 4 only), --quick (section 4 at smoke
+// sizes), --no-static (sections 1-3 only).
 // Bytes are counted as the minimum a kernel must read plus write.
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -21,7 +28,9 @@
 #include "cuda/ancestor_mask.cuh"
 #include "cuda/beam_select.cuh"
 #include "cuda/cuda_common.cuh"
+#include "bench/static_bench_cpu.h"
 #include "cuda/kv_compact.cuh"
+#include "cuda/static_constraint_cuda.h"
 #include "cuda/synthetic_logits.cuh"
 
 using namespace triescope;
@@ -72,11 +81,185 @@ DeviceBuffer<T> upload(const std::vector<T>& v) {
 
 void status_ok(DeviceBuffer<KernelStatus>& s, const char* what) { status_check(s.data(), nullptr, what); }
 
+// ---- 4. STATIC constraint step ------------------------------------------------
+
+struct StaticRow {
+  double graph_ms = -1, launch_ms = -1, torch_ms = -1, cpu_ms = -1;
+  int64_t device_bytes = 0, torch_bytes = 0;
+};
+
+// Fused step timings: from the root (one live beam per batch, HF style), L
+// steps with advance on the device; median over reps of (events around the L
+// steps) / L. only_step >= 0: that step alone, beams in p.states[only_step].
+StaticRow time_fused(const bench::StaticProblem& p, int32_t groups, int32_t k, int32_t only_step, bool write_masked) {
+  StaticRow r;
+  const DeviceTransitionMatrix dm(p.tm);
+  r.device_bytes = dm.bytes();
+  const int32_t n = p.rows, M = n / groups;
+  auto d_logits = upload(p.logits);
+  cudaStream_t stream = nullptr;
+  TS_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "bench: stream");
+  StaticStepCuda st(dm, n, groups, k, stream);
+  std::vector<int64_t> root(static_cast<size_t>(n), -1);
+  std::vector<double> root_scores(static_cast<size_t>(n), -INFINITY);
+  for (int32_t g = 0; g < groups; ++g) {
+    root[static_cast<size_t>(g) * M] = 0;
+    root_scores[static_cast<size_t>(g) * M] = 0.0;
+  }
+  const int32_t L = p.tm.length;
+  const bool advance = only_step < 0;
+  const int32_t steps = advance ? L : 1;
+  const auto reset = [&] {
+    if (advance) st.reset(root, root_scores, 0);
+    else st.reset(p.states[static_cast<size_t>(only_step)], std::vector<double>(static_cast<size_t>(n), 0.0), only_step);
+  };
+  cudaEvent_t a, b;
+  TS_CUDA_CHECK(cudaEventCreate(&a), "bench: event");
+  TS_CUDA_CHECK(cudaEventCreate(&b), "bench: event");
+  for (int graph = 1; graph >= 0; --graph) {
+    std::vector<double> ms;
+    for (int rep = -1; rep < g_reps; ++rep) {  // rep -1: warm-up (and the graph's capture)
+      reset();
+      TS_CUDA_CHECK(cudaEventRecord(a, stream), "bench: record");
+      for (int32_t t = 0; t < steps; ++t) {
+        if (graph) st.graph_launch(d_logits.data(), write_masked, advance);
+        else st.launch(d_logits.data(), write_masked, advance);
+      }
+      TS_CUDA_CHECK(cudaEventRecord(b, stream), "bench: record");
+      TS_CUDA_CHECK(cudaEventSynchronize(b), "bench: sync");
+      float t = 0;
+      TS_CUDA_CHECK(cudaEventElapsedTime(&t, a, b), "bench: elapsed");
+      if (rep >= 0) ms.push_back(t / steps);
+    }
+    st.check("bench: static step");
+    std::sort(ms.begin(), ms.end());
+    (graph ? r.graph_ms : r.launch_ms) = ms[ms.size() / 2];
+  }
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  cudaStreamDestroy(stream);
+  return r;
+}
+
+bool fits_on_device(const bench::StaticProblem& p, double factor) {
+  size_t free_b = 0, total_b = 0;
+  TS_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b), "bench: memory info");
+  // the fused matrix, and the LibTorch copy (int64 index temporaries are small)
+  return factor * static_cast<double>(p.tm.memory().total()) + 2.0 * p.logits.size() * 12.0 < 0.9 * static_cast<double>(free_b);
+}
+
+void static_header() {
+  std::printf("%-10s %6s %3s %2s %-8s %10s %10s %10s %10s %8s %8s %8s %9s %9s\n", "|C|", "|V|", "L", "d", "layout", "graph_ms", "launch_ms",
+              "torch_ms", "cpu_ms", "torch/us", "cpu/us", "dev_MB", "MB/1M", "torch_MB");
+}
+
+void static_line(int64_t items, int32_t V, int32_t L, int32_t d, CsrLayout layout, const StaticRow& r) {
+  const auto ratio = [&](double x) { return x > 0 && r.graph_ms > 0 ? x / r.graph_ms : -1.0; };
+  std::printf("%-10lld %6d %3d %2d %-8s %10.4f %10.4f %10.4f %10.4f %8.1f %8.1f %8.1f %9.2f %9.1f\n", static_cast<long long>(items), V, L, d,
+              csr_layout_name(layout), r.graph_ms, r.launch_ms, r.torch_ms, r.cpu_ms, ratio(r.torch_ms), ratio(r.cpu_ms), r.device_bytes / 1e6,
+              static_cast<double>(r.device_bytes) / static_cast<double>(items), r.torch_bytes / 1e6);
+  std::fflush(stdout);
+}
+
+// One (set, d, layout) case: fused, LibTorch on CUDA, CPU reference.
+void static_case(const ConstraintSet& set, int32_t d, CsrLayout layout, int32_t batch, int32_t beam, int32_t only_step, int cpu_reps,
+                 bool write_masked) {
+  const int32_t rows = batch * beam, k = beam;  // top-M per batch, as bench_constraint's CPU pipeline
+  bench::StaticProblem p;
+  try {
+    p = bench::static_problem(set, d, layout, rows, 99);
+  } catch (const Error& e) {
+    std::printf("%-10lld %6d %3d %2d %-8s skipped: %s\n", static_cast<long long>(set.size()), set.vocab_size, set.length, d,
+                csr_layout_name(layout), e.what());
+    return;
+  }
+  if (!fits_on_device(p, 2.0)) {
+    std::printf("%-10lld %6d %3d %2d %-8s skipped: %.1f MB matrix (x2 with the LibTorch copy) does not fit in free device memory\n",
+                static_cast<long long>(set.size()), set.vocab_size, set.length, d, csr_layout_name(layout), p.tm.memory().total() / 1e6);
+    return;
+  }
+  StaticRow r = time_fused(p, batch, k, only_step, write_masked);
+  std::string why;
+  r.torch_ms = bench::static_torch_step_ms(p, "cuda", batch, k, g_reps, &why, &r.torch_bytes, only_step);
+  r.cpu_ms = bench::static_cpu_step_ms(p, batch, k, cpu_reps, only_step);
+  static_line(set.size(), set.vocab_size, set.length, p.tm.dense_levels, layout, r);
+  if (r.torch_ms < 0) std::printf("  (LibTorch on CUDA not measured: %s)\n", why.c_str());
+}
+
+void bench_static(bool quick) {
+  std::printf("\nSTATIC constraint step: ms per decoding step (mean over the L steps from the root, median of %d reps); fused = "
+              "%d kernels per step, graph = one cudaGraphLaunch per step; torch = the same algorithm in LibTorch tensor ops on this "
+              "device; cpu = core's reference (one thread). torch/us and cpu/us: ratios to the fused graph step. MB/1M = device "
+              "bytes per 1M items.\n",
+              g_reps, kStaticStepKernels);
+  const int32_t batch = 2, beam = 70, L = 8;
+  // (a) the paper's configuration over |C| (Sec. 5: batch 2, beam 70, |V| = 2048, L = 8, d = 2)
+  std::printf("\n(a) paper configuration: batch %d, beam %d, |V| = 2048, L = %d, d = 2\n", batch, beam, L);
+  static_header();
+  const std::vector<int64_t> sizes = quick ? std::vector<int64_t>{100000} : std::vector<int64_t>{100000, 1000000, 10000000, 20000000, 100000000};
+  for (int64_t items : sizes) {
+    ConstraintSet set;
+    try {
+      set = bench::static_bench_set(items, L, 2048);
+    } catch (const std::exception& e) {
+      std::printf("%-10lld skipped: %s\n", static_cast<long long>(items), e.what());
+      continue;
+    }
+    for (CsrLayout layout : {CsrLayout::stacked, CsrLayout::compact}) static_case(set, 2, layout, batch, beam, -1, quick ? 2 : 3, false);
+  }
+  // (b) |V| sweep at |C| = 1e7 (the paper's Figure 3); d = 2 where the dense tables fit (App. B), else 1
+  const int64_t v_items = quick ? 100000 : 10000000;
+  std::printf("\n(b) |V| sweep: |C| = %lld, batch %d, beam %d, L = %d\n", static_cast<long long>(v_items), batch, beam, L);
+  static_header();
+  const std::vector<int32_t> vocabs = quick ? std::vector<int32_t>{256, 2048} : std::vector<int32_t>{256, 512, 1024, 2048, 4096, 8192, 16384, 32768};
+  for (int32_t V : vocabs) {
+    const ConstraintSet set = bench::static_bench_set(v_items, L, V);
+    for (CsrLayout layout : {CsrLayout::stacked, CsrLayout::compact}) {
+      const int32_t d = (layout == CsrLayout::stacked && static_cast<double>(V) * V * 4.125 > 2.5e9) ? 1 : 2;
+      static_case(set, d, layout, batch, beam, -1, quick ? 2 : 3, false);
+    }
+  }
+  // (c) App. D: max branch factor B = |V| in 2^1 .. 2^18, |C| = 1e6 uniform
+  // SIDs, d = 0; the step at the root, whose slice is B_0 wide (the masking
+  // kernel the paper times). Two lines per B: the full step (top-70 per
+  // batch) and the mask-only output (masked log-probs written, k = 1).
+  const int64_t d_items = quick ? 100000 : 1000000;
+  std::printf("\n(c) App. D branch-factor sweep: |V| = B, |C| = %lld, d = 0, step 0 (slice width B_0), batch %d, beam %d\n",
+              static_cast<long long>(d_items), batch, beam);
+  static_header();
+  const int max_log = quick ? 8 : 18;
+  for (int lb = 1; lb <= max_log; lb += (quick ? 3 : 1)) {
+    const int32_t V = 1 << lb;
+    int32_t Ld = 2;  // the shortest ids that hold 4|C| distinct values, at least 2
+    while (std::pow(static_cast<double>(V), Ld) < 4.0 * static_cast<double>(d_items)) ++Ld;
+    const ConstraintSet set = bench::static_bench_set(d_items, Ld, V);
+    static_case(set, 0, CsrLayout::compact, batch, beam, 0, quick ? 2 : 3, false);
+    bench::StaticProblem p = bench::static_problem(set, 0, CsrLayout::compact, batch * beam, 99);
+    if (!fits_on_device(p, 2.0)) continue;
+    StaticRow r = time_fused(p, batch, 1, 0, true);  // mask only: the masked log-probs, k = 1
+    std::string why;
+    r.torch_ms = bench::static_torch_step_ms(p, "cuda", batch, 1, g_reps, &why, &r.torch_bytes, 0);
+    r.cpu_ms = bench::static_cpu_step_ms(p, batch, 1, quick ? 2 : 3, 0);
+    std::printf("  mask-only (k = 1, masked log-probs written), B_0 = %d:\n", p.tm.max_branch[0]);
+    static_line(set.size(), V, Ld, 0, CsrLayout::compact, r);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  for (int i = 1; i < argc; ++i)
-    if (std::string(argv[i]) == "--reps" && i + 1 < argc) g_reps = std::max(1, std::atoi(argv[++i]));
+  bool run_static = true, only_static = false, quick = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--reps" && i + 1 < argc) g_reps = std::max(1, std::atoi(argv[++i]));
+    else if (a == "--static") only_static = true;
+    else if (a == "--quick") only_static = quick = true;
+    else if (a == "--no-static") run_static = false;
+    else {
+      std::fprintf(stderr, "bench_cuda: unknown argument %s (use --reps N, --static, --quick, --no-static)\n", a.c_str());
+      return 2;
+    }
+  }
   std::string why;
   if (device_count(&why) == 0) {
     std::printf("bench_cuda: no usable CUDA device (%s)\n", why.c_str());
@@ -90,6 +273,10 @@ int main(int argc, char** argv) {
     cudaRuntimeGetVersion(&runtime);
     std::printf("device: %s (sm_%d%d, %d SMs, L2 %d MiB), driver %d, runtime %d, median of %d reps\n", prop.name, prop.major,
                 prop.minor, prop.multiProcessorCount, prop.l2CacheSize >> 20, driver, runtime, g_reps);
+    if (only_static) {
+      bench_static(quick);
+      return 0;
+    }
     DeviceBuffer<KernelStatus> status(1, "status");
     TS_CUDA_CHECK(cudaMemset(status.data(), 0, sizeof(KernelStatus)), "bench: status");
 
@@ -309,6 +496,7 @@ int main(int argc, char** argv) {
       std::snprintf(label, sizeof label, "beam step b=15, %d slots, vocab %d (5 kernels)", num_slots, vocab);
       report(label, bytes, ms, copy_gbps);
     }
+    if (run_static) bench_static(false);
   } catch (const std::exception& ex) {
     std::fprintf(stderr, "bench_cuda: %s\n", ex.what());
     return 1;

@@ -2,6 +2,7 @@
 
 #include "cuda/beam_select.cuh"
 #include "cuda/detail/device_status.h"
+#include "cuda/detail/topk_select.cuh"
 
 namespace triescope::cuda {
 
@@ -43,30 +44,9 @@ __global__ void __launch_bounds__(kThreads) log_softmax_kernel(LogSoftmaxParams 
   }
 }
 
-// A candidate in the strict total order the CPU uses: higher score first,
-// then lower flat index. flat < 0 marks "none".
-struct Cand {
-  double score;
-  long long flat;
-};
-__device__ __forceinline__ bool better(const Cand& a, const Cand& b) {
-  if (a.flat < 0) return false;
-  if (b.flat < 0) return true;
-  return a.score > b.score || (a.score == b.score && a.flat < b.flat);
-}
-
-// Block-wide best of each thread's `mine`.
-__device__ Cand block_best(Cand mine, Cand* s_c) {
-  s_c[threadIdx.x] = mine;
-  __syncthreads();
-  for (unsigned s = blockDim.x / 2; s > 0; s /= 2) {
-    if (threadIdx.x < s && better(s_c[threadIdx.x + s], s_c[threadIdx.x])) s_c[threadIdx.x] = s_c[threadIdx.x + s];
-    __syncthreads();
-  }
-  const Cand best = s_c[0];
-  __syncthreads();
-  return best;
-}
+using detail::block_best;
+using detail::better;
+using detail::Cand;
 
 // Pass 1: the k best of row r, by k rounds of "best element strictly after
 // the previous pick in the total order" (no state besides the last pick).

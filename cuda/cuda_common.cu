@@ -23,6 +23,8 @@ const char* kernel_error_name(KernelError e) {
     case KernelError::src_out_of_range: return "compaction source slot out of range";
     case KernelError::empty_slot: return "reads an empty KV slot";
     case KernelError::row_out_of_range: return "mask table row out of range";
+    case KernelError::state_out_of_range: return "constraint state out of range";
+    case KernelError::step_out_of_range: return "constraint step out of range";
   }
   return "unknown kernel error";
 }

@@ -41,6 +41,8 @@ enum class KernelError : int32_t {
   src_out_of_range = 4,   // a compaction source slot outside [0, old_num_slots)
   empty_slot = 5,         // a query reads a KV slot nothing was written to
   row_out_of_range = 6,   // an incremental-mask table row outside [0, table_rows)
+  state_out_of_range = 7, // a constraint state outside [-1, num_states) (-1 = dead beam)
+  step_out_of_range = 8,  // a constraint step outside [0, L)
 };
 struct KernelStatus {
   int32_t code = 0;  // KernelError

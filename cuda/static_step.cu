@@ -1,0 +1,235 @@
+#include <math_constants.h>
+
+#include "cuda/detail/device_status.h"
+#include "cuda/detail/topk_select.cuh"
+#include "cuda/static_step.cuh"
+
+namespace triescope::cuda {
+
+namespace {
+
+using detail::block_best_warp;
+using detail::better;
+using detail::Cand;
+
+constexpr unsigned kThreads = 256;
+
+__device__ __forceinline__ double block_max(double v, double* s_red) {
+  s_red[threadIdx.x] = v;
+  __syncthreads();
+  for (unsigned s = blockDim.x / 2; s > 0; s /= 2) {
+    if (threadIdx.x < s) s_red[threadIdx.x] = fmax(s_red[threadIdx.x], s_red[threadIdx.x + s]);
+    __syncthreads();
+  }
+  const double r = s_red[0];
+  __syncthreads();
+  return r;
+}
+
+__device__ __forceinline__ double block_sum(double v, double* s_red) {
+  s_red[threadIdx.x] = v;
+  __syncthreads();
+  for (unsigned s = blockDim.x / 2; s > 0; s /= 2) {
+    if (threadIdx.x < s) s_red[threadIdx.x] += s_red[threadIdx.x + s];
+    __syncthreads();
+  }
+  const double r = s_red[0];
+  __syncthreads();
+  return r;
+}
+
+// A block per beam row: Alg. 1 phases 1-2 (+ Alg. 2), the projection, and the
+// row's part of phase 3 (its best k candidates, each with its next state).
+__global__ void __launch_bounds__(kThreads, 4) static_row_kernel(StaticStepParams p) {
+  __shared__ double s_red[kThreads];
+  __shared__ Cand s_c[kThreads / 32 + 1];
+  const StaticMatrixView& m = p.matrix;
+  const int32_t V = m.vocab;
+  const int32_t step = *p.step;
+  const bool step_ok = step >= 0 && step < m.length;
+  for (int32_t r = blockIdx.x; r < p.n; r += gridDim.x) {
+    const int64_t s = p.states[r];
+    const bool state_ok = s >= -1 && s < m.num_states;
+    if (threadIdx.x == 0) {
+      if (!step_ok) detail::status_report(p.maybe_status, KernelError::step_out_of_range, r, step);
+      else if (!state_ok)
+        detail::status_report(p.maybe_status, KernelError::state_out_of_range, r,
+                              static_cast<int32_t>(s < INT32_MIN ? INT32_MIN : (s > INT32_MAX ? INT32_MAX : s)));
+    }
+    // Bad input: the row is treated as a dead beam (all masked), so every output stays defined.
+    const bool live = step_ok && state_ok;
+    const bool dense = live && step < m.dense_levels;
+    const bool sparse = live && !dense;
+
+    // Phase 1: log-softmax (double, the same sums as log_softmax_rows).
+    const float* x = p.logits + static_cast<size_t>(r) * V;
+    double mx = -CUDART_INF;
+    for (int32_t v = threadIdx.x; v < V; v += blockDim.x) mx = fmax(mx, static_cast<double>(x[v]));
+    mx = block_max(mx, s_red);
+    double sum = 0.0;
+    for (int32_t v = threadIdx.x; v < V; v += blockDim.x) sum += exp(static_cast<double>(x[v]) - mx);
+    const double lse = mx + log(block_sum(sum, s_red));
+
+    // Phase 2: the allowed tokens. Dense: a bit row (null = none).
+    // Sparse (Alg. 2): boundary lookup, then a slice of exactly B_t slots.
+    const uint64_t* bits = dense ? step_dense_row(m, s, step) : nullptr;
+    int64_t start = 0, len = 0;
+    int32_t Bt = 0;
+    if (sparse) {
+      const int64_t row = step_row(m, s);
+      start = step_row_begin(m, row);
+      len = step_row_end(m, row) - start;
+      Bt = m.max_branch[step];
+    }
+    const int32_t slots = static_cast<int32_t>(len < Bt ? len : Bt);  // Range(B_t) < len
+    int32_t count = sparse ? slots : 0;
+    if (bits) {
+      double c = 0.0;
+      for (int32_t w = threadIdx.x; w < m.words_per_row; w += blockDim.x) c += popcount64(bits[w]);
+      count = static_cast<int32_t>(block_sum(c, s_red));
+    }
+
+    // Phase 4 projection (optional output): -inf, then the allowed log-probs.
+    if (p.masked_logprobs) {
+      double* o = p.masked_logprobs + static_cast<size_t>(r) * V;
+      for (int32_t v = threadIdx.x; v < V; v += blockDim.x)
+        o[v] = (bits && step_bit(bits, v)) ? static_cast<double>(x[v]) - lse : -CUDART_INF;
+      if (sparse) {
+        __syncthreads();  // the -inf fill of this row happens before the scatter
+        for (int32_t k = threadIdx.x; k < Bt; k += blockDim.x) {
+          const int32_t raw = step_edge_token(m, start + k);  // speculative read (0 past the edge array)
+          const int32_t tok = k < len ? raw : V;               // sanitised: invalid slots go to the dummy column
+          if (tok < V) o[tok] = static_cast<double>(x[tok]) - lse;
+        }
+      }
+    }
+    if (p.valid && threadIdx.x == 0) p.valid[r] = count;
+
+    // Phase 3, row part: the row's best min(k, count) candidates by rounds of
+    // "best strictly after the previous pick" (topk_candidates' order).
+    const double bs = p.beam_scores[r];
+    const int32_t rounds = count < p.k ? count : p.k;
+    double* wsc = p.ws_score + static_cast<size_t>(r) * p.k;
+    int64_t* wfl = p.ws_flat + static_cast<size_t>(r) * p.k;
+    int64_t* wnx = p.ws_next + static_cast<size_t>(r) * p.k;
+    Cand prev{0.0, -1};
+    int32_t j = 0;
+    for (; j < rounds; ++j) {
+      Cand mine{0.0, -1};
+      if (bits) {
+        for (int32_t v = threadIdx.x; v < V; v += blockDim.x) {
+          if (!step_bit(bits, v)) continue;
+          const Cand c{bs + (static_cast<double>(x[v]) - lse), static_cast<long long>(r) * V + v, v};
+          if (prev.flat >= 0 && !better(prev, c)) continue;
+          if (better(c, mine)) mine = c;
+        }
+      } else {
+        for (int32_t k = threadIdx.x; k < slots; k += blockDim.x) {
+          const int32_t tok = step_edge_token(m, start + k);
+          const Cand c{bs + (static_cast<double>(x[tok]) - lse), static_cast<long long>(r) * V + tok, k};
+          if (prev.flat >= 0 && !better(prev, c)) continue;
+          if (better(c, mine)) mine = c;
+        }
+      }
+      const Cand best = block_best_warp(mine, s_c);
+      if (best.flat < 0) break;  // only with NaN scores; keeps the outputs defined
+      if (threadIdx.x == 0) {
+        wsc[j] = best.score;
+        wfl[j] = best.flat;
+        // Phase 4 gather: the chosen token's next state.
+        wnx[j] = bits ? step_dense_next(m, s, step, best.aux) : step_edge_next(m, start + best.aux);
+      }
+      prev = best;
+    }
+    for (int32_t jj = j + threadIdx.x; jj < p.k; jj += blockDim.x) {
+      wsc[jj] = 0.0;
+      wfl[jj] = -1;
+      wnx[jj] = -1;
+    }
+    __syncthreads();
+  }
+}
+
+// A block per group: the best k of the group's rows' winners (their union
+// holds the group's top k), their next states, and the optional advance. Each
+// row's winners are already in order (best first, -1 padded), so this is a
+// k-way merge: a cursor per row (dynamic shared memory, M ints), and each
+// round reads only the rows' current heads.
+__global__ void __launch_bounds__(kThreads) static_merge_kernel(StaticStepParams p) {
+  __shared__ Cand s_c[kThreads / 32 + 1];
+  extern __shared__ int32_t s_cursor[];  // [M]
+  const int32_t M = p.n / p.groups;
+  for (int32_t g = blockIdx.x; g < p.groups; g += gridDim.x) {
+    const size_t base = static_cast<size_t>(g) * M * p.k;
+    double* osc = p.out_score + static_cast<size_t>(g) * p.k;
+    int64_t* ofl = p.out_flat + static_cast<size_t>(g) * p.k;
+    int64_t* onx = p.out_next + static_cast<size_t>(g) * p.k;
+    for (int32_t i = threadIdx.x; i < M; i += blockDim.x) s_cursor[i] = 0;
+    __syncthreads();
+    int32_t count = 0;
+    for (int32_t j = 0; j < p.k; ++j) {
+      Cand mine{0.0, -1};
+      for (int32_t i = threadIdx.x; i < M; i += blockDim.x) {
+        const int32_t c = s_cursor[i];
+        if (c >= p.k) continue;
+        const size_t w = base + static_cast<size_t>(i) * p.k + c;
+        const Cand cand{p.ws_score[w], p.ws_flat[w], i};
+        if (better(cand, mine)) mine = cand;  // better() never prefers a "none" (flat < 0)
+      }
+      const Cand best = block_best_warp(mine, s_c);
+      if (best.flat < 0) break;
+      if (threadIdx.x == 0) {
+        const int32_t c = s_cursor[best.aux];
+        osc[j] = best.score;
+        ofl[j] = best.flat;
+        onx[j] = p.ws_next[base + static_cast<size_t>(best.aux) * p.k + c];
+        s_cursor[best.aux] = c + 1;
+      }
+      __syncthreads();  // the cursor advance is visible to the next round
+      ++count;
+    }
+    for (int32_t jj = count + threadIdx.x; jj < p.k; jj += blockDim.x) {
+      osc[jj] = 0.0;
+      ofl[jj] = -1;
+      onx[jj] = -1;
+    }
+    if (threadIdx.x == 0) p.out_count[g] = count;
+    if (p.advance) {
+      __syncthreads();  // thread 0's picks are visible to the block
+      for (int32_t j = threadIdx.x; j < M; j += blockDim.x) {
+        const size_t row = static_cast<size_t>(g) * M + j;
+        const bool ok = j < count;
+        p.states[row] = ok ? onx[j] : -1;
+        p.beam_scores[row] = ok ? osc[j] : -CUDART_INF;
+      }
+    }
+    __syncthreads();
+  }
+  // The row kernel (earlier in the stream) was the step's only other reader.
+  if (p.advance && blockIdx.x == 0 && threadIdx.x == 0) *p.step += 1;
+}
+
+}  // namespace
+
+void static_step(const StaticStepParams& p, cudaStream_t stream) {
+  const StaticMatrixView& m = p.matrix;
+  TS_CHECK(m.vocab >= 1 && m.length >= 1 && m.num_states >= 2 && m.level_start && m.max_branch,
+           "static_step (cuda): the matrix view is empty (upload a TransitionMatrix first)");
+  TS_CHECK(p.n >= 1 && p.groups >= 1 && p.n % p.groups == 0,
+           "static_step (cuda): " << p.n << " rows do not split into " << p.groups << " groups");
+  const int64_t M = p.n / p.groups;
+  TS_CHECK(p.k >= 1 && p.k <= M * m.vocab, "static_step (cuda): k = " << p.k << " outside [1, " << M * m.vocab << "]");
+  TS_CHECK(int64_t{p.n} * p.k <= INT32_MAX, "static_step (cuda): rows x k too large");
+  TS_CHECK(M <= 8192, "static_step (cuda): " << M << " rows per group; the merge keeps a cursor per row in shared memory (at most 8192)");
+  TS_CHECK(p.logits && p.states && p.beam_scores && p.step && p.ws_score && p.ws_flat && p.ws_next && p.out_score && p.out_flat &&
+               p.out_next && p.out_count,
+           "static_step (cuda): a required device pointer is null");
+  const unsigned grid = static_cast<unsigned>(p.n > 65535 * 16 ? 65535 * 16 : p.n);
+  static_row_kernel<<<grid, kThreads, 0, stream>>>(p);
+  TS_CUDA_CHECK_LAUNCH("static_row_kernel");
+  const unsigned mgrid = static_cast<unsigned>(p.groups > 65535 ? 65535 : p.groups);
+  static_merge_kernel<<<mgrid, kThreads, static_cast<size_t>(M) * sizeof(int32_t), stream>>>(p);
+  TS_CUDA_CHECK_LAUNCH("static_merge_kernel");
+}
+
+}  // namespace triescope::cuda
