@@ -3,10 +3,11 @@
 // star steps with MultiGen's shared-prefix hint, and trie beam search equal to
 // batch beam search. Own main: exits 77 (ctest: skipped) without a CUDA device
 // or without a LibTorch built with CUDA; never passes without running.
+// ATen first: it brings glog, whose CHECK (abort on failure) must not replace Catch's.
+#include <ATen/ATen.h>
+#undef CHECK
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
-
-#include <ATen/ATen.h>
 
 #include <iostream>
 #include <random>

@@ -2,15 +2,21 @@
 // CUDA kernel is checked against: against masked softmax attention written
 // with LibTorch ops in double, and through TorchTransformer's "tree_kernel"
 // mode against its dense / gather / hybrid paths and in the decoders.
-#include <catch2/catch.hpp>
-
+// ATen first: it brings glog, whose CHECK (abort on failure) must not replace Catch's.
 #include <ATen/ATen.h>
+#undef CHECK
+#include <catch2/catch.hpp>
 
 #include <cmath>
 #include <limits>
 #include <random>
 
+#include "core/config/json_reader.h"
 #include "core/decode/batch_beam_search.h"
+#include "core/decode/dsbd.h"
+#include "core/decode/lookahead.h"
+#include "core/model/model_factory.h"
+#include "core/trace/trace.h"
 #include "core/decode/trie_beam_search.h"
 #include "core/mask/ancestor_mask.h"
 #include "core/model/tree_attention.h"
@@ -249,4 +255,84 @@ TEST_CASE("attention tree_kernel: describe() says so; auto on the CPU keeps the 
   TransformerOptions o;
   o.attention = "tree";
   CHECK_THROWS_WITH(TorchTransformer(c, llama_random_weights(c, 1, 0.2), o), Catch::Contains("\"tree_kernel\""));
+}
+
+TEST_CASE("lookahead verification with tree_kernel attention equals greedy decoding with dense attention", "[model][tree_attention]") {
+  const uint32_t seed = GENERATE(1u, 2u);
+  const auto verify = GENERATE(LookaheadVerify::independent, LookaheadVerify::trie);
+  CAPTURE(seed, static_cast<int>(verify));
+  const LlamaConfig c = tiny_config(4, 2, 48);
+  auto tk = tiny_model(c, seed, "tree_kernel");
+  auto dense = tiny_model(c, seed, "dense");
+  std::vector<int32_t> prompt;
+  for (int32_t i = 0; i < 18; ++i) prompt.push_back((i % 5) + 3);  // repetitive: n-gram candidates get verified
+  const LookaheadResult g = greedy_decode(*dense, prompt, 24);
+  LookaheadConfig cfg;
+  cfg.max_new_tokens = 24;
+  cfg.window = 5;
+  cfg.ngram = 4;
+  cfg.max_candidates = 4;
+  cfg.trie_depth = 3;
+  cfg.trie_nodes = 12;
+  cfg.verify = verify;
+  const LookaheadResult la = lookahead_decode(*tk, prompt, cfg);
+  CHECK(tk->last_attention() == "tree_kernel");
+  CHECK(la.tokens == g.tokens);
+}
+
+TEST_CASE("dsbd forest verification with tree_kernel attention gives the dense path's target log-probs", "[spec][model][tree_attention]") {
+  const uint64_t seed = GENERATE(3ull, 4ull);
+  CAPTURE(seed);
+  auto obj = [](const std::string& attention, bool draft) {
+    nlohmann::json j = {{"type", "transformer"},
+                        {"random_init",
+                         {{"vocab_size", 48}, {"hidden_size", 32}, {"intermediate_size", 72}, {"num_hidden_layers", 2},
+                          {"num_attention_heads", 4}, {"num_key_value_heads", 2}}},
+                        {"seed", 11},
+                        {"init_std", 0.2},
+                        {"attention", attention}};
+    if (draft) j["keep_layers"] = 1;
+    torch_models_register();
+    return model_from_json(JsonObjectReader(j, "pair.json", "model"));
+  };
+  DsbdConfig cfg;
+  cfg.draft_width = 4;
+  cfg.gamma = 3;
+  cfg.dynamic = true;
+  cfg.threshold = 0.7;
+  cfg.min_width = 2;
+  cfg.max_new_tokens = 12;
+  cfg.sampling.seed = seed;
+  const std::vector<int32_t> prompt = {5, 9, 2, 7, 30, 11};
+  MemoryTraceSink a, b;
+  auto ta = obj("tree_kernel", false), da = obj("tree_kernel", true), tb = obj("dense", false), db = obj("dense", true);
+  const DsbdResult ra = dsbd_decode(*ta, *da, prompt, cfg, &a);
+  const DsbdResult rb = dsbd_decode(*tb, *db, prompt, cfg, &b);
+  // The same accept/reject decisions (fixed seeds; the log-probs agree to ~1e-6,
+  // far from any Philox threshold here), the same target log-probs within 1e-4,
+  // the same sequences (scores within 1e-4: the sums differ in the last bits).
+  std::vector<nlohmann::json> va, vb;
+  for (const auto& r : a.records)
+    if (r.value("kind", "") == "step" && r.value("phase", "") == "verify") va.push_back(r["target_logprob"]);
+  for (const auto& r : b.records)
+    if (r.value("kind", "") == "step" && r.value("phase", "") == "verify") vb.push_back(r["target_logprob"]);
+  REQUIRE(!va.empty());
+  double worst = 0.0;
+  for (size_t i = 0; i < std::min(va.size(), vb.size()); ++i) {
+    CAPTURE(i, va[i].dump(), vb[i].dump());
+    REQUIRE(va[i].size() == vb[i].size());
+    for (size_t k = 0; k < va[i].size(); ++k) {
+      CHECK(va[i][k][0] == vb[i][k][0]);
+      worst = std::max(worst, std::fabs(va[i][k][1].get<double>() - vb[i][k][1].get<double>()));
+    }
+  }
+  CHECK(worst <= 1e-4);
+  CHECK(va.size() == vb.size());
+  const auto& ha = ra.out.decode.hypotheses;
+  const auto& hb = rb.out.decode.hypotheses;
+  REQUIRE(ha.size() == hb.size());
+  for (size_t i = 0; i < ha.size(); ++i) {
+    CHECK(ha[i].tokens == hb[i].tokens);
+    CHECK(std::fabs(ha[i].sum_logprobs - hb[i].sum_logprobs) <= 1e-4);
+  }
 }
