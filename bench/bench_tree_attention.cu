@@ -8,6 +8,8 @@
 // Achieved bandwidth = unique K/V bytes the kernel must read / kernel time,
 // printed next to a cudaMemcpyDeviceToDevice of the same bytes in the same
 // run (copy GB/s counts the bytes once, as read; a copy also writes them).
+// Each timed output is also checked against the CPU twin (tree_attention_ref,
+// double): the last column, max |kernel - twin| / max(1, |twin|).
 // Needs a GPU (exits 77 when none is usable).
 //   bench_tree_attention [--heads 32] [--kv-heads 8] [--head-dim 64] [--new 64]
 //                        [--prompts 512,2048,8192] [--beams 3,9,15] [--reps 50]
@@ -82,6 +84,7 @@ std::vector<int32_t> int_list(const std::string& s) {
 
 struct Result {
   double ms, copy_ms, unique_bytes, listed_bytes;
+  double max_err;  // max |kernel - twin| / max(1, |twin|) over the output (the timed result is checked too)
 };
 
 // One layout: lists[i] = slots query i reads; `slots` = cache size.
@@ -131,6 +134,23 @@ Result run(const std::vector<std::vector<int32_t>>& lists, int32_t slots, int32_
   r.listed_bytes = static_cast<double>(csr.slot_ids.size()) * row_bytes;
   r.ms = time_ms([&] { tree_attention(a); });
   status_check(status.data(), nullptr, "bench tree_attention");
+  {  // the output against the CPU twin on the same data
+    std::vector<float> hq(qv.size()), hkv(kv_n), hout(out.size());
+    TS_CUDA_CHECK(cudaMemcpy(hq.data(), qv.data(), qv.bytes(), cudaMemcpyDeviceToHost), "bench download q");
+    TS_CUDA_CHECK(cudaMemcpy(hkv.data(), kv.data(), kv.bytes(), cudaMemcpyDeviceToHost), "bench download kv");
+    TS_CUDA_CHECK(cudaMemcpy(hout.data(), out.data(), out.bytes(), cudaMemcpyDeviceToHost), "bench download out");
+    TreeAttentionArgs h = a;
+    h.q = hq.data();
+    h.kv = hkv.data();
+    h.indptr = csr.indptr.data();
+    h.slot_ids = csr.slot_ids.data();
+    h.out = hout.data();
+    std::vector<double> want;
+    tree_attention_ref(h, want);
+    r.max_err = 0.0;
+    for (size_t i = 0; i < want.size(); ++i)
+      r.max_err = std::max(r.max_err, std::fabs(static_cast<double>(hout[i]) - want[i]) / std::max(1.0, std::fabs(want[i])));
+  }
   const size_t copy_bytes = static_cast<size_t>(r.unique_bytes);
   DeviceBuffer<unsigned char> src(copy_bytes, "bench copy src"), dst(copy_bytes, "bench copy dst");
   TS_CUDA_CHECK(cudaMemset(src.data(), 1, copy_bytes), "bench copy fill");
@@ -169,7 +189,7 @@ int main(int argc, char** argv) {
                 "per beam; median of %d runs\n",
                 prop.name, prop.multiProcessorCount, drv, heads, kvh, hd, t, g_reps);
     std::printf("| P | b | layout | unique KV MB | listed KV MB | kernel ms | kernel GB/s (unique) | D2D copy ms | copy GB/s | "
-                "kernel/copy bandwidth |\n|---|---|---|---|---|---|---|---|---|---|\n");
+                "kernel/copy bandwidth | max err vs twin |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
     for (int32_t P : int_list(o["prompts"]))
       for (int32_t b : int_list(o["beams"])) {
         std::vector<std::vector<int32_t>> trie(static_cast<size_t>(b)), batch(static_cast<size_t>(b));
@@ -184,10 +204,10 @@ int main(int argc, char** argv) {
         for (int layout = 0; layout < 2; ++layout) {
           const Result r = layout == 0 ? run(trie, P + b * t, heads, kvh, hd) : run(batch, b * (P + t), heads, kvh, hd);
           const double g = r.unique_bytes / (r.ms * 1e-3) / 1e9, cg = r.unique_bytes / (r.copy_ms * 1e-3) / 1e9;
-          std::printf("| %d | %d | %s | %.2f | %.2f | %.4f | %.1f | %.4f | %.1f | %.2f |\n", P, b, layout == 0 ? "trie" : "batch",
-                      r.unique_bytes / 1e6, r.listed_bytes / 1e6, r.ms, g, r.copy_ms, cg, g / cg);
+          std::printf("| %d | %d | %s | %.2f | %.2f | %.4f | %.1f | %.4f | %.1f | %.2f | %.1e |\n", P, b, layout == 0 ? "trie" : "batch",
+                      r.unique_bytes / 1e6, r.listed_bytes / 1e6, r.ms, g, r.copy_ms, cg, g / cg, r.max_err);
           if (layout == 0) trie_ms = r.ms;
-          else std::printf("| %d | %d | batch/trie kernel time | | | %.2fx | | | | |\n", P, b, r.ms / trie_ms);
+          else std::printf("| %d | %d | batch/trie kernel time | | | %.2fx | | | | | |\n", P, b, r.ms / trie_ms);
         }
         std::fflush(stdout);
       }
