@@ -7,6 +7,9 @@
 #ifdef TRIESCOPE_WITH_TORCH
 #include "core/model/torch/torch_transformer.h"
 #endif
+#ifdef TRIESCOPE_WITH_CUDA
+#include "cuda/tree_attention.cuh"
+#endif
 
 namespace {
 void usage() {
@@ -29,6 +32,9 @@ int main(int argc, char** argv) {
   const std::string cmd = argv[1];
   Args args(argv + 2, argv + argc);
   try {
+#ifdef TRIESCOPE_WITH_CUDA
+    triescope::cuda::tree_attention_register();  // transformer attention "tree_kernel" / "auto" on device "cuda"
+#endif
 #ifdef TRIESCOPE_WITH_TORCH
     triescope::torch_models_register();
     if (cmd == "make-checkpoint") return cmd_make_checkpoint(args);

@@ -6,13 +6,30 @@
 //   bench_torch [--layers 4] [--hidden 256] [--heads 4] [--kv-heads 2]
 //               [--vocab 4096] [--prompt 512] [--new 128] [--beams 3,9,15]
 //               [--gc 16] [--seed 1] [--device cpu] [--threads 0]
+//               [--attention auto] [--intermediate 0] [--preset none]
+// --attention: auto | dense | gather | tree_kernel (TransformerOptions);
+// built with CUDA, the tree attention kernel is registered, so on --device
+// cuda "auto" uses it. --preset llama-0.8b: 16 layers, hidden 2048, 32 heads,
+// 8 KV heads (head_dim 64), SwiGLU 5632, vocab 32000, untied: 0.85B
+// parameters (overrides the shape options). --intermediate 0: 8/3 hidden
+// rounded up to 64. On a CUDA LibTorch the rows add the allocator's peak
+// allocated bytes during each decode (weights included) and that peak minus
+// what was allocated before the decode, per generated token.
 #include <ATen/Parallel.h>
+#ifdef TRIESCOPE_TORCH_CUDA
+#include <c10/cuda/CUDACachingAllocator.h>
+#endif
+#ifdef TRIESCOPE_WITH_CUDA
+#include "cuda/tree_attention.cuh"
+#endif
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
 #include <map>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 
 #include "core/common/error.h"
@@ -25,7 +42,8 @@ using namespace triescope;
 int main(int argc, char** argv) {
   std::map<std::string, std::string> a = {{"layers", "4"}, {"hidden", "256"}, {"heads", "4"},    {"kv-heads", "2"},
                                           {"vocab", "4096"}, {"prompt", "512"}, {"new", "128"},   {"beams", "3,9,15"},
-                                          {"gc", "16"},      {"seed", "1"},     {"device", "cpu"}, {"threads", "0"}};
+                                          {"gc", "16"},      {"seed", "1"},     {"device", "cpu"}, {"threads", "0"},
+                                          {"attention", "auto"}, {"intermediate", "0"}, {"preset", "none"}};
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string k = argv[i];
     if (k.rfind("--", 0) != 0 || !a.count(k.substr(2))) {
@@ -42,11 +60,26 @@ int main(int argc, char** argv) {
     c.num_attention_heads = std::stoi(a["heads"]);
     c.num_key_value_heads = std::stoi(a["kv-heads"]);
     c.head_dim = c.hidden_size / c.num_attention_heads;
-    c.intermediate_size = (c.hidden_size * 8 / 3 + 63) / 64 * 64;
+    c.intermediate_size = std::stoi(a["intermediate"]) > 0 ? std::stoi(a["intermediate"]) : (c.hidden_size * 8 / 3 + 63) / 64 * 64;
     c.vocab_size = std::stoi(a["vocab"]);
     c.max_position_embeddings = 1 << 16;
+    if (a["preset"] == "llama-0.8b") {
+      c.num_hidden_layers = 16;
+      c.hidden_size = 2048;
+      c.num_attention_heads = 32;
+      c.num_key_value_heads = 8;
+      c.head_dim = 64;
+      c.intermediate_size = 5632;
+      c.vocab_size = 32000;
+    } else if (a["preset"] != "none") {
+      throw std::runtime_error("--preset must be none or llama-0.8b, got " + a["preset"]);
+    }
+#ifdef TRIESCOPE_WITH_CUDA
+    cuda::tree_attention_register();  // attention "tree_kernel" / "auto" on --device cuda
+#endif
     TransformerOptions opt;
     opt.device = a["device"];
+    opt.attention = a["attention"];
     TorchTransformer model(c, llama_random_weights(c, std::stoull(a["seed"]), 0.02), opt);
     const int32_t n = std::stoi(a["prompt"]);
     std::vector<int32_t> prompt(static_cast<size_t>(n));
@@ -59,11 +92,15 @@ int main(int argc, char** argv) {
     std::stringstream bs(a["beams"]);
     for (std::string tok; std::getline(bs, tok, ',');) beams.push_back(std::stoi(tok));
 
-    std::printf("config: layers %d, hidden %d, heads %d, kv_heads %d, head_dim %d, intermediate %d, vocab %d, fp32, "
-                "device %s, threads %d; prompt %d, max_new_tokens %s (no EOS), gc_interval %s\n",
+    const double params = static_cast<double>(c.vocab_size) * c.hidden_size * 2 + c.hidden_size +
+                          static_cast<double>(c.num_hidden_layers) *
+                              (2.0 * c.hidden_size + static_cast<double>(c.hidden_size) * c.head_dim * (2 * c.num_attention_heads + 2 * c.num_key_value_heads) +
+                               3.0 * c.hidden_size * c.intermediate_size);
+    std::printf("config: layers %d, hidden %d, heads %d, kv_heads %d, head_dim %d, intermediate %d, vocab %d (%.1fM parameters), fp32, "
+                "device %s, attention %s, threads %d; prompt %d, max_new_tokens %s (no EOS), gc_interval %s\n",
                 c.num_hidden_layers, c.hidden_size, c.num_attention_heads, c.num_key_value_heads, c.head_dim,
-                c.intermediate_size, c.vocab_size, opt.device.c_str(), at::get_num_threads(), n, a["new"].c_str(),
-                a["gc"].c_str());
+                c.intermediate_size, c.vocab_size, params / 1e6, opt.device.c_str(), opt.attention.c_str(), at::get_num_threads(), n,
+                a["new"].c_str(), a["gc"].c_str());
     {  // warm-up: LibTorch's first calls allocate and initialise; keep that out of the first row
       BeamConfig w;
       w.num_beams = 2;
@@ -71,8 +108,9 @@ int main(int argc, char** argv) {
       batch_beam_search(model, prompt, w);
       trie_beam_search(model, prompt, w);
     }
-    std::printf("| b | algorithm | peak KV slots | peak KV MiB | Mem/Tok (KiB) | seconds | tokens/s | same outputs |\n");
-    std::printf("|---|---|---|---|---|---|---|---|\n");
+    std::printf("| b | algorithm | attention | peak KV slots | peak KV MiB | Mem/Tok (KiB) | seconds | tokens/s | same outputs | "
+                "device peak MiB | (peak - before)/tok KiB |\n");
+    std::printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
     for (int32_t b : beams) {
       BeamConfig cfg;
       cfg.num_beams = b;
@@ -80,10 +118,24 @@ int main(int argc, char** argv) {
       cfg.eos_token = -1;
       cfg.early_stopping = EarlyStopping::never;
       cfg.gc_interval = std::stoi(a["gc"]);
+      double dev_peak[2] = {-1, -1}, dev_before[2] = {0, 0};  // [batch, trie] bytes; -1: not measured (no CUDA LibTorch)
+      std::string path[2];
       auto timed = [&](bool trie) {
+        model.reset();  // frees the previous decode's cache before the peak is reset
+#ifdef TRIESCOPE_TORCH_CUDA
+        if (opt.device == "cuda") {
+          c10::cuda::CUDACachingAllocator::resetPeakStats(0);
+          dev_before[trie] = static_cast<double>(c10::cuda::CUDACachingAllocator::getDeviceStats(0).allocated_bytes[0].current);
+        }
+#endif
         const auto t0 = std::chrono::steady_clock::now();
         DecodeResult r = trie ? trie_beam_search(model, prompt, cfg) : batch_beam_search(model, prompt, cfg);
         const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+#ifdef TRIESCOPE_TORCH_CUDA
+        if (opt.device == "cuda")  // index 0: StatType::AGGREGATE (the same in LibTorch 1.13 and 2.x)
+          dev_peak[trie] = static_cast<double>(c10::cuda::CUDACachingAllocator::getDeviceStats(0).allocated_bytes[0].peak);
+#endif
+        path[trie] = model.last_attention();
         return std::make_pair(std::move(r), s);
       };
       const auto [batch, bsec] = timed(false);
@@ -91,15 +143,21 @@ int main(int argc, char** argv) {
       bool same = trie.hypotheses.size() == batch.hypotheses.size();
       for (size_t i = 0; same && i < trie.hypotheses.size(); ++i) same = trie.hypotheses[i].tokens == batch.hypotheses[i].tokens;
       // tokens/s: beam tokens generated (b x steps) over the whole decode, prefill included.
-      auto row = [&](const char* name, const DecodeResult& r, double sec) {
+      auto row = [&](const char* name, const DecodeResult& r, double sec, int k) {
         const double toks = static_cast<double>(b) * r.metrics.steps;
-        std::printf("| %d | %s | %lld | %.2f | %.1f | %.2f | %.1f | %s |\n", b, name, static_cast<long long>(r.metrics.peak_slots),
-                    static_cast<double>(r.metrics.peak_bytes) / (1024.0 * 1024.0), r.metrics.mem_per_token / 1024.0, sec,
-                    toks / sec, same ? "yes" : "NO");
+        char dev[96] = "n/a | n/a";
+        if (dev_peak[k] >= 0)
+          std::snprintf(dev, sizeof dev, "%.1f | %.1f", dev_peak[k] / (1024.0 * 1024.0), (dev_peak[k] - dev_before[k]) / toks / 1024.0);
+        std::printf("| %d | %s | %s | %lld | %.2f | %.1f | %.2f | %.1f | %s | %s |\n", b, name, path[k].c_str(),
+                    static_cast<long long>(r.metrics.peak_slots), static_cast<double>(r.metrics.peak_bytes) / (1024.0 * 1024.0),
+                    r.metrics.mem_per_token / 1024.0, sec, toks / sec, same ? "yes" : "NO", dev);
       };
-      row("batch", batch, bsec);
-      row("trie", trie, tsec);
-      std::printf("| %d | ratio batch/trie | %.2fx | %.2fx | %.2fx | | trie speed-up %.2fx | |\n", b,
+      row("batch", batch, bsec, 0);
+      row("trie", trie, tsec, 1);
+      if (dev_peak[0] >= 0)
+        std::printf("| %d | device (peak - before) batch/trie | %.2fx | | | | | | | | |\n", b,
+                    (dev_peak[0] - dev_before[0]) / std::max(1.0, dev_peak[1] - dev_before[1]));
+      std::printf("| %d | ratio batch/trie | | %.2fx | %.2fx | %.2fx | | trie speed-up %.2fx | | | |\n", b,
                   static_cast<double>(batch.metrics.peak_slots) / static_cast<double>(trie.metrics.peak_slots),
                   static_cast<double>(batch.metrics.peak_bytes) / static_cast<double>(trie.metrics.peak_bytes),
                   batch.metrics.mem_per_token / trie.metrics.mem_per_token, bsec / tsec);

@@ -63,7 +63,7 @@ TEST_CASE("tree forward equals each path run alone, causally", "[model]") {
   const uint32_t seed = GENERATE(1u, 2u);
   const int32_t nodes = GENERATE(9, 40);
   const int32_t kv_heads = GENERATE(4, 2, 1);  // GQA ratios 1, 2, 4
-  const std::string attention = GENERATE(std::string("dense"), std::string("gather"), std::string("auto"));
+  const std::string attention = GENERATE(std::string("dense"), std::string("gather"), std::string("auto"), std::string("tree_kernel"));
   CAPTURE(seed, nodes, kv_heads, attention);
   const LlamaConfig c = tiny_config(4, kv_heads);
   auto model = tiny_model(c, seed, attention);

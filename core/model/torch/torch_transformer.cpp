@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "core/common/error.h"
+#include "core/model/tree_attention.h"
 
 namespace triescope {
 
@@ -37,6 +38,7 @@ struct TorchTransformer::Impl {
   std::vector<uint8_t> written;  // [capacity] 1 once a forward wrote the slot
   std::shared_ptr<const BpeTokenizer> tokenizer;
   std::string last_attention = "none";
+  bool tree_kernel = false;  // attention through TreeAttentionArgs (the CUDA kernel, or its CPU twin on the CPU)
 
   at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& w) const {
     return w * (x * at::rsqrt(x.pow(2).mean(-1, true) + cfg.rms_norm_eps));
@@ -70,12 +72,20 @@ TorchTransformer::TorchTransformer(const LlamaConfig& cfg, const TensorMap& w, T
   m.cfg = cfg;
   m.opt = std::move(opt);
   TS_CHECK(m.opt.device == "cpu" || m.opt.device == "cuda", "transformer: device must be \"cpu\" or \"cuda\", got \"" << m.opt.device << "\"");
-  TS_CHECK(m.opt.attention == "auto" || m.opt.attention == "dense" || m.opt.attention == "gather",
-           "transformer: attention must be \"auto\", \"dense\" or \"gather\", got \"" << m.opt.attention << "\"");
+  TS_CHECK(m.opt.attention == "auto" || m.opt.attention == "dense" || m.opt.attention == "gather" || m.opt.attention == "tree_kernel",
+           "transformer: attention must be \"auto\", \"dense\", \"gather\" or \"tree_kernel\", got \"" << m.opt.attention << "\"");
   if (m.opt.device == "cuda") {
     TS_CHECK(at::hasCUDA(), "transformer: device \"cuda\" requested, but this LibTorch has no CUDA device available");
     m.dev = at::Device(at::kCUDA);
+    TS_CHECK(m.opt.attention != "tree_kernel" || tree_attention_kernel(),
+             "transformer: attention \"tree_kernel\" on device \"cuda\" needs the CUDA tree attention kernel, which this program "
+             "did not register (build with TRIESCOPE_WITH_CUDA and call cuda::tree_attention_register() at start-up)");
   }
+  // The tree attention kernel for every step: asked for, or "auto" on a GPU
+  // where cuda/ registered it. On the CPU "tree_kernel" runs the kernel's CPU
+  // twin (tree_attention_host), which checks the same plumbing (CSR lists,
+  // raw cache layout) against the other paths.
+  m.tree_kernel = m.opt.attention == "tree_kernel" || (m.opt.attention == "auto" && m.opt.device == "cuda" && tree_attention_kernel());
   llama_weights_check(cfg, w, "transformer weights");
   c10::InferenceMode guard;
   auto get = [&](const std::string& name) { return host_to_tensor(w.at(name), m.dev); };
@@ -179,7 +189,8 @@ void TorchTransformer::forward(const StepInput& in, Logits& out) {
   // only each query's slots >= P are gathered; the k x k cross terms between
   // samples are never computed. Taken in "auto" mode whenever the step says so.
   const int64_t P = in.shared_prefix_slots;
-  const bool hybrid = m.opt.attention == "auto" && P > 0;
+  const bool tk = m.tree_kernel;
+  const bool hybrid = !tk && m.opt.attention == "auto" && P > 0;
   if (P > 0)
     for (int64_t r = 0; r < q; ++r) {
       const auto& row = rows[static_cast<size_t>(r)];
@@ -212,7 +223,7 @@ void TorchTransformer::forward(const StepInput& in, Logits& out) {
     std::vector<float> add;  // [n x span] additive mask: 0 allowed, -inf not
   };
   std::vector<Block> blocks;
-  if (!gather && !hybrid) {
+  if (!gather && !hybrid && !tk) {
     if (m.opt.attention == "dense") {
       blocks.push_back({0, q, 0, S, {}});
     } else {
@@ -246,7 +257,7 @@ void TorchTransformer::forward(const StepInput& in, Logits& out) {
         for (int64_t s : rows[static_cast<size_t>(bl.q0 + r)]) bl.add[static_cast<size_t>(r * bl.span + s - bl.lo)] = 0.0f;
     }
   }
-  m.last_attention = hybrid ? "hybrid" : gather ? "gather" : blocks.size() == 1 && blocks[0].span == S ? "dense" : "blocks";
+  m.last_attention = tk ? "tree_kernel" : hybrid ? "hybrid" : gather ? "gather" : blocks.size() == 1 && blocks[0].span == S ? "dense" : "blocks";
   const int64_t L = static_cast<int64_t>(longest);
   std::vector<float> gadd;          // [q x L] gather path: additive mask over each query's gathered slots
   std::vector<int64_t> gather_idx;  // [q x L] slot read at each column (padding reads the row's first slot, masked)
@@ -273,6 +284,41 @@ void TorchTransformer::forward(const StepInput& in, Logits& out) {
   const at::Tensor hmask = hybrid && L2 > 0 ? at::from_blob(hadd.data(), {q, L2}, fopt).clone().to(m.dev) : at::Tensor();
   const at::Tensor hgidx = hybrid && L2 > 0 ? long_tensor(hidx, m.dev) : at::Tensor();
   std::vector<at::Tensor> block_mask;
+  // Tree kernel: each query's allowed slots as one CSR list (the rows read
+  // above, ascending), uploaded once and shared by every layer.
+  std::vector<int32_t> csr_ptr, csr_ids;
+  at::Tensor tk_ptr, tk_ids, tk_work, tk_status;
+  TreeAttentionArgs targs;
+  const TreeAttentionKernel* kernel = tk && m.dev.is_cuda() ? tree_attention_kernel() : nullptr;
+  if (tk) {
+    csr_ptr.reserve(static_cast<size_t>(q) + 1);
+    csr_ptr.push_back(0);
+    for (const auto& row : rows) {
+      for (int64_t s : row) csr_ids.push_back(static_cast<int32_t>(s));
+      csr_ptr.push_back(static_cast<int32_t>(csr_ids.size()));
+    }
+    const auto iopt = at::TensorOptions().dtype(at::kInt);
+    tk_ptr = at::from_blob(csr_ptr.data(), {q + 1}, iopt).clone().to(m.dev);
+    tk_ids = at::from_blob(csr_ids.data(), {static_cast<int64_t>(csr_ids.size())}, iopt).clone().to(m.dev);
+    targs.indptr = tk_ptr.data_ptr<int32_t>();
+    targs.slot_ids = tk_ids.data_ptr<int32_t>();
+    targs.num_queries = static_cast<int32_t>(q);
+    targs.heads = c.num_attention_heads;
+    targs.kv_heads = c.num_key_value_heads;
+    targs.head_dim = c.head_dim;
+    targs.capacity = static_cast<int32_t>(m.capacity);
+    targs.max_row = static_cast<int32_t>(longest);
+    targs.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(c.head_dim)));
+    if (kernel) {
+      targs.workspace_bytes = kernel->workspace_bytes(targs);  // the same for every layer
+      if (targs.workspace_bytes > 0) {
+        tk_work = at::empty({static_cast<int64_t>(targs.workspace_bytes)}, at::TensorOptions().dtype(at::kByte).device(m.dev));
+        targs.workspace = tk_work.data_ptr();
+      }
+      tk_status = at::zeros({3}, iopt.device(m.dev));  // KernelStatus: code, index, value
+      targs.status = tk_status.data_ptr<int32_t>();
+    }
+  }
   for (auto& bl : blocks) block_mask.push_back(at::from_blob(bl.add.data(), {bl.n, bl.span}, fopt).clone().to(m.dev));
   // RoPE from the explicit position ids: angle = position x inv_freq.
   const at::Tensor freqs = pos.unsqueeze(1) * m.inv_freq.unsqueeze(0);  // [q, hd/2]
@@ -294,7 +340,20 @@ void TorchTransformer::forward(const StepInput& in, Logits& out) {
     K.index_copy_(0, slots, kh);
     V.index_copy_(0, slots, vh);
     at::Tensor attn;
-    if (hybrid) {
+    if (tk) {
+      // One call per layer over the raw cache: K/V of this step were written
+      // just above; the kernel (or its CPU twin) reads each query's list only.
+      const at::Tensor qc = qh.contiguous();
+      const at::Tensor o = at::empty({q, nh, hd}, fopt.device(m.dev));
+      TS_CHECK(m.kv[l].is_contiguous(), "transformer: tree attention needs a contiguous cache");
+      TreeAttentionArgs a = targs;
+      a.q = qc.data_ptr<float>();
+      a.kv = m.kv[l].data_ptr<float>();
+      a.out = o.data_ptr<float>();
+      if (kernel) kernel->launch(a);  // on the legacy default stream, LibTorch's default current stream
+      else tree_attention_host(a);
+      attn = o.view({q, nh * hd});
+    } else if (hybrid) {
       // Dense part: all q queries against the P shared slots, one matmul per KV head.
       const at::Tensor Qb = qh.view({q, nkv, g, hd}).permute({1, 2, 0, 3}).reshape({nkv, g * q, hd});
       const at::Tensor sp = at::matmul(Qb, K.narrow(0, 0, P).permute({1, 2, 0})).mul_(scale).view({nkv, g, q, P}).permute({2, 0, 1, 3});
@@ -345,6 +404,12 @@ void TorchTransformer::forward(const StepInput& in, Logits& out) {
     x = x + at::linear(at::silu(at::linear(h2, W.wg)) * at::linear(h2, W.wu), W.wd);
   }
   const at::Tensor logits = at::linear(m.rms_norm(x, m.norm), m.head).to(at::kCPU).contiguous();
+  if (kernel) {  // the copy above synchronised; the first bad input any layer's launch met
+    const at::Tensor st = tk_status.to(at::kCPU);
+    const int32_t* sv = st.data_ptr<int32_t>();
+    TS_CHECK(sv[0] == 0, "transformer: " << kernel->name << ": " << kernel->error_name(sv[0]) << " (query " << sv[1] << ", slot " << sv[2]
+                                         << ")");
+  }
   std::memcpy(out.data.data(), logits.data_ptr<float>(), sizeof(float) * static_cast<size_t>(q * c.vocab_size));
 }
 

@@ -29,6 +29,12 @@ struct TransformerOptions {
   // one block per beam for the batch layout, whose rows are block-diagonal, so
   // the baseline is not charged b^2 attention work a real batch implementation
   // never does). gather: each query gathers exactly the slots its row allows.
+  // tree_kernel: one tree attention call per layer over the raw cache, each
+  // query reading only its CSR ancestor list (core/model/tree_attention.h):
+  // on "cuda" the kernel cuda/ registers (cuda::tree_attention_register(); an
+  // error when none is), on "cpu" its double-precision CPU twin (slow; it is
+  // there to test the plumbing). On "cuda", auto means tree_kernel when the
+  // kernel is registered.
   std::string attention = "auto";
   nlohmann::json source;  // what describe() says about where the weights came from
 };
@@ -50,7 +56,7 @@ class TorchTransformer : public Model {
   void set_tokenizer(std::shared_ptr<const BpeTokenizer> tok);
   const BpeTokenizer* tokenizer() const;
   // Attention path taken by the last forward: "dense" (one block over all
-  // slots), "blocks" or "gather".
+  // slots), "blocks", "gather", "hybrid" or "tree_kernel".
   const std::string& last_attention() const;
 
   // A Hugging Face model directory: config.json, model.safetensors (or the

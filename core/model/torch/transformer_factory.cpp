@@ -25,8 +25,8 @@ std::unique_ptr<Model> transformer_from_json(JsonObjectReader& r) {
   opt.device = r.get_string("device", "cpu");
   opt.attention = r.get_string("attention", "auto");
   TS_CHECK(opt.device == "cpu" || opt.device == "cuda", r.where("device") << " must be \"cpu\" or \"cuda\", got \"" << opt.device << "\"");
-  TS_CHECK(opt.attention == "auto" || opt.attention == "dense" || opt.attention == "gather",
-           r.where("attention") << " must be \"auto\", \"dense\" or \"gather\", got \"" << opt.attention << "\"");
+  TS_CHECK(opt.attention == "auto" || opt.attention == "dense" || opt.attention == "gather" || opt.attention == "tree_kernel",
+           r.where("attention") << " must be \"auto\", \"dense\", \"gather\" or \"tree_kernel\", got \"" << opt.attention << "\"");
   TS_CHECK(r.has("path") != r.has("random_init"), r.origin() << ": " << r.field("path") << ": give exactly one of path (a Hugging Face model directory) or random_init (a config)");
   // A draft derived from the target's weights (DSBD's transformer pair, docs/dsbd.md):
   // keep_layers L' keeps decoder layers [0, L'); perturb_std x adds N(0, x * std(w)) to every tensor.

@@ -1,0 +1,244 @@
+#include "cuda/tree_attention.cuh"
+#include "cuda/detail/device_status.h"
+#include "cuda/tree_attention_math.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace triescope::cuda {
+
+namespace {
+
+constexpr int kWarps = ta::kWarps;
+constexpr unsigned kFull = 0xffffffffu;
+
+// Block (query r, KV head, group of HG query heads of that KV head, split).
+// Lane l holds elements d = i * 32 + l (i < VEC) of q, K, V and the output,
+// so each K/V row load is a coalesced 128-byte transaction per i. Every warp
+// runs its own online softmax (running max m, sum l, weighted V sum acc) over
+// its entries; the warps are merged through shared memory at the end. Each
+// K/V row a block touches is read once for all HG heads (GQA sharing).
+template <int VEC, int HG>
+__global__ void __launch_bounds__(kWarps * 32)
+    tree_attention_kernel(TreeAttentionArgs a, TreeAttentionPlan p, float* part_acc, float* part_ml) {
+  __shared__ float sm_m[kWarps][HG], sm_l[kWarps][HG];
+  __shared__ float sm_acc[kWarps][HG][VEC * 32];
+  const int32_t r = blockIdx.x;
+  const ta::Heads hb = ta::block_heads(blockIdx.y, p.head_groups, HG, a.heads / a.kv_heads);
+  const int32_t kvh = hb.kvh, h0 = hb.h0, nh = hb.nh;  // HG == p.heads_per_block
+  const int32_t split = blockIdx.z;
+  const ta::Range rg = ta::split_range(a.indptr[r], a.indptr[r + 1], split, p.splits, p.chunk);
+  const int32_t lo = rg.lo, hi = rg.hi;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int32_t hd = a.head_dim;
+  const int64_t row = static_cast<int64_t>(a.kv_heads) * hd;
+  const float* K = a.kv + static_cast<int64_t>(kvh) * hd;
+  const float* V = a.kv + static_cast<int64_t>(a.capacity) * row + static_cast<int64_t>(kvh) * hd;
+
+  float qv[HG][VEC], acc[HG][VEC], m[HG], l[HG];
+#pragma unroll
+  for (int h = 0; h < HG; ++h) {
+    m[h] = -INFINITY;
+    l[h] = 0.0f;
+#pragma unroll
+    for (int i = 0; i < VEC; ++i) {
+      const int d = i * 32 + lane;
+      // The scale is folded into q once instead of into every score.
+      qv[h][i] = (h < nh && d < hd) ? a.q[(static_cast<int64_t>(r) * a.heads + h0 + h) * hd + d] * a.scale : 0.0f;
+      acc[h][i] = 0.0f;
+    }
+  }
+  for (int32_t j = lo + warp; j < hi; j += kWarps) {
+    const int32_t s = a.slot_ids[j];  // the same for the whole warp: the branch below is uniform
+    if (s < 0 || s >= a.capacity) {
+      if (lane == 0) detail::status_report(reinterpret_cast<KernelStatus*>(a.status), KernelError::slot_out_of_range, r, s);
+      continue;
+    }
+    const float* kp = K + static_cast<int64_t>(s) * row;
+    const float* vp = V + static_cast<int64_t>(s) * row;
+    float kx[VEC], vx[VEC];
+#pragma unroll
+    for (int i = 0; i < VEC; ++i) {
+      const int d = i * 32 + lane;
+      kx[i] = d < hd ? __ldg(kp + d) : 0.0f;
+      vx[i] = d < hd ? __ldg(vp + d) : 0.0f;
+    }
+#pragma unroll
+    for (int h = 0; h < HG; ++h) {
+      if (h >= nh) continue;  // uniform across the block
+      float dot = 0.0f;
+#pragma unroll
+      for (int i = 0; i < VEC; ++i) dot = fmaf(qv[h][i], kx[i], dot);
+#pragma unroll
+      for (int off = 16; off > 0; off >>= 1) dot += __shfl_xor_sync(kFull, dot, off);
+      const ta::Step st = ta::online_step(m[h], dot);
+      l[h] = l[h] * st.corr + st.p;
+#pragma unroll
+      for (int i = 0; i < VEC; ++i) acc[h][i] = fmaf(st.p, vx[i], acc[h][i] * st.corr);
+      m[h] = st.m_new;
+    }
+  }
+#pragma unroll
+  for (int h = 0; h < HG; ++h) {
+    if (lane == 0) {
+      sm_m[warp][h] = m[h];
+      sm_l[warp][h] = l[h];
+    }
+#pragma unroll
+    for (int i = 0; i < VEC; ++i) sm_acc[warp][h][i * 32 + lane] = acc[h][i];
+  }
+  __syncthreads();
+  for (int e = threadIdx.x; e < nh * hd; e += blockDim.x) {
+    const int h = e / hd, d = e - h * hd;
+    float M = -INFINITY;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) M = fmaxf(M, sm_m[w][h]);
+    float L = 0.0f, A = 0.0f;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) {
+      const float f = ta::merge_factor(sm_m[w][h], M);  // a warp that saw nothing has m = -inf: f = 0
+      L = fmaf(sm_l[w][h], f, L);
+      A = fmaf(sm_acc[w][h][d], f, A);
+    }
+    const int64_t oh = static_cast<int64_t>(r) * a.heads + h0 + h;
+    if (p.splits == 1) {
+      a.out[oh * hd + d] = ta::finish(A, L);  // an empty list gives zeros, as the twin
+    } else {
+      const int64_t ps = oh * p.splits + split;
+      part_acc[ps * hd + d] = A;
+      if (d == 0) {
+        part_ml[ps * 2] = M;
+        part_ml[ps * 2 + 1] = L;
+      }
+    }
+  }
+}
+
+// Second pass for split lists: a block per (query, head) rescales each
+// split's partial sums to the common max and normalises once.
+__global__ void tree_attention_combine_kernel(TreeAttentionArgs a, int32_t splits, const float* part_acc, const float* part_ml) {
+  const int64_t oh = blockIdx.x;
+  const int32_t hd = a.head_dim;
+  float M = -INFINITY;
+  for (int32_t s = 0; s < splits; ++s) M = fmaxf(M, part_ml[(oh * splits + s) * 2]);
+  for (int32_t d = threadIdx.x; d < hd; d += blockDim.x) {
+    float L = 0.0f, A = 0.0f;
+    for (int32_t s = 0; s < splits; ++s) {
+      const int64_t ps = oh * splits + s;
+      const float f = ta::merge_factor(part_ml[ps * 2], M);
+      L = fmaf(part_ml[ps * 2 + 1], f, L);
+      A = fmaf(part_acc[ps * hd + d], f, A);
+    }
+    a.out[oh * hd + d] = ta::finish(A, L);
+  }
+}
+
+int32_t pow2_at_least(int32_t x) {
+  int32_t p = 1;
+  while (p < x) p *= 2;
+  return p;
+}
+
+size_t align256(size_t x) { return (x + 255) / 256 * 256; }
+
+template <int VEC, int HG>
+void launch_vh(const TreeAttentionArgs& a, const TreeAttentionPlan& p, float* part_acc, float* part_ml, cudaStream_t st) {
+  const dim3 grid(static_cast<unsigned>(a.num_queries), static_cast<unsigned>(a.kv_heads * p.head_groups),
+                  static_cast<unsigned>(p.splits));
+  tree_attention_kernel<VEC, HG><<<grid, kWarps * 32, 0, st>>>(a, p, part_acc, part_ml);
+  TS_CUDA_CHECK_LAUNCH("tree_attention_kernel");
+}
+
+template <int VEC>
+void launch_v(const TreeAttentionArgs& a, const TreeAttentionPlan& p, float* part_acc, float* part_ml, cudaStream_t st) {
+  if (p.heads_per_block == 1) launch_vh<VEC, 1>(a, p, part_acc, part_ml, st);
+  else if (p.heads_per_block == 2) launch_vh<VEC, 2>(a, p, part_acc, part_ml, st);
+  else if (p.heads_per_block == 4) launch_vh<VEC, 4>(a, p, part_acc, part_ml, st);
+  else if constexpr (VEC < 8) launch_vh<VEC, 8>(a, p, part_acc, part_ml, st);
+  else TS_FAIL("tree_attention (cuda): no kernel for " << p.heads_per_block << " heads per block at vec " << VEC);
+}
+
+int32_t current_sm_count() {
+  int dev = 0, n = 0;
+  TS_CUDA_CHECK(cudaGetDevice(&dev), "tree_attention: cudaGetDevice");
+  TS_CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev), "tree_attention: SM count");
+  return n;
+}
+
+}  // namespace
+
+TreeAttentionPlan tree_attention_plan(const TreeAttentionArgs& a, int32_t sm_count) {
+  TS_CHECK(a.heads > 0 && a.kv_heads > 0 && a.heads % a.kv_heads == 0,
+           "tree_attention (cuda): heads = " << a.heads << " must be a positive multiple of kv_heads = " << a.kv_heads);
+  TS_CHECK(a.head_dim > 0 && a.head_dim <= 256, "tree_attention (cuda): head_dim = " << a.head_dim << " outside [1, 256]");
+  TS_CHECK(a.num_queries >= 0 && a.max_row >= 0, "tree_attention (cuda): negative num_queries or max_row");
+  TreeAttentionPlan p;
+  p.vec = a.head_dim <= 32 ? 1 : a.head_dim <= 64 ? 2 : a.head_dim <= 128 ? 4 : 8;
+  const int32_t group = a.heads / a.kv_heads;
+  p.heads_per_block = std::min(pow2_at_least(group), p.vec == 8 ? 4 : 8);  // vec 8 x 8 heads would spill registers
+  p.head_groups = (group + p.heads_per_block - 1) / p.heads_per_block;
+  TS_CHECK(int64_t{a.kv_heads} * p.head_groups <= 65535, "tree_attention (cuda): too many KV heads x head groups for gridDim.y");
+  const int64_t base = std::max<int64_t>(1, int64_t{a.num_queries} * a.kv_heads * p.head_groups);
+  const int64_t want = (4 * int64_t{std::max(sm_count, 1)} + base - 1) / base;   // ~4 waves
+  const int64_t most = std::max<int64_t>(1, int64_t{a.max_row} / 64);  // chunks of >= 64 entries
+  const int64_t splits = std::min<int64_t>(std::min(want, most), int64_t{65535});
+  p.chunk = static_cast<int32_t>(std::max<int64_t>(1, (int64_t{a.max_row} + splits - 1) / splits));
+  p.splits = static_cast<int32_t>(std::max<int64_t>(1, (int64_t{a.max_row} + p.chunk - 1) / p.chunk));  // no empty tail split
+  return p;
+}
+
+size_t tree_attention_workspace_bytes(const TreeAttentionPlan& p, const TreeAttentionArgs& a) {
+  if (p.splits <= 1) return 0;
+  const size_t parts = static_cast<size_t>(a.num_queries) * static_cast<size_t>(a.heads) * static_cast<size_t>(p.splits);
+  return align256(parts * static_cast<size_t>(a.head_dim) * sizeof(float)) + parts * 2 * sizeof(float);
+}
+
+size_t tree_attention_workspace_bytes(const TreeAttentionArgs& a) {
+  return tree_attention_workspace_bytes(tree_attention_plan(a, current_sm_count()), a);
+}
+
+void tree_attention(const TreeAttentionArgs& a) {
+  if (a.num_queries == 0) return;
+  const TreeAttentionPlan p = tree_attention_plan(a, current_sm_count());
+  TS_CHECK(a.q && a.kv && a.indptr && a.out, "tree_attention (cuda): null q, kv, indptr or out");
+  TS_CHECK(a.slot_ids || a.max_row == 0, "tree_attention (cuda): null slot_ids");
+  const size_t need = tree_attention_workspace_bytes(p, a);
+  TS_CHECK(a.workspace_bytes >= need && (need == 0 || a.workspace),
+           "tree_attention (cuda): workspace of " << a.workspace_bytes << " bytes, the plan needs " << need);
+  float* part_acc = nullptr;
+  float* part_ml = nullptr;
+  if (p.splits > 1) {
+    part_acc = static_cast<float*>(a.workspace);
+    part_ml = reinterpret_cast<float*>(static_cast<char*>(a.workspace) +
+                                       align256(static_cast<size_t>(a.num_queries) * a.heads * p.splits * a.head_dim * sizeof(float)));
+  }
+  const auto st = static_cast<cudaStream_t>(a.stream);
+  switch (p.vec) {
+    case 1: launch_v<1>(a, p, part_acc, part_ml, st); break;
+    case 2: launch_v<2>(a, p, part_acc, part_ml, st); break;
+    case 4: launch_v<4>(a, p, part_acc, part_ml, st); break;
+    default: launch_v<8>(a, p, part_acc, part_ml, st); break;
+  }
+  if (p.splits > 1) {
+    tree_attention_combine_kernel<<<static_cast<unsigned>(int64_t{a.num_queries} * a.heads), 128, 0, st>>>(a, p.splits, part_acc,
+                                                                                                          part_ml);
+    TS_CUDA_CHECK_LAUNCH("tree_attention_combine_kernel");
+  }
+}
+
+namespace {
+size_t hook_workspace(const TreeAttentionArgs& a) { return tree_attention_workspace_bytes(a); }
+void hook_launch(const TreeAttentionArgs& a) { tree_attention(a); }
+const char* hook_error(int32_t code) { return kernel_error_name(static_cast<KernelError>(code)); }
+}  // namespace
+
+void tree_attention_register() {
+  TreeAttentionKernel k;
+  k.name = "cuda::tree_attention";
+  k.workspace_bytes = hook_workspace;
+  k.launch = hook_launch;
+  k.error_name = hook_error;
+  tree_attention_kernel_register(k);
+}
+
+}  // namespace triescope::cuda

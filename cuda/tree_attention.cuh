@@ -1,0 +1,47 @@
+// Tree attention on the device: one transformer layer's attention for the
+// queries of a tree step over the slot KV cache, each query reading exactly
+// the slots of its ancestor list (CSR), so masked-out K/V is never loaded.
+// Flash-decoding style: online softmax in fp32, long lists split across
+// blocks with a second combine pass. CPU twin: tree_attention_ref in
+// core/model/tree_attention.h (double). Arguments: TreeAttentionArgs (same
+// header), device pointers; a slot id outside [0, capacity) is reported
+// through KernelStatus as slot_out_of_range (index = query, value = slot).
+#pragma once
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "core/model/tree_attention.h"
+#include "cuda/cuda_common.cuh"
+
+namespace triescope::cuda {
+
+// How a launch cuts the work: a block per (query, KV head, head group of at
+// most `heads_per_block` query heads, split); split s of query r covers list
+// entries [s * chunk, (s + 1) * chunk). Pure host arithmetic (tested on the CPU).
+struct TreeAttentionPlan {
+  int32_t heads_per_block = 0;  // query heads of one GQA group a block handles (<= 8)
+  int32_t head_groups = 0;      // ceil(group / heads_per_block) blocks per KV head
+  int32_t splits = 1;           // blocks per (query, KV head, head group) along the list
+  int32_t chunk = 0;            // list entries per split
+  int32_t vec = 0;              // ceil(head_dim / 32) floats per lane (1, 2, 4 or 8)
+};
+// `sm_count` sizes the split: enough blocks for ~4 waves of `sm_count`, never
+// chunks under 64 entries. head_dim must be <= 256.
+TreeAttentionPlan tree_attention_plan(const TreeAttentionArgs& a, int32_t sm_count);
+// Scratch bytes for the split partials (0 when splits == 1).
+size_t tree_attention_workspace_bytes(const TreeAttentionPlan& p, const TreeAttentionArgs& a);
+
+// Launch on a.stream; asynchronous. a.workspace must hold
+// tree_attention_workspace_bytes(plan for this device) bytes (the
+// one-argument form below plans for the current device).
+void tree_attention(const TreeAttentionArgs& a);
+size_t tree_attention_workspace_bytes(const TreeAttentionArgs& a);
+
+// Fills core's registry (tree_attention_kernel_register) with this kernel, so
+// a TorchTransformer on device "cuda" uses it (attention "tree_kernel", or
+// "auto"). Idempotent; programs built with CUDA call it at start-up.
+void tree_attention_register();
+
+}  // namespace triescope::cuda

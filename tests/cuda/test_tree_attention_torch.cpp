@@ -1,0 +1,119 @@
+// TorchTransformer on device "cuda" with the tree attention kernel against the
+// CPU transformer (dense attention): same logits within 1e-4 on random trees,
+// star steps with MultiGen's shared-prefix hint, and trie beam search equal to
+// batch beam search. Own main: exits 77 (ctest: skipped) without a CUDA device
+// or without a LibTorch built with CUDA; never passes without running.
+// ATen first: it brings glog, whose CHECK (abort on failure) must not replace Catch's.
+#include <ATen/ATen.h>
+#undef CHECK
+#define CATCH_CONFIG_RUNNER
+#include <catch2/catch.hpp>
+
+#include <iostream>
+#include <random>
+
+#include "core/decode/batch_beam_search.h"
+#include "core/decode/trie_beam_search.h"
+#include "core/mask/ancestor_mask.h"
+#include "cuda/cuda_common.cuh"
+#include "cuda/tree_attention.cuh"
+#include "test_util.h"
+#include "tests/torch/torch_test_util.h"
+
+using namespace triescope;
+using namespace triescope::test;
+
+namespace {
+std::unique_ptr<TorchTransformer> gpu_model(const LlamaConfig& c, uint64_t seed, const std::string& attention) {
+  TransformerOptions o;
+  o.device = "cuda";
+  o.attention = attention;
+  return std::make_unique<TorchTransformer>(c, llama_random_weights(c, seed, 0.2), o);
+}
+
+StepInput step_of(const TokenTree& t, const std::vector<int32_t>& nodes, int32_t shared) {
+  StepInput in;
+  for (int32_t id : nodes) {
+    in.tokens.push_back(t.node(id).token);
+    in.positions.push_back(t.node(id).depth);
+    in.slots.push_back(t.node(id).slot);
+  }
+  int32_t hi = 0;
+  for (const auto& nd : t.nodes()) hi = std::max(hi, nd.slot + 1);
+  in.num_slots = hi;
+  in.mask = ancestor_mask_build(t, nodes, in.num_slots);
+  in.shared_prefix_slots = shared;
+  return in;
+}
+}  // namespace
+
+TEST_CASE("transformer on cuda with the tree kernel equals the CPU transformer on random trees", "[cuda][tree_attention][model]") {
+  const int32_t kv_heads = GENERATE(8, 4, 2);  // 8 query heads: GQA groups 1, 2, 4
+  const int32_t variant = GENERATE(0, 1, 2);   // 0: attention "tree_kernel"; 1, 2: "auto" (picks it on cuda)
+  const uint64_t seed = testing::test_seed(static_cast<uint64_t>(kv_heads * 10 + variant));
+  CAPTURE(kv_heads, variant, seed);
+  const LlamaConfig c = tiny_config(8, kv_heads, 96, false, 2, 256);  // head_dim 32
+  auto gpu = gpu_model(c, seed, variant == 0 ? "tree_kernel" : "auto");
+  auto cpu = tiny_model(c, seed, "dense");
+  std::mt19937_64 rng(seed);
+  // A prompt chain, then random branching below it, fed in three forwards.
+  TokenTree t;
+  std::vector<int32_t> prompt_toks;
+  for (int i = 0; i < 300; ++i) prompt_toks.push_back(static_cast<int32_t>(rng() % 96));
+  std::vector<int32_t> prompt = t.add_chain(kNoNode, prompt_toks);
+  for (int32_t i = 0; i < 300; ++i) t.node(prompt[static_cast<size_t>(i)]).slot = i;
+  Logits a, b;
+  gpu->forward(step_of(t, prompt, 0), a);
+  cpu->forward(step_of(t, prompt, 0), b);
+  for (int32_t r = 0; r < a.rows; ++r) REQUIRE(max_abs_diff(a.row(r), b.row(r), c.vocab_size) <= 1e-4f);
+  int32_t next = 300;
+  for (int round = 0; round < 2; ++round) {
+    std::vector<int32_t> added;
+    for (int k = 0; k < 40; ++k) {
+      const int32_t parent = std::bernoulli_distribution(0.3)(rng) ? prompt.back() : static_cast<int32_t>(prompt.size() - 1 + rng() % (t.size() - prompt.size() + 1));
+      const int32_t id = t.add_child(parent, static_cast<int32_t>(rng() % 96), 0.0);
+      t.node(id).slot = next++;
+      added.push_back(id);
+    }
+    gpu->forward(step_of(t, added, 300), a);  // every row reads the whole prompt: the hint holds
+    cpu->forward(step_of(t, added, 0), b);
+    CHECK(gpu->last_attention() == "tree_kernel");
+    for (int32_t r = 0; r < a.rows; ++r) CHECK(max_abs_diff(a.row(r), b.row(r), c.vocab_size) <= 1e-4f);
+  }
+}
+
+TEST_CASE("trie beam search on cuda (tree kernel) equals batch beam search on the CPU", "[cuda][tree_attention][model]") {
+  const int32_t gc = GENERATE(0, 4);
+  CAPTURE(gc);
+  const LlamaConfig c = tiny_config(4, 2);
+  auto gpu = gpu_model(c, 7, "tree_kernel");
+  auto cpu = tiny_model(c, 7, "dense");
+  BeamConfig cfg;
+  cfg.num_beams = 4;
+  cfg.max_new_tokens = 10;
+  cfg.eos_token = -1;
+  cfg.gc_interval = gc;
+  const std::vector<int32_t> prompt = {5, 17, 3, 60, 2, 9, 9, 1};
+  const DecodeResult t = trie_beam_search(*gpu, prompt, cfg);
+  const DecodeResult bb = batch_beam_search(*cpu, prompt, cfg);
+  REQUIRE(t.hypotheses.size() == bb.hypotheses.size());
+  for (size_t i = 0; i < t.hypotheses.size(); ++i) {
+    CHECK(t.hypotheses[i].tokens == bb.hypotheses[i].tokens);
+    CHECK(std::fabs(t.hypotheses[i].score - bb.hypotheses[i].score) <= 1e-4);
+  }
+}
+
+int main(int argc, char** argv) {
+  std::string why;
+  if (cuda::device_count(&why) == 0) {
+    std::cout << "triescope_tests_cuda_torch: SKIPPED, no usable CUDA device (" << why << ")\n";
+    return 77;
+  }
+  if (!at::hasCUDA()) {
+    std::cout << "triescope_tests_cuda_torch: SKIPPED, this LibTorch has no CUDA\n";
+    return 77;
+  }
+  cuda::tree_attention_register();
+  std::cout << "triescope_tests_cuda_torch: base seed " << testing::base_seed() << " (rerun with TRIESCOPE_TEST_SEED=<seed>)\n";
+  return Catch::Session().run(argc, argv);
+}
