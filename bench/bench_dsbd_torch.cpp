@@ -10,6 +10,7 @@
 //
 //   bench_dsbd_torch [--layers 4] [--hidden 128] [--vocab 512] [--init-std 0.2] [--perturb 0.02] [--keep 2]
 //                    [--prompts 4] [--seeds 2] [--max-new 32] [--csv docs/results/dsbd_torch_points.csv]
+//                    [--device cpu] [--attention auto]
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include "core/common/error.h"
+#include "bench/bench_llama.h"
 #include "core/decode/dsbd.h"
 #include "core/decode/philox.h"
 #include "core/decode/sampling.h"
@@ -68,19 +70,14 @@ struct Acc {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::map<std::string, std::string> a = {{"layers", "4"}, {"hidden", "128"}, {"vocab", "512"}, {"init-std", "0.2"},
-                                          {"perturb", "0.02"}, {"keep", "2"},  {"prompts", "4"},  {"seeds", "2"},
-                                          {"max-new", "32"},  {"csv", "docs/results/dsbd_torch_points.csv"}};
-  for (int i = 1; i < argc; i += 2) {
-    const std::string k = argv[i];
-    if (k.rfind("--", 0) != 0 || !a.count(k.substr(2)) || i + 1 >= argc) {
-      std::fprintf(stderr, "bench_dsbd_torch: unknown option or missing value: %s\n", k.c_str());
-      return 2;
-    }
-    a[k.substr(2)] = argv[i + 1];
-  }
+  bench::Options a = {{"layers", "4"},   {"hidden", "128"}, {"vocab", "512"},    {"init-std", "0.2"},
+                      {"perturb", "0.02"}, {"keep", "2"},    {"prompts", "4"},    {"seeds", "2"},
+                      {"max-new", "32"},  {"csv", "docs/results/dsbd_torch_points.csv"},
+                      {"device", "cpu"},  {"attention", "auto"}};
+  if (!bench::parse_options(argc, argv, a, "bench_dsbd_torch")) return 2;
   try {
     torch_models_register();
+    bench::register_device_kernels();
     const int layers = std::stoi(a["layers"]), hidden = std::stoi(a["hidden"]), vocab = std::stoi(a["vocab"]);
     const int prompts = std::stoi(a["prompts"]), seeds = std::stoi(a["seeds"]), max_new = std::stoi(a["max-new"]);
     const json target_obj = {{"type", "transformer"},
@@ -89,7 +86,9 @@ int main(int argc, char** argv) {
                                {"num_hidden_layers", layers}, {"num_attention_heads", 4}, {"num_key_value_heads", 2},
                                {"max_position_embeddings", 4096}}},
                              {"seed", 7},
-                             {"init_std", std::stod(a["init-std"])}};
+                             {"init_std", std::stod(a["init-std"])},
+                             {"device", a["device"]},
+                             {"attention", a["attention"]}};
     auto build = [&](json extra) {
       json j = target_obj;
       for (auto& [k, v] : extra.items()) j[k] = v;
@@ -103,8 +102,8 @@ int main(int argc, char** argv) {
     std::vector<Draft> drafts;
     drafts.push_back({"perturb_std=" + a["perturb"], build({{"perturb_std", std::stod(a["perturb"])}, {"perturb_seed", 1}})});
     drafts.push_back({"keep_layers=" + a["keep"], build({{"keep_layers", std::stoi(a["keep"])}})});
-    std::printf("target: random Llama, layers %d, hidden %d, intermediate %d, heads 4, kv_heads 2, vocab %d, init_std %s, fp32 CPU\n",
-                layers, hidden, 3 * hidden, vocab, a["init-std"].c_str());
+    std::printf("target: random Llama, layers %d, hidden %d, intermediate %d, heads 4, kv_heads 2, vocab %d, init_std %s, fp32 %s, attention %s\n",
+                layers, hidden, 3 * hidden, vocab, a["init-std"].c_str(), a["device"].c_str(), a["attention"].c_str());
     std::printf("drafts: %s (same cost per pass), %s (%s of %d layers); %d prompts of 16 tokens x %d seeds, %d new tokens, temperature 1\n",
                 drafts[0].name.c_str(), drafts[1].name.c_str(), a["keep"].c_str(), layers, prompts, seeds, max_new);
 

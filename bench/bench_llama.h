@@ -6,6 +6,9 @@
 #include <string>
 
 #include "core/model/torch/llama_config.h"
+#ifdef TRIESCOPE_WITH_CUDA
+#include "cuda/tree_attention.cuh"
+#endif
 
 namespace triescope::bench {
 
@@ -26,6 +29,14 @@ inline bool parse_options(int argc, char** argv, Options& opts, const char* prog
     return false;
   }
   return true;
+}
+
+// Built with CUDA: the tree attention kernel serves attention "tree_kernel"
+// (and "auto" on device "cuda"); without, a no-op.
+inline void register_device_kernels() {
+#ifdef TRIESCOPE_WITH_CUDA
+  cuda::tree_attention_register();
+#endif
 }
 
 // 4 query heads, 2 KV heads, SwiGLU width 3 x hidden, from --layers/--hidden/--vocab.

@@ -4,6 +4,7 @@
 // warm-up; wall clock; the outputs must be identical (checked).
 //
 //   bench_lookahead_torch [--layers 2] [--hidden 128] [--vocab 512] [--new 128] [--seed 3]
+//                         [--device cpu] [--attention auto]
 #include <chrono>
 #include <cstdio>
 #include <map>
@@ -16,18 +17,23 @@
 using namespace triescope;
 
 int main(int argc, char** argv) {
-  bench::Options a = {{"layers", "2"}, {"hidden", "128"}, {"vocab", "512"}, {"new", "128"}, {"seed", "3"}};
+  bench::Options a = {{"layers", "2"}, {"hidden", "128"}, {"vocab", "512"}, {"new", "128"}, {"seed", "3"},
+                      {"device", "cpu"}, {"attention", "auto"}};
   if (!bench::parse_options(argc, argv, a, "bench_lookahead_torch")) return 2;
   try {
     const LlamaConfig c = bench::small_llama(a);
-    TorchTransformer model(c, llama_random_weights(c, std::stoull(a["seed"]), 0.2), {});
+    bench::register_device_kernels();
+    TransformerOptions opt;
+    opt.device = a["device"];
+    opt.attention = a["attention"];
+    TorchTransformer model(c, llama_random_weights(c, std::stoull(a["seed"]), 0.2), opt);
     const int32_t T = std::stoi(a["new"]);
     // A repetitive prompt: a 6-token phrase said eight times.
     std::vector<int32_t> prompt;
     for (int r = 0; r < 8; ++r)
       for (int32_t t : {11, 42, 7, 99, 42, 5}) prompt.push_back(t % c.vocab_size);
-    std::printf("config: layers %d, hidden %d, heads 4, kv_heads 2, vocab %d, init_std 0.2, fp32 CPU; prompt %zu tokens, %d new\n",
-                c.num_hidden_layers, c.hidden_size, c.vocab_size, prompt.size(), T);
+    std::printf("config: layers %d, hidden %d, heads 4, kv_heads 2, vocab %d, init_std 0.2, fp32 %s, attention %s; prompt %zu tokens, %d new\n",
+                c.num_hidden_layers, c.hidden_size, c.vocab_size, a["device"].c_str(), a["attention"].c_str(), prompt.size(), T);
     greedy_decode(model, prompt, 4);  // warm-up
     const auto t0 = std::chrono::steady_clock::now();
     const LookaheadResult g = greedy_decode(model, prompt, T);

@@ -19,9 +19,6 @@
 #ifdef TRIESCOPE_TORCH_CUDA
 #include <c10/cuda/CUDACachingAllocator.h>
 #endif
-#ifdef TRIESCOPE_WITH_CUDA
-#include "cuda/tree_attention.cuh"
-#endif
 
 #include <algorithm>
 #include <chrono>
@@ -74,9 +71,7 @@ int main(int argc, char** argv) {
     } else if (a["preset"] != "none") {
       throw std::runtime_error("--preset must be none or llama-0.8b, got " + a["preset"]);
     }
-#ifdef TRIESCOPE_WITH_CUDA
-    cuda::tree_attention_register();  // attention "tree_kernel" / "auto" on --device cuda
-#endif
+    bench::register_device_kernels();  // attention "tree_kernel" / "auto" on --device cuda
     TransformerOptions opt;
     opt.device = a["device"];
     opt.attention = a["attention"];

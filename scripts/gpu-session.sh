@@ -4,8 +4,12 @@
 # writes one log, and the goldens travel as one archive). Build dir build-gpu
 # stays on the warm machine between calls. Usage (device `run`, carry
 # [".gpu-kit"], made here first by scripts/gpu-kit.sh):
-#   bash scripts/gpu-session.sh build test          # one call
-#   bash scripts/gpu-session.sh golden bench        # a second call
+#   bash scripts/gpu-session.sh build test                     # call 1 (< 10 min)
+#   bash scripts/gpu-session.sh golden bench-kernels           # call 2
+#   bash scripts/gpu-session.sh bench-static                   # call 3
+#   bash scripts/gpu-session.sh bench-e2e bench-spec           # call 4
+# Then copy the logs into docs/results/ and the numbers, with these commands,
+# into docs/benchmarks.md.
 # Every log starts with the command, the GPU, the driver and the commit.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -46,15 +50,31 @@ phase_golden() {
   cmake -DTRIESCOPE="$B/app/triescope" -DSAMPLES_DIR=samples -DGOLDEN_DIR="$B/golden" \
         -DWORK_DIR="$B/golden_work" -P tests/golden/golden_diff.cmake
 }
-phase_bench() {
-  header "$B/bench/bench_cuda; $B/bench/bench_torch --device cuda (see docs/benchmarks.md)"
-  "$B/bench/bench_cuda"
+run() { echo "\$ $*"; "$@"; }
+phase_bench-kernels() {  # part 1 kernels + tree attention, each vs a D2D copy in the same run
+  header "bench_cuda --no-static; bench_tree_attention"
+  run "$B/bench/bench_cuda" --no-static && run "$B/bench/bench_tree_attention"
+}
+phase_bench-static() {  # STATIC: fused step vs LibTorch on the device vs the CPU reference
+  header "bench_cuda --static"
+  run "$B/bench/bench_cuda" --static
+}
+phase_bench-e2e() {  # trie vs batch beam search, 0.85B random Llama (trie paper Table 1 columns)
+  header "bench_torch --preset llama-0.8b --device cuda"
+  run "$B/bench/bench_torch" --preset llama-0.8b --device cuda --attention tree_kernel --prompt 2048 --new 128 --beams 3,9,15 &&
+  run "$B/bench/bench_torch" --preset llama-0.8b --device cuda --attention auto --prompt 2048 --new 128 --beams 3,9,15 &&
+  run "$B/bench/bench_torch" --preset llama-0.8b --device cuda --attention dense --prompt 2048 --new 128 --beams 3,9,15
+}
+phase_bench-spec() {  # DSBD vs beam sampling, lookahead baseline vs trie, on the device
+  header "bench_dsbd_torch / bench_lookahead_torch --device cuda"
+  run "$B/bench/bench_dsbd_torch" --device cuda --layers 8 --hidden 1024 --vocab 32000 --csv "$OUT/dsbd_points.csv" &&
+  run "$B/bench/bench_lookahead_torch" --device cuda --layers 8 --hidden 1024 --vocab 32000 --new 256
 }
 status=0
 for p in "$@"; do
   case "$p" in
-    build|test|golden|bench) ;;
-    *) echo "gpu-session: unknown phase $p (build|test|golden|bench)" >&2; exit 2 ;;
+    build|test|golden|bench-kernels|bench-static|bench-e2e|bench-spec) ;;
+    *) echo "gpu-session: unknown phase $p (build|test|golden|bench-kernels|bench-static|bench-e2e|bench-spec)" >&2; exit 2 ;;
   esac
   echo "== phase $p"
   if ! "phase_$p" >"$OUT/$p.log" 2>&1; then
