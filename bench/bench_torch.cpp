@@ -29,6 +29,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "bench/bench_llama.h"
 #include "core/common/error.h"
 #include "core/decode/batch_beam_search.h"
 #include "core/decode/trie_beam_search.h"
