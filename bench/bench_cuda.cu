@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/cuda_event_timer.cuh"
 #include "cuda/ancestor_mask.cuh"
 #include "cuda/beam_select.cuh"
 #include "cuda/cuda_common.cuh"
@@ -40,28 +41,9 @@ namespace {
 
 int g_reps = 20;
 
-// Median milliseconds of `reps` runs of fn on the default stream (after one warm-up).
 template <typename F>
-double time_ms(F&& fn) {
-  cudaEvent_t a, b;
-  TS_CUDA_CHECK(cudaEventCreate(&a), "bench: event");
-  TS_CUDA_CHECK(cudaEventCreate(&b), "bench: event");
-  fn();
-  TS_CUDA_CHECK(cudaDeviceSynchronize(), "bench: warm-up");
-  std::vector<double> ms;
-  for (int i = 0; i < g_reps; ++i) {
-    TS_CUDA_CHECK(cudaEventRecord(a), "bench: record");
-    fn();
-    TS_CUDA_CHECK(cudaEventRecord(b), "bench: record");
-    TS_CUDA_CHECK(cudaEventSynchronize(b), "bench: sync");
-    float t = 0;
-    TS_CUDA_CHECK(cudaEventElapsedTime(&t, a, b), "bench: elapsed");
-    ms.push_back(t);
-  }
-  cudaEventDestroy(a);
-  cudaEventDestroy(b);
-  std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
+double time_ms(F&& fn) {  // median of g_reps runs after one warm-up
+  return bench::cuda_median_ms(g_reps, fn);
 }
 
 double gbps(double bytes, double ms) { return bytes / (ms * 1e-3) / 1e9; }

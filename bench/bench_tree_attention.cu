@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "core/model/tree_attention.h"
+#include "bench/cuda_event_timer.cuh"
 #include "cuda/cuda_common.cuh"
 #include "cuda/tree_attention.cuh"
 
@@ -37,25 +38,7 @@ int g_reps = 50;
 
 template <typename F>
 double time_ms(F&& fn) {  // median of g_reps runs after one warm-up
-  cudaEvent_t a, b;
-  TS_CUDA_CHECK(cudaEventCreate(&a), "bench: event");
-  TS_CUDA_CHECK(cudaEventCreate(&b), "bench: event");
-  fn();
-  TS_CUDA_CHECK(cudaDeviceSynchronize(), "bench: warm-up");
-  std::vector<double> ms;
-  for (int i = 0; i < g_reps; ++i) {
-    TS_CUDA_CHECK(cudaEventRecord(a), "bench: record");
-    fn();
-    TS_CUDA_CHECK(cudaEventRecord(b), "bench: record");
-    TS_CUDA_CHECK(cudaEventSynchronize(b), "bench: sync");
-    float t = 0;
-    TS_CUDA_CHECK(cudaEventElapsedTime(&t, a, b), "bench: elapsed");
-    ms.push_back(t);
-  }
-  cudaEventDestroy(a);
-  cudaEventDestroy(b);
-  std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
+  return bench::cuda_median_ms(g_reps, fn);
 }
 
 __global__ void fill_kernel(float* p, size_t n, uint32_t seed) {  // deterministic values in [-1, 1)

@@ -1,4 +1,5 @@
 #include "cuda/cuda_common.cuh"
+#include "cuda/detail/device_block.cuh"
 #include "cuda/dsbd_verify.cuh"
 
 namespace triescope::cuda {
@@ -7,11 +8,7 @@ namespace {
 
 constexpr unsigned kThreads = 256;
 
-struct DeviceBlock {
-  __device__ int64_t tid() const { return threadIdx.x; }
-  __device__ int64_t size() const { return blockDim.x; }
-  __device__ void sync() { __syncthreads(); }
-};
+using detail::DeviceBlock;
 
 __global__ void __launch_bounds__(kThreads) dsbd_verify_kernel(DsbdVerifyArgs a) {
   __shared__ VerifyShared sh;

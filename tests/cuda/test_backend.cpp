@@ -20,6 +20,7 @@
 #include "cuda/cuda_backend.h"
 #include "cuda/cuda_synthetic_model.h"
 #include "test_util.h"
+#include "trace_util.h"
 
 using namespace triescope;
 using namespace triescope::testing;
@@ -112,23 +113,6 @@ TEST_CASE("CudaSyntheticModel logits equal SyntheticModel's bit for bit through 
   CHECK_THROWS_AS(cpu.forward(in, a), triescope::Error);
   CHECK_THROWS_AS(gpu.forward(in, b), triescope::Error);
 }
-
-namespace {
-std::vector<json> run_trace(Sample& s) {
-  MemoryTraceSink sink;
-  std::ostringstream report;
-  run_sample(s, &sink, report);
-  return sink.records;
-}
-void check_equivalent(const std::vector<json>& cpu, const std::vector<json>& gpu) {
-  REQUIRE(!cpu.empty());
-  REQUIRE(gpu.front().value("backend", std::string()) == "cuda");
-  REQUIRE(cpu.front().value("backend", std::string()) != "cuda");
-  const auto d = trace_diff(cpu, gpu);
-  INFO((d ? d->describe() : std::string("equivalent")));
-  REQUIRE(!d);
-}
-}  // namespace
 
 TEST_CASE("CPU and CUDA traces are equivalent for every synthetic beam sample, as trie and as batch", "[cuda][trace]") {
   // every samples/*.json with a synthetic model and a beam algorithm, found at run time

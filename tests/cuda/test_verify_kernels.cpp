@@ -28,6 +28,7 @@
 #include "device_util.h"
 #include "random_samples.h"
 #include "test_util.h"
+#include "trace_util.h"
 
 using namespace triescope;
 using namespace triescope::testing;
@@ -189,23 +190,6 @@ TEST_CASE("device lookahead verification equals the host run and argmax_row", "[
     REQUIRE(got.matched == want.matched);
   }
 }
-
-namespace {
-std::vector<json> run_trace(Sample& s) {
-  MemoryTraceSink sink;
-  std::ostringstream report;
-  run_sample(s, &sink, report);
-  return sink.records;
-}
-void check_equivalent(const std::vector<json>& cpu, const std::vector<json>& gpu) {
-  REQUIRE(!cpu.empty());
-  REQUIRE(gpu.front().value("backend", std::string()) == "cuda");
-  REQUIRE(cpu.front().value("backend", std::string()) != "cuda");
-  const auto d = trace_diff(cpu, gpu);
-  INFO((d ? d->describe() : std::string("equivalent")));
-  REQUIRE(!d);
-}
-}  // namespace
 
 TEST_CASE("CPU and CUDA traces are equivalent for every synthetic sample of every algorithm", "[cuda][trace]") {
   std::vector<std::string> paths;
