@@ -1,6 +1,9 @@
 #include "core/trace/trace_replay.h"
 
 #include <algorithm>
+#include <array>
+#include <bit>
+#include <cstring>
 
 #include "core/common/error.h"
 #include "core/trace/trace.h"
@@ -52,6 +55,46 @@ std::vector<int32_t> int_array(const json& j, const char* key, const std::string
   return v;
 }
 
+// trace_mask_parse's result for a well-formed mask, decoded with a nibble
+// table straight into the rows' little-endian bytes: a 4096 x 4096 mask is
+// 8 MB of hex per step, and the per-character decode dominated the cold step
+// (docs/benchmarks-gui.md). Anything it does not accept goes to
+// trace_mask_parse, the one place that words the error.
+BitMask mask_parse_fast(const json& j, const std::string& where) {
+  static const std::array<uint8_t, 256> nibble = [] {
+    std::array<uint8_t, 256> t{};
+    t.fill(0xff);
+    for (int c = 0; c < 10; ++c) t[static_cast<size_t>('0' + c)] = static_cast<uint8_t>(c);
+    for (int c = 0; c < 6; ++c) t[static_cast<size_t>('a' + c)] = t[static_cast<size_t>('A' + c)] = static_cast<uint8_t>(10 + c);
+    return t;
+  }();
+  if constexpr (std::endian::native != std::endian::little) return trace_mask_parse(j, where);
+  if (!(j.is_object() && j.contains("cols") && j["cols"].is_number_integer() && j.contains("rows") && j["rows"].is_array()))
+    return trace_mask_parse(j, where);
+  const int64_t cols = j["cols"].get<int64_t>();
+  if (cols < 0 || cols >= (int64_t{1} << 31)) return trace_mask_parse(j, where);
+  const json& rows = j["rows"];
+  BitMask m(static_cast<int32_t>(rows.size()), static_cast<int32_t>(cols));
+  const size_t nbytes = static_cast<size_t>((cols + 7) / 8);
+  for (int32_t r = 0; r < m.rows; ++r) {
+    const json& row = rows[static_cast<size_t>(r)];
+    if (!row.is_string()) return trace_mask_parse(j, where);
+    const std::string& hex = row.get_ref<const std::string&>();
+    if (hex.size() != nbytes * 2) return trace_mask_parse(j, where);
+    auto* out = reinterpret_cast<unsigned char*>(m.row(r));  // words are zero; bytes past nbytes stay zero
+    uint8_t bad = 0;
+    for (size_t k = 0; k < nbytes; ++k) {
+      const uint8_t hi = nibble[static_cast<unsigned char>(hex[2 * k])], lo = nibble[static_cast<unsigned char>(hex[2 * k + 1])];
+      bad |= static_cast<uint8_t>(hi | lo);
+      out[k] = static_cast<unsigned char>((hi << 4) | (lo & 0x0f));
+    }
+    // Bits past `cols` must be zero (what BitMask::set_row_hex checks).
+    if ((bad & 0xf0) != 0 || (cols % 64 != 0 && m.words_per_row > 0 && (m.row(r)[m.words_per_row - 1] >> (cols % 64)) != 0))
+      return trace_mask_parse(j, where);
+  }
+  return m;
+}
+
 }  // namespace
 
 TraceReplay::TraceReplay(std::vector<json> records, std::string origin)
@@ -59,9 +102,18 @@ TraceReplay::TraceReplay(std::vector<json> records, std::string origin)
   TS_CHECK(!records_.empty() && records_.front().value("kind", "") == "header", origin_ << ": no header record");
   if (header().contains("vocab") && header()["vocab"].is_array())
     for (auto& v : header()["vocab"]) vocab_.push_back(v.is_string() ? v.get<std::string>() : v.dump());
+  int32_t last = -1;
   for (size_t i = 1; i < records_.size(); ++i) {
     const json& r = records_[i];
     const std::string kind = r.value("kind", "");
+    if (kind != "summary" && kind != "header" && r.contains("step") && r["step"].is_number_integer()) {
+      // at() stops at the first record of a later step: advance() needs every
+      // step's records in one contiguous, ascending run.
+      const int32_t s = r["step"].get<int32_t>();
+      if (s < last) in_step_order_ = false;
+      if (!steps_.empty() && step_end_.size() < steps_.size() && s > steps_.back()) step_end_.push_back(i);
+      last = std::max(last, s);
+    }
     if (kind == "step") {
       const int32_t s = get_i32(r, "step", origin_ + ":" + std::to_string(i + 1));
       if (steps_.empty() || steps_.back() != s) steps_.push_back(s);
@@ -69,6 +121,7 @@ TraceReplay::TraceReplay(std::vector<json> records, std::string origin)
       keyframes_.emplace_back(get_i32(r, "step", origin_ + ":" + std::to_string(i + 1)), i);
     }
   }
+  step_end_.resize(steps_.size(), records_.size());
 }
 
 const json* TraceReplay::summary() const {
@@ -97,6 +150,28 @@ StepView TraceReplay::at(int32_t step) const {
     for (size_t i = 0; i < k["nodes"].size(); ++i) put_node(v.nodes, node_from_json(k["nodes"][i], where + ": nodes[" + std::to_string(i) + "]"));
     start = idx + 1;
   }
+  replay_into(v, start);
+  return v;
+}
+
+StepView TraceReplay::advance(const StepView& from, int32_t step) const {
+  // at(step) starts from the last keyframe before `step`; when that keyframe
+  // is not before `from`, or the records are not in step order (then "the
+  // records after from's" is not one range), only at() gives its result.
+  const auto it = std::lower_bound(steps_.begin(), steps_.end(), from.step);
+  if (!in_step_order_ || from.step >= step || it == steps_.end() || *it != from.step) return at(step);
+  for (auto& kf : keyframes_)
+    if (kf.first < step && kf.first >= from.step) return at(step);
+  StepView v;
+  v.step = step;
+  v.nodes = from.nodes;
+  // at(from.step) stopped at the first record of a later step; go on from there.
+  replay_into(v, step_end_[static_cast<size_t>(it - steps_.begin())]);
+  return v;
+}
+
+void TraceReplay::replay_into(StepView& v, size_t start) const {
+  const int32_t step = v.step;
   for (size_t i = start; i < records_.size(); ++i) {
     const json& r = records_[i];
     const std::string kind = r.value("kind", "");
@@ -153,7 +228,7 @@ StepView TraceReplay::at(int32_t step) const {
           fv.positions = int_array(f, "positions", where + ": forward");
           fv.slots = int_array(f, "slots", where + ": forward");
           TS_CHECK(f.contains("mask"), where << ": forward needs a mask");
-          fv.mask = trace_mask_parse(f["mask"], where + ": forward.mask");
+          fv.mask = mask_parse_fast(f["mask"], where + ": forward.mask");
           TS_CHECK(fv.positions.size() == static_cast<size_t>(fv.mask.rows) && fv.slots.size() == fv.positions.size(),
                    where << ": forward positions/slots/mask rows disagree in length");
           v.forward = std::move(fv);
@@ -189,7 +264,6 @@ StepView TraceReplay::at(int32_t step) const {
     for (int32_t q : v.forward->queries)
       TS_CHECK(q >= 0 && static_cast<size_t>(q) < v.nodes.size(),
                origin_ << ": step " << step << " forward.queries names node " << q << ", which does not exist");
-  return v;
 }
 
 }  // namespace triescope
