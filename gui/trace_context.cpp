@@ -1,6 +1,7 @@
 #include "gui/trace_context.h"
 
 #include <algorithm>
+#include <chrono>
 #include <regex>
 
 #include <QTimer>
@@ -33,6 +34,7 @@ int32_t TraceContext::stepIndex() const { return a_ ? a_->step_index(step_) : -1
 
 void TraceContext::setTraces(TraceDocumentPtr a, TraceDocumentPtr b) {
   dropPrefetch();
+  viewsValid_ = backValid_ = false;
   a_ = std::move(a);
   b_ = std::move(b);
   shown_ = A;
@@ -57,6 +59,7 @@ void TraceContext::replaceTraces(TraceDocumentPtr a, TraceDocumentPtr b) {
   const int32_t step = step_, sel = selected_;
   const Side side = shown_;
   dropPrefetch();
+  viewsValid_ = backValid_ = false;
   a_ = std::move(a);
   b_ = std::move(b);
   shown_ = b_ ? side : A;
@@ -93,7 +96,13 @@ void TraceContext::dropPrefetch() {
   }
 }
 
+void TraceContext::setPrefetchEnabled(bool on) {
+  prefetchOn_ = on;
+  if (!on) dropPrefetch();
+}
+
 void TraceContext::prefetchSoon() {
+  if (!prefetchOn_) return;
   // After the panes have painted this step: a replay running next to the
   // paint competes with it for the CPU and made the first frame slower.
   if (prefetchTimerArmed_) return;
@@ -114,11 +123,23 @@ void TraceContext::schedulePrefetch() {
     if (want[k] < 0 || p.step == want[k]) continue;
     // The documents are shared and read-only; the task keeps them alive.
     p.step = want[k];
-    p.future = QtConcurrent::run([a = a_, b = b_, step = want[k]]() {
+    // The next step continues from the current tree (TraceReplay::advance
+    // reads only a view's step and nodes); the previous one is replayed.
+    StepView fromA, fromB;
+    const bool forward = viewsValid_ && want[k] > step_;
+    if (forward) {
+      fromA.step = viewA_.step;
+      fromA.nodes = viewA_.nodes;
+      if (viewB_) {
+        fromB.step = viewB_->step;
+        fromB.nodes = viewB_->nodes;
+      }
+    }
+    p.future = QtConcurrent::run([a = a_, b = b_, step = want[k], forward, fromA = std::move(fromA), fromB = std::move(fromB)]() {
       Views v;
       try {
-        v.a = a->replay->at(step);
-        if (b) v.b = b->replay->at(step);
+        v.a = forward ? a->replay->advance(fromA, step) : a->replay->at(step);
+        if (b) v.b = forward ? b->replay->advance(fromB, step) : b->replay->at(step);
         v.ok = true;
       } catch (const std::exception&) {
         v.ok = false;  // replayed again on the UI thread, which reports it
@@ -129,11 +150,29 @@ void TraceContext::schedulePrefetch() {
 }
 
 void TraceContext::computeView() {
+  const auto t0 = std::chrono::steady_clock::now();
+  // The view being replaced: the start for advance(), or kept for a step back.
+  StepView oldA = std::move(viewA_);
+  std::optional<StepView> oldB = std::move(viewB_);
+  const bool oldValid = viewsValid_;
   viewA_ = StepView{};
   viewB_.reset();
+  viewsValid_ = false;
   fwdSlotToNode_.clear();
   fwdSlotOfNode_.clear();
   if (!a_) return;
+  auto done = [&](ViewSource src) {
+    viewsValid_ = true;
+    lastSource_ = src;
+    if (oldValid && oldA.step != step_) {
+      backA_ = std::move(oldA);
+      backB_ = std::move(oldB);
+      backValid_ = true;
+    }
+    prefetchSoon();
+    computeForwardSlots();
+    lastViewMs_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  };
   for (auto& p : prefetch_)
     if (p.step == step_ && p.future.isValid()) {
       Views v = p.future.takeResult();
@@ -141,18 +180,29 @@ void TraceContext::computeView() {
       if (v.ok) {
         viewA_ = std::move(v.a);
         viewB_ = std::move(v.b);
-        prefetchSoon();
-        computeForwardSlots();
+        done(ViewSource::prefetched);
         return;
       }
     }
-  prefetchSoon();
+  if (backValid_ && backA_.step == step_) {
+    viewA_ = std::move(backA_);
+    viewB_ = std::move(backB_);
+    backValid_ = false;
+    done(ViewSource::kept);
+    return;
+  }
   try {
-    viewA_ = a_->replay->at(step_);
-    if (b_) viewB_ = b_->replay->at(step_);
+    // Forward from the shown step: only the records in between
+    // (docs/benchmarks-gui.md: the cold adjacent step).
+    const bool adv = oldValid && oldA.step < step_;
+    viewA_ = adv ? a_->replay->advance(oldA, step_) : a_->replay->at(step_);
+    if (b_) viewB_ = adv && oldB ? b_->replay->advance(*oldB, step_) : b_->replay->at(step_);
+    done(adv ? ViewSource::advanced : ViewSource::replayed);
+    return;
   } catch (const Error& e) {
     Q_EMIT errorOccurred(QString::fromStdString(e.what()));
   }
+  prefetchSoon();
   computeForwardSlots();
 }
 
@@ -201,7 +251,12 @@ void TraceContext::setStep(int32_t step) {
   if (*it == step_ && viewA_.step == step_ && !viewA_.nodes.empty()) return;
   step_ = *it;
   computeView();
-  for (auto* v : viewers_) v->onStepChanged(*this);
+  lastViewerMs_.clear();
+  for (auto* v : viewers_) {
+    const auto t0 = std::chrono::steady_clock::now();
+    v->onStepChanged(*this);
+    lastViewerMs_.emplace_back(v, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
   Q_EMIT stepChanged(step_);
 }
 
