@@ -161,6 +161,7 @@ void TraceContext::computeView() {
   fwdSlotToNode_.clear();
   fwdSlotOfNode_.clear();
   if (!a_) return;
+  lastReplayMs_ = 0;
   auto done = [&](ViewSource src) {
     viewsValid_ = true;
     lastSource_ = src;
@@ -195,11 +196,31 @@ void TraceContext::computeView() {
     // Forward from the shown step: only the records in between
     // (docs/benchmarks-gui.md: the cold adjacent step).
     const bool adv = oldValid && oldA.step < step_;
-    viewA_ = adv ? a_->replay->advance(oldA, step_) : a_->replay->at(step_);
-    if (b_) viewB_ = adv && oldB ? b_->replay->advance(*oldB, step_) : b_->replay->at(step_);
+    const auto r0 = std::chrono::steady_clock::now();
+    if (adv) {
+      // Refill the view two steps back (dropped now anyway): a fresh 2 MB
+      // mask per step costs its page faults, ~7 ms here (docs/benchmarks-gui.md).
+      if (backValid_) {
+        viewA_ = std::move(backA_);
+        if (backB_) viewB_ = std::move(backB_);
+        backValid_ = false;
+      }
+      a_->replay->advance_into(oldA, step_, viewA_);
+      if (b_) {
+        if (!viewB_) viewB_.emplace();
+        if (oldB) b_->replay->advance_into(*oldB, step_, *viewB_);
+        else *viewB_ = b_->replay->at(step_);
+      }
+    } else {
+      viewA_ = a_->replay->at(step_);
+      if (b_) viewB_ = b_->replay->at(step_);
+    }
+    lastReplayMs_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - r0).count();
     done(adv ? ViewSource::advanced : ViewSource::replayed);
     return;
   } catch (const Error& e) {
+    viewA_ = StepView{};  // not a half-refilled one
+    viewB_.reset();
     Q_EMIT errorOccurred(QString::fromStdString(e.what()));
   }
   prefetchSoon();

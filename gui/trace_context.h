@@ -79,6 +79,7 @@ class TraceContext : public QObject {
   enum class ViewSource { prefetched, kept, advanced, replayed };
   ViewSource lastViewSource() const { return lastSource_; }
   double lastViewMs() const { return lastViewMs_; }
+  double lastReplayMs() const { return lastReplayMs_; }  // the advance()/at() call alone
   const std::vector<std::pair<ITraceViewer*, double>>& lastViewerMs() const { return lastViewerMs_; }
 
   int32_t selectedNode() const { return selected_; }
@@ -139,7 +140,7 @@ class TraceContext : public QObject {
   std::optional<StepView> backB_;
   bool viewsValid_ = false, backValid_ = false;
   ViewSource lastSource_ = ViewSource::replayed;
-  double lastViewMs_ = 0;
+  double lastViewMs_ = 0, lastReplayMs_ = 0;
   std::vector<std::pair<ITraceViewer*, double>> lastViewerMs_;
 
   std::vector<ITraceViewer*> viewers_;

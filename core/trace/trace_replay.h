@@ -57,7 +57,12 @@ class TraceReplay {
   // `step` is not after `from`, a keyframe lies in [from.step, step) (at()
   // starts from it), or the records are not in ascending step order. What
   // makes stepping forward through a big trace cheap (docs/benchmarks-gui.md).
+  // Only from.step and from.nodes are read.
   StepView advance(const StepView& from, int32_t step) const;
+  // advance() into `out` (not `from`), reusing out's buffers (nodes, the
+  // forward pass's vectors and mask words): a view dropped anyway, so a big
+  // mask is not allocated and faulted in afresh every step.
+  void advance_into(const StepView& from, int32_t step, StepView& out) const;
 
  private:
   std::vector<nlohmann::json> records_;

@@ -12,6 +12,7 @@
 //       context replays no neighbour in the background, so with --repeat 1
 //       every step is cold (no prepared state, no cached layout).
 //       --backward: steps from the last step down to the first.
+//       --pause-ms N: sleep N ms before each step (no events processed).
 //   layout [--nodes 100,200,400,800] : graphviz dot vs tidy layout time
 #include <QApplication>
 #include <QPaintEvent>
@@ -23,6 +24,7 @@
 #include <map>
 #include <random>
 #include <sstream>
+#include <thread>
 
 #include "core/mask/ancestor_mask.h"
 #include "core/trace/trace.h"
@@ -51,6 +53,7 @@ struct PaintCounter : QObject {
       std::string k = o->metaObject()->className();
       if (k == "QWidget" && o->parent()) k += std::string("<") + o->parent()->metaObject()->className();
       const QRect r = static_cast<QPaintEvent*>(e)->rect();
+      if (getenv("TS_BENCH_EVENTS")) std::cerr << "paint " << k << " " << r.width() << "x" << r.height() << "+" << r.x() << "+" << r.y() << "\n";
       ++counts[k];
       area[k] += static_cast<double>(r.width()) * r.height();
     }
@@ -123,7 +126,7 @@ double median(std::vector<double> v) {
   return v.empty() ? 0 : v[v.size() / 2];
 }
 
-int step_bench(const std::string& path, int repeat, int w, int h, bool prefetch, bool backward) {
+int step_bench(const std::string& path, int repeat, int w, int h, bool prefetch, bool backward, int pause_ms) {
   gui::MainWindow win;
   win.context().setPrefetchEnabled(prefetch);
   win.setHeadless(true);
@@ -140,16 +143,22 @@ int step_bench(const std::string& path, int repeat, int w, int h, bool prefetch,
   counter.on = true;
   std::vector<double> ctx_ms, paint_ms, total_ms;
   std::vector<double> first_ms[4];
-  std::vector<double> view_ms;
+  std::vector<double> view_ms, replay_in_view_ms;
   std::map<std::string, std::vector<double>> viewer_ms;
   std::map<std::string, int> sources;
   for (int r = 0; r < repeat; ++r)
     for (size_t k = 1; k < steps.size(); ++k) {
       const size_t i = backward ? steps.size() - 1 - k : k;
+      // A person's pause between key presses; with --no-prefetch nothing is
+      // prepared in it (no event loop runs), the box only settles.
+      if (pause_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms));
       const auto t0 = std::chrono::steady_clock::now();
+      if (getenv("TS_BENCH_EVENTS")) std::cerr << "--- setStep " << steps[i] << "\n";
       win.context().setStep(steps[i]);
+      if (getenv("TS_BENCH_EVENTS")) std::cerr << "--- processEvents\n";
       const auto t1 = std::chrono::steady_clock::now();
       view_ms.push_back(win.context().lastViewMs());
+      replay_in_view_ms.push_back(win.context().lastReplayMs());
       const char* src_names[] = {"prefetched", "kept", "advanced", "replayed"};
       ++sources[src_names[static_cast<int>(win.context().lastViewSource())]];
       for (auto& [viewer, ms] : win.context().lastViewerMs()) {
@@ -168,7 +177,8 @@ int step_bench(const std::string& path, int repeat, int w, int h, bool prefetch,
   counter.on = false;
   std::cout << "  view source per step:";
   for (auto& [k, n] : sources) std::cout << " " << k << "=" << n;
-  std::cout << "\n  setStep breakdown (median / max ms): view " << median(view_ms) << " / " << *std::max_element(view_ms.begin(), view_ms.end());
+  std::cout << "\n  setStep breakdown (median / max ms): view " << median(view_ms) << " / " << *std::max_element(view_ms.begin(), view_ms.end())
+            << " (of which advance/at " << median(replay_in_view_ms) << " / " << *std::max_element(replay_in_view_ms.begin(), replay_in_view_ms.end()) << ")";
   for (auto& [k, t] : viewer_ms) std::cout << ", " << k << " " << median(t) << " / " << *std::max_element(t.begin(), t.end());
   std::cout << "\n";
   win.context().setPrefetchEnabled(false);  // the breakdown below times each part alone
@@ -296,7 +306,7 @@ int main(int argc, char** argv) {
         backward |= std::string(argv[i]) == "--backward";
       }
       return step_bench(argv[2], std::stoi(arg_value(argc, argv, "--repeat", "3")), std::stoi(size.substr(0, size.find('x'))),
-                        std::stoi(size.substr(size.find('x') + 1)), prefetch, backward);
+                        std::stoi(size.substr(size.find('x') + 1)), prefetch, backward, std::stoi(arg_value(argc, argv, "--pause-ms", "0")));
     }
   } catch (const std::exception& e) {
     std::cerr << "triescope-gui-bench: " << e.what() << "\n";

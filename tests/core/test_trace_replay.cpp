@@ -130,6 +130,15 @@ TEST_CASE("advance gives exactly at()'s view on every bundled sample: forwards, 
       REQUIRE(view_difference(cur, ref[i]) == "");
       ++advanced;
     }
+    // advance_into, refilling the buffers of the view two steps back (what
+    // the GUI does): stale fields of that view must not survive.
+    StepView x = ref.front(), y = ref.back();
+    for (size_t i = 1; i < steps.size(); ++i) {
+      CAPTURE(steps[i]);
+      rp.advance_into(x, steps[i], y);
+      REQUIRE(view_difference(y, ref[i]) == "");
+      std::swap(x, y);
+    }
     // Jumps forward (every pair on short traces, a random sample on long
     // ones), backwards and in place (at()'s fallback).
     std::mt19937 rng(7);
