@@ -121,25 +121,19 @@ void TraceContext::schedulePrefetch() {
   for (int k = 0; k < 2; ++k) {
     Prefetch& p = prefetch_[k];
     if (want[k] < 0 || p.step == want[k]) continue;
+    // The next step is advanced on the UI thread (TraceReplay::advance_into,
+    // ~2 ms for 5,000 nodes and a 4096 x 4096 mask) and the previous one is
+    // often the kept view: a replay in the background then only competes
+    // with the paint for a 2-core CPU (docs/benchmarks-gui.md).
+    if (k == 1 && viewsValid_) continue;
+    if (k == 0 && backValid_ && backA_.step == want[0]) continue;
     // The documents are shared and read-only; the task keeps them alive.
     p.step = want[k];
-    // The next step continues from the current tree (TraceReplay::advance
-    // reads only a view's step and nodes); the previous one is replayed.
-    StepView fromA, fromB;
-    const bool forward = viewsValid_ && want[k] > step_;
-    if (forward) {
-      fromA.step = viewA_.step;
-      fromA.nodes = viewA_.nodes;
-      if (viewB_) {
-        fromB.step = viewB_->step;
-        fromB.nodes = viewB_->nodes;
-      }
-    }
-    p.future = QtConcurrent::run([a = a_, b = b_, step = want[k], forward, fromA = std::move(fromA), fromB = std::move(fromB)]() {
+    p.future = QtConcurrent::run([a = a_, b = b_, step = want[k]]() {
       Views v;
       try {
-        v.a = forward ? a->replay->advance(fromA, step) : a->replay->at(step);
-        if (b) v.b = forward ? b->replay->advance(fromB, step) : b->replay->at(step);
+        v.a = a->replay->at(step);
+        if (b) v.b = b->replay->at(step);
         v.ok = true;
       } catch (const std::exception&) {
         v.ok = false;  // replayed again on the UI thread, which reports it
