@@ -256,6 +256,15 @@ int step_bench(const std::string& path, int repeat, int w, int h, bool prefetch,
             << "  setStep (replay + panes): median " << median(ctx_ms) << " ms, max " << *std::max_element(ctx_ms.begin(), ctx_ms.end()) << " ms\n"
             << "  paint (processEvents):    median " << median(paint_ms) << " ms, max " << *std::max_element(paint_ms.begin(), paint_ms.end()) << " ms\n"
             << "  total:                    median " << median(total_ms) << " ms, max " << *std::max_element(total_ms.begin(), total_ms.end()) << " ms\n";
+  {
+    std::vector<double> t = total_ms;
+    std::sort(t.begin(), t.end());
+    const auto over = std::count_if(total_ms.begin(), total_ms.end(), [](double x) { return x >= 16.0; });
+    std::cout << "  total p90 " << t[t.size() * 9 / 10] << " ms; steps at >= 16 ms: " << over << " of " << t.size() << " (indices:";
+    for (size_t k = 0; k < total_ms.size(); ++k)
+      if (total_ms[k] >= 16.0) std::cout << " " << k + 1;
+    std::cout << ")\n";
+  }
   return 0;
 }
 
