@@ -1,6 +1,7 @@
 #include "gui/trace_context.h"
 
 #include <algorithm>
+#include <chrono>
 #include <regex>
 
 #include <QTimer>
@@ -33,6 +34,7 @@ int32_t TraceContext::stepIndex() const { return a_ ? a_->step_index(step_) : -1
 
 void TraceContext::setTraces(TraceDocumentPtr a, TraceDocumentPtr b) {
   dropPrefetch();
+  viewsValid_ = backValid_ = false;
   a_ = std::move(a);
   b_ = std::move(b);
   shown_ = A;
@@ -57,6 +59,7 @@ void TraceContext::replaceTraces(TraceDocumentPtr a, TraceDocumentPtr b) {
   const int32_t step = step_, sel = selected_;
   const Side side = shown_;
   dropPrefetch();
+  viewsValid_ = backValid_ = false;
   a_ = std::move(a);
   b_ = std::move(b);
   shown_ = b_ ? side : A;
@@ -93,7 +96,13 @@ void TraceContext::dropPrefetch() {
   }
 }
 
+void TraceContext::setPrefetchEnabled(bool on) {
+  prefetchOn_ = on;
+  if (!on) dropPrefetch();
+}
+
 void TraceContext::prefetchSoon() {
+  if (!prefetchOn_) return;
   // After the panes have painted this step: a replay running next to the
   // paint competes with it for the CPU and made the first frame slower.
   if (prefetchTimerArmed_) return;
@@ -112,6 +121,12 @@ void TraceContext::schedulePrefetch() {
   for (int k = 0; k < 2; ++k) {
     Prefetch& p = prefetch_[k];
     if (want[k] < 0 || p.step == want[k]) continue;
+    // The next step is advanced on the UI thread (TraceReplay::advance_into,
+    // ~2 ms for 5,000 nodes and a 4096 x 4096 mask) and the previous one is
+    // often the kept view: a replay in the background then only competes
+    // with the paint for a 2-core CPU (docs/benchmarks-gui.md).
+    if (k == 1 && viewsValid_) continue;
+    if (k == 0 && backValid_ && backA_.step == want[0]) continue;
     // The documents are shared and read-only; the task keeps them alive.
     p.step = want[k];
     p.future = QtConcurrent::run([a = a_, b = b_, step = want[k]]() {
@@ -129,11 +144,30 @@ void TraceContext::schedulePrefetch() {
 }
 
 void TraceContext::computeView() {
+  const auto t0 = std::chrono::steady_clock::now();
+  // The view being replaced: the start for advance(), or kept for a step back.
+  StepView oldA = std::move(viewA_);
+  std::optional<StepView> oldB = std::move(viewB_);
+  const bool oldValid = viewsValid_;
   viewA_ = StepView{};
   viewB_.reset();
+  viewsValid_ = false;
   fwdSlotToNode_.clear();
   fwdSlotOfNode_.clear();
   if (!a_) return;
+  lastReplayMs_ = 0;
+  auto done = [&](ViewSource src) {
+    viewsValid_ = true;
+    lastSource_ = src;
+    if (oldValid && oldA.step != step_) {
+      backA_ = std::move(oldA);
+      backB_ = std::move(oldB);
+      backValid_ = true;
+    }
+    prefetchSoon();
+    computeForwardSlots();
+    lastViewMs_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  };
   for (auto& p : prefetch_)
     if (p.step == step_ && p.future.isValid()) {
       Views v = p.future.takeResult();
@@ -141,18 +175,49 @@ void TraceContext::computeView() {
       if (v.ok) {
         viewA_ = std::move(v.a);
         viewB_ = std::move(v.b);
-        prefetchSoon();
-        computeForwardSlots();
+        done(ViewSource::prefetched);
         return;
       }
     }
-  prefetchSoon();
+  if (backValid_ && backA_.step == step_) {
+    viewA_ = std::move(backA_);
+    viewB_ = std::move(backB_);
+    backValid_ = false;
+    done(ViewSource::kept);
+    return;
+  }
   try {
-    viewA_ = a_->replay->at(step_);
-    if (b_) viewB_ = b_->replay->at(step_);
+    // Forward from the shown step: only the records in between
+    // (docs/benchmarks-gui.md: the cold adjacent step).
+    const bool adv = oldValid && oldA.step < step_;
+    const auto r0 = std::chrono::steady_clock::now();
+    if (adv) {
+      // Refill the view two steps back (dropped now anyway): a fresh 2 MB
+      // mask per step costs its page faults, ~7 ms here (docs/benchmarks-gui.md).
+      if (backValid_) {
+        viewA_ = std::move(backA_);
+        if (backB_) viewB_ = std::move(backB_);
+        backValid_ = false;
+      }
+      a_->replay->advance_into(oldA, step_, viewA_);
+      if (b_) {
+        if (!viewB_) viewB_.emplace();
+        if (oldB) b_->replay->advance_into(*oldB, step_, *viewB_);
+        else *viewB_ = b_->replay->at(step_);
+      }
+    } else {
+      viewA_ = a_->replay->at(step_);
+      if (b_) viewB_ = b_->replay->at(step_);
+    }
+    lastReplayMs_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - r0).count();
+    done(adv ? ViewSource::advanced : ViewSource::replayed);
+    return;
   } catch (const Error& e) {
+    viewA_ = StepView{};  // not a half-refilled one
+    viewB_.reset();
     Q_EMIT errorOccurred(QString::fromStdString(e.what()));
   }
+  prefetchSoon();
   computeForwardSlots();
 }
 
@@ -201,7 +266,12 @@ void TraceContext::setStep(int32_t step) {
   if (*it == step_ && viewA_.step == step_ && !viewA_.nodes.empty()) return;
   step_ = *it;
   computeView();
-  for (auto* v : viewers_) v->onStepChanged(*this);
+  lastViewerMs_.clear();
+  for (auto* v : viewers_) {
+    const auto t0 = std::chrono::steady_clock::now();
+    v->onStepChanged(*this);
+    lastViewerMs_.emplace_back(v, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
   Q_EMIT stepChanged(step_);
 }
 

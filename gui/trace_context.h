@@ -71,6 +71,17 @@ class TraceContext : public QObject {
   const StepView& view() const { return shown_ == B && viewB_ ? *viewB_ : viewA_; }
   const StepView* viewOf(Side s) const { return s == A ? &viewA_ : (viewB_ ? &*viewB_ : nullptr); }
 
+  // Off: no background replay of the neighbouring steps (the bench's truly
+  // cold steps). On by default.
+  void setPrefetchEnabled(bool on);
+  // Cost of the last setStep, for the bench: the state change (prefetched,
+  // kept, advanced or replayed view) and each viewer's onStepChanged.
+  enum class ViewSource { prefetched, kept, advanced, replayed };
+  ViewSource lastViewSource() const { return lastSource_; }
+  double lastViewMs() const { return lastViewMs_; }
+  double lastReplayMs() const { return lastReplayMs_; }  // the advance()/at() call alone
+  const std::vector<std::pair<ITraceViewer*, double>>& lastViewerMs() const { return lastViewerMs_; }
+
   int32_t selectedNode() const { return selected_; }
   void selectNode(int32_t node);  // -1 clears
   // Linked-selection helpers over the current view.
@@ -121,6 +132,16 @@ class TraceContext : public QObject {
   bool prefetchTimerArmed_ = false;
   void dropPrefetch();
   Prefetch prefetch_[2];  // previous and next step
+  bool prefetchOn_ = true;
+  // The view shown before the current one (a step back after a step forward
+  // needs no replay), and whether viewA_/viewB_ belong to the documents now
+  // loaded (TraceReplay::advance continues only from its own views).
+  StepView backA_;
+  std::optional<StepView> backB_;
+  bool viewsValid_ = false, backValid_ = false;
+  ViewSource lastSource_ = ViewSource::replayed;
+  double lastViewMs_ = 0, lastReplayMs_ = 0;
+  std::vector<std::pair<ITraceViewer*, double>> lastViewerMs_;
 
   std::vector<ITraceViewer*> viewers_;
   TraceDocumentPtr a_, b_;

@@ -1,6 +1,9 @@
 #include "core/trace/trace_replay.h"
 
 #include <algorithm>
+#include <array>
+#include <bit>
+#include <cstring>
 
 #include "core/common/error.h"
 #include "core/trace/trace.h"
@@ -41,15 +44,67 @@ void put_node(std::vector<TreeNode>& nodes, const TreeNode& n) {
   nodes[static_cast<size_t>(n.id)] = n;
 }
 
-std::vector<int32_t> int_array(const json& j, const char* key, const std::string& where) {
-  std::vector<int32_t> v;
-  if (!j.contains(key)) return v;
+// Into `v`, reusing its capacity.
+void int_array_into(const json& j, const char* key, const std::string& where, std::vector<int32_t>& v) {
+  v.clear();
+  if (!j.contains(key)) return;
   TS_CHECK(j[key].is_array(), where << ": field " << key << " must be an array");
   for (size_t i = 0; i < j[key].size(); ++i) {
     TS_CHECK(j[key][i].is_number_integer(), where << ": field " << key << "[" << i << "] must be an integer");
     v.push_back(j[key][i].get<int32_t>());
   }
-  return v;
+}
+
+// trace_mask_parse's result for a well-formed mask, decoded with a table
+// straight into the rows' little-endian bytes: a 4096 x 4096 mask is
+// 8 MB of hex per step, and the per-character decode dominated the cold step
+// (docs/benchmarks-gui.md). Anything it does not accept goes to
+// trace_mask_parse, the one place that words the error.
+void mask_parse_fast(const json& j, const std::string& where, BitMask& m) {
+  // Two hex characters (read as one little-endian uint16) -> their byte,
+  // or 0x100 when either is not a hex digit: one lookup per mask byte.
+  static const std::vector<uint16_t> pair = [] {
+    std::array<int, 256> nib{};
+    nib.fill(-1);
+    for (int c = 0; c < 10; ++c) nib[static_cast<size_t>('0' + c)] = c;
+    for (int c = 0; c < 6; ++c) nib[static_cast<size_t>('a' + c)] = nib[static_cast<size_t>('A' + c)] = 10 + c;
+    std::vector<uint16_t> t(65536);
+    for (size_t i = 0; i < t.size(); ++i) {
+      const int hi = nib[i & 0xff], lo = nib[i >> 8];  // first character = low byte
+      t[i] = hi < 0 || lo < 0 ? uint16_t{0x100} : static_cast<uint16_t>(hi * 16 + lo);
+    }
+    return t;
+  }();
+  // `m`'s words are reused (reset keeps their capacity): a fresh 2 MB per
+  // step faulted in its pages every time (docs/benchmarks-gui.md).
+  auto slow = [&] { m = trace_mask_parse(j, where); };
+  if constexpr (std::endian::native != std::endian::little) return slow();
+  if (!(j.is_object() && j.contains("cols") && j["cols"].is_number_integer() && j.contains("rows") && j["rows"].is_array()))
+    return slow();
+  const int64_t cols = j["cols"].get<int64_t>();
+  if (cols < 0 || cols >= (int64_t{1} << 31)) return slow();
+  const json& rows = j["rows"];
+  m.reset(static_cast<int32_t>(rows.size()), static_cast<int32_t>(cols));
+  const size_t nbytes = static_cast<size_t>((cols + 7) / 8);
+  for (int32_t r = 0; r < m.rows; ++r) {
+    const json& row = rows[static_cast<size_t>(r)];
+    if (!row.is_string()) return slow();
+    const std::string& hex = row.get_ref<const std::string&>();
+    if (hex.size() != nbytes * 2) return slow();
+    auto* out = reinterpret_cast<unsigned char*>(m.row(r));  // words are zero; bytes past nbytes stay zero
+    uint16_t bad = 0;
+    const char* in = hex.data();
+    for (size_t k = 0; k < nbytes; ++k) {
+      uint16_t two;
+      std::memcpy(&two, in + 2 * k, 2);
+      const uint16_t b = pair[two];
+      bad |= b;
+      out[k] = static_cast<unsigned char>(b);
+    }
+    // Bits past `cols` must be zero (what BitMask::set_row_hex checks).
+    if ((bad & 0x100) != 0 || (cols % 64 != 0 && m.words_per_row > 0 && (m.row(r)[m.words_per_row - 1] >> (cols % 64)) != 0))
+      return slow();
+  }
 }
 
 }  // namespace
@@ -59,9 +114,18 @@ TraceReplay::TraceReplay(std::vector<json> records, std::string origin)
   TS_CHECK(!records_.empty() && records_.front().value("kind", "") == "header", origin_ << ": no header record");
   if (header().contains("vocab") && header()["vocab"].is_array())
     for (auto& v : header()["vocab"]) vocab_.push_back(v.is_string() ? v.get<std::string>() : v.dump());
+  int32_t last = -1;
   for (size_t i = 1; i < records_.size(); ++i) {
     const json& r = records_[i];
     const std::string kind = r.value("kind", "");
+    if (kind != "summary" && kind != "header" && r.contains("step") && r["step"].is_number_integer()) {
+      // at() stops at the first record of a later step: advance() needs every
+      // step's records in one contiguous, ascending run.
+      const int32_t s = r["step"].get<int32_t>();
+      if (s < last) in_step_order_ = false;
+      if (!steps_.empty() && step_end_.size() < steps_.size() && s > steps_.back()) step_end_.push_back(i);
+      last = std::max(last, s);
+    }
     if (kind == "step") {
       const int32_t s = get_i32(r, "step", origin_ + ":" + std::to_string(i + 1));
       if (steps_.empty() || steps_.back() != s) steps_.push_back(s);
@@ -69,6 +133,7 @@ TraceReplay::TraceReplay(std::vector<json> records, std::string origin)
       keyframes_.emplace_back(get_i32(r, "step", origin_ + ":" + std::to_string(i + 1)), i);
     }
   }
+  step_end_.resize(steps_.size(), records_.size());
 }
 
 const json* TraceReplay::summary() const {
@@ -97,6 +162,48 @@ StepView TraceReplay::at(int32_t step) const {
     for (size_t i = 0; i < k["nodes"].size(); ++i) put_node(v.nodes, node_from_json(k["nodes"][i], where + ": nodes[" + std::to_string(i) + "]"));
     start = idx + 1;
   }
+  replay_into(v, start);
+  return v;
+}
+
+StepView TraceReplay::advance(const StepView& from, int32_t step) const {
+  StepView v;
+  advance_into(from, step, v);
+  return v;
+}
+
+void TraceReplay::advance_into(const StepView& from, int32_t step, StepView& out) const {
+  // at(step) starts from the last keyframe before `step`; when that keyframe
+  // is not before `from`, or the records are not in step order (then "the
+  // records after from's" is not one range), only at() gives its result.
+  const auto it = std::lower_bound(steps_.begin(), steps_.end(), from.step);
+  bool replay = !in_step_order_ || from.step >= step || it == steps_.end() || *it != from.step;
+  for (auto& kf : keyframes_) replay |= kf.first < step && kf.first >= from.step;
+  if (replay) {
+    out = at(step);
+    return;
+  }
+  TS_CHECK(&out != &from, origin_ << ": advance_into needs a view other than its start");
+  out.step = step;
+  out.phase.clear();
+  out.nodes.assign(from.nodes.begin(), from.nodes.end());
+  out.slot_to_node.clear();
+  out.added.clear();
+  out.gc_moves.clear();
+  out.gc_slots_before = -1;
+  out.kv = json();
+  out.chosen = json();
+  out.extra = json();
+  // out.forward keeps its buffers for replay_into to refill.
+  // at(from.step) stopped at the first record of a later step; go on from there.
+  replay_into(out, step_end_[static_cast<size_t>(it - steps_.begin())]);
+}
+
+void TraceReplay::replay_into(StepView& v, size_t start) const {
+  const int32_t step = v.step;
+  // A forward view's buffers to refill (advance_into's `out`); none for at().
+  std::optional<ForwardView> spare;
+  spare.swap(v.forward);
   for (size_t i = start; i < records_.size(); ++i) {
     const json& r = records_[i];
     const std::string kind = r.value("kind", "");
@@ -145,18 +252,20 @@ StepView TraceReplay::at(int32_t step) const {
           if (key != "kind" && key != "step" && key != "phase" && key != "added" && key != "status" && key != "chosen" &&
               key != "kv" && key != "forward")
             v.extra[key] = val;
+        if (v.forward) spare.swap(v.forward);
         v.forward.reset();
         if (r.contains("forward") && r["forward"].is_object()) {
           const json& f = r["forward"];
-          ForwardView fv;
-          fv.queries = int_array(f, "queries", where + ": forward");
-          fv.positions = int_array(f, "positions", where + ": forward");
-          fv.slots = int_array(f, "slots", where + ": forward");
+          if (!spare) spare.emplace();
+          ForwardView& fv = *spare;
+          int_array_into(f, "queries", where + ": forward", fv.queries);
+          int_array_into(f, "positions", where + ": forward", fv.positions);
+          int_array_into(f, "slots", where + ": forward", fv.slots);
           TS_CHECK(f.contains("mask"), where << ": forward needs a mask");
-          fv.mask = trace_mask_parse(f["mask"], where + ": forward.mask");
+          mask_parse_fast(f["mask"], where + ": forward.mask", fv.mask);
           TS_CHECK(fv.positions.size() == static_cast<size_t>(fv.mask.rows) && fv.slots.size() == fv.positions.size(),
                    where << ": forward positions/slots/mask rows disagree in length");
-          v.forward = std::move(fv);
+          v.forward.swap(spare);
         }
       }
     }
@@ -189,7 +298,6 @@ StepView TraceReplay::at(int32_t step) const {
     for (int32_t q : v.forward->queries)
       TS_CHECK(q >= 0 && static_cast<size_t>(q) < v.nodes.size(),
                origin_ << ": step " << step << " forward.queries names node " << q << ", which does not exist");
-  return v;
 }
 
 }  // namespace triescope

@@ -50,6 +50,19 @@ class TraceReplay {
   int32_t last_step() const { return steps_.empty() ? 0 : steps_.back(); }
   // State after all records of `step`. Throws Error on a malformed record.
   StepView at(int32_t step) const;
+  // The same view as at(step) (every field, the same errors), computed from
+  // `from` = at(from.step) of this replay (or a view advance() returned) by
+  // replaying only the records after from's step: O(records in between)
+  // instead of O(records since the keyframe). Falls back to at(step) when
+  // `step` is not after `from`, a keyframe lies in [from.step, step) (at()
+  // starts from it), or the records are not in ascending step order. What
+  // makes stepping forward through a big trace cheap (docs/benchmarks-gui.md).
+  // Only from.step and from.nodes are read.
+  StepView advance(const StepView& from, int32_t step) const;
+  // advance() into `out` (not `from`), reusing out's buffers (nodes, the
+  // forward pass's vectors and mask words): a view dropped anyway, so a big
+  // mask is not allocated and faulted in afresh every step.
+  void advance_into(const StepView& from, int32_t step, StepView& out) const;
 
  private:
   std::vector<nlohmann::json> records_;
@@ -57,6 +70,13 @@ class TraceReplay {
   std::vector<std::string> vocab_;
   std::vector<int32_t> steps_;
   std::vector<std::pair<int32_t, size_t>> keyframes_;  // (step, record index)
+  // [steps_] index of the first record after steps_[i]'s records (where at()
+  // stops), valid when the records' steps never decrease.
+  std::vector<size_t> step_end_;
+  bool in_step_order_ = true;
+  // The records from `start` up to v.step's last one applied to v.nodes, the
+  // step's own fields filled in, the result checked.
+  void replay_into(StepView& v, size_t start) const;
 };
 
 }  // namespace triescope

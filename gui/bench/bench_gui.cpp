@@ -1,11 +1,18 @@
 // triescope-gui-bench: the GUI numbers in docs/benchmarks-gui.md.
-//   make-tree-trace OUT [--nodes 5000] [--queries 4096] [--steps 8] [--seed 1]
+//   make-tree-trace OUT [--nodes 5000] [--queries 4096] [--steps 8] [--seed 1] [--vary-mask]
 //       a trace whose every step holds a NODES-node tree and a QUERIES x QUERIES
-//       ancestor mask (built by core's ancestor_mask_build), for stepping times
-//   step TRACE [--repeat 3] [--size 1600x1000]
+//       ancestor mask (built by core's ancestor_mask_build), for stepping times.
+//       --vary-mask: step s lists the queries rotated by 97 s rows, so no two
+//       adjacent steps record the same pass (the mask pane cannot skip its
+//       repaint, as in a real decode)
+//   step TRACE [--repeat 3] [--size 1600x1000] [--no-prefetch] [--backward]
 //       opens TRACE in the main window, steps through every adjacent pair of
 //       steps and prints the time of TraceContext::setStep (replay + all panes)
-//       plus a synchronous repaint of the whole window
+//       plus the processEvents() that paints the window. --no-prefetch: the
+//       context replays no neighbour in the background, so with --repeat 1
+//       every step is cold (no prepared state, no cached layout).
+//       --backward: steps from the last step down to the first.
+//       --pause-ms N: sleep N ms before each step (no events processed).
 //   layout [--nodes 100,200,400,800] : graphviz dot vs tidy layout time
 #include <QApplication>
 #include <QPaintEvent>
@@ -17,6 +24,7 @@
 #include <map>
 #include <random>
 #include <sstream>
+#include <thread>
 
 #include "core/mask/ancestor_mask.h"
 #include "core/trace/trace.h"
@@ -45,6 +53,7 @@ struct PaintCounter : QObject {
       std::string k = o->metaObject()->className();
       if (k == "QWidget" && o->parent()) k += std::string("<") + o->parent()->metaObject()->className();
       const QRect r = static_cast<QPaintEvent*>(e)->rect();
+      if (getenv("TS_BENCH_EVENTS")) std::cerr << "paint " << k << " " << r.width() << "x" << r.height() << "+" << r.x() << "+" << r.y() << "\n";
       ++counts[k];
       area[k] += static_cast<double>(r.width()) * r.height();
     }
@@ -58,7 +67,7 @@ std::string arg_value(int argc, char** argv, const std::string& key, const std::
   return dflt;
 }
 
-int make_tree_trace(const std::string& out, int nodes, int queries, int steps, uint32_t seed) {
+int make_tree_trace(const std::string& out, int nodes, int queries, int steps, uint32_t seed, bool vary) {
   std::mt19937 rng(seed);
   TokenTree tree;
   tree.add_root(1);
@@ -87,7 +96,13 @@ int make_tree_trace(const std::string& out, int nodes, int queries, int steps, u
   TraceFileWriter w(out);
   w.record(trace_header("bench_tree", "cpu-reference", json{{"prompt", json::array()}}, json{{"type", "bench"}}, {}));
   for (int s = 0; s < steps; ++s) {
-    json rec = {{"kind", "step"}, {"step", s}, {"phase", s == 0 ? "prefill" : "verify"}, {"forward", fwd},
+    json f = fwd;
+    if (vary && queries > 0) {
+      const size_t rot = static_cast<size_t>(97 * s) % static_cast<size_t>(queries);
+      for (const char* k : {"queries", "positions", "slots"}) std::rotate(f[k].begin(), f[k].begin() + static_cast<long>(rot), f[k].end());
+      std::rotate(f["mask"]["rows"].begin(), f["mask"]["rows"].begin() + static_cast<long>(rot), f["mask"]["rows"].end());
+    }
+    json rec = {{"kind", "step"}, {"step", s}, {"phase", s == 0 ? "prefill" : "verify"}, {"forward", std::move(f)},
                 {"kv", {{"slots", queries}, {"peak", queries}, {"batch_slots", nodes}, {"live_beams", queries}}}};
     json added = json::array();
     const int lo = s == 0 ? 0 : first + grow * (s - 1), hi = s == 0 ? first : std::min(nodes, first + grow * s);
@@ -111,26 +126,45 @@ double median(std::vector<double> v) {
   return v.empty() ? 0 : v[v.size() / 2];
 }
 
-int step_bench(const std::string& path, int repeat, int w, int h) {
+int step_bench(const std::string& path, int repeat, int w, int h, bool prefetch, bool backward, int pause_ms) {
   gui::MainWindow win;
+  win.context().setPrefetchEnabled(prefetch);
   win.setHeadless(true);
   win.resize(w, h);
   win.show();
   QApplication::processEvents();
   win.context().setTraces(gui::trace_document_load(path));
+  const auto& steps = win.context().steps();
+  if (backward && !steps.empty()) win.context().setStep(steps.back());
   win.repaint();
   QApplication::processEvents();
-  const auto& steps = win.context().steps();
   PaintCounter counter;
   QApplication::instance()->installEventFilter(&counter);
   counter.on = true;
   std::vector<double> ctx_ms, paint_ms, total_ms;
   std::vector<double> first_ms[4];
+  std::vector<double> view_ms, replay_in_view_ms;
+  std::map<std::string, std::vector<double>> viewer_ms;
+  std::map<std::string, int> sources;
   for (int r = 0; r < repeat; ++r)
-    for (size_t i = 1; i < steps.size(); ++i) {
+    for (size_t k = 1; k < steps.size(); ++k) {
+      const size_t i = backward ? steps.size() - 1 - k : k;
+      // A person's pause between key presses; with --no-prefetch nothing is
+      // prepared in it (no event loop runs), the box only settles.
+      if (pause_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms));
       const auto t0 = std::chrono::steady_clock::now();
+      if (getenv("TS_BENCH_EVENTS")) std::cerr << "--- setStep " << steps[i] << "\n";
       win.context().setStep(steps[i]);
+      if (getenv("TS_BENCH_EVENTS")) std::cerr << "--- processEvents\n";
       const auto t1 = std::chrono::steady_clock::now();
+      view_ms.push_back(win.context().lastViewMs());
+      replay_in_view_ms.push_back(win.context().lastReplayMs());
+      const char* src_names[] = {"prefetched", "kept", "advanced", "replayed"};
+      ++sources[src_names[static_cast<int>(win.context().lastViewSource())]];
+      for (auto& [viewer, ms] : win.context().lastViewerMs()) {
+        auto* o = dynamic_cast<QObject*>(viewer);
+        viewer_ms[o ? o->metaObject()->className() : "?"].push_back(ms);
+      }
       // What the event loop does after a step: paint every widget marked
       // dirty and flush to the display.
       QApplication::processEvents();
@@ -141,6 +175,13 @@ int step_bench(const std::string& path, int repeat, int w, int h) {
     }
   // Per-pane paint cost at the last step.
   counter.on = false;
+  std::cout << "  view source per step:";
+  for (auto& [k, n] : sources) std::cout << " " << k << "=" << n;
+  std::cout << "\n  setStep breakdown (median / max ms): view " << median(view_ms) << " / " << *std::max_element(view_ms.begin(), view_ms.end())
+            << " (of which advance/at " << median(replay_in_view_ms) << " / " << *std::max_element(replay_in_view_ms.begin(), replay_in_view_ms.end()) << ")";
+  for (auto& [k, t] : viewer_ms) std::cout << ", " << k << " " << median(t) << " / " << *std::max_element(t.begin(), t.end());
+  std::cout << "\n";
+  win.context().setPrefetchEnabled(false);  // the breakdown below times each part alone
   std::cout << "  paint events during the stepping loop:";
   for (auto& [k, n] : counter.counts) std::cout << " " << k << "=" << n << " (" << static_cast<int64_t>(counter.area[k] / 1000) << " kpx)";
   std::cout << "\n";
@@ -176,6 +217,26 @@ int step_bench(const std::string& path, int repeat, int w, int h) {
     replay_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - a).count());
   }
   std::cout << "  TraceReplay::at alone: median " << median(replay_ms) << " ms\n";
+  {
+    std::vector<double> adv_ms, mask_ms;
+    const auto& rp = *win.context().doc()->replay;
+    StepView prev = rp.at(steps.front());
+    for (size_t i = 1; i < steps.size(); ++i) {
+      const auto a = std::chrono::steady_clock::now();
+      StepView next = rp.advance(prev, steps[i]);
+      adv_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - a).count());
+      prev = std::move(next);
+    }
+    for (const json& r : rp.records())
+      if (r.value("kind", "") == "step" && r.contains("forward") && r["forward"].contains("mask")) {
+        const auto a = std::chrono::steady_clock::now();
+        (void)trace_mask_parse(r["forward"]["mask"], "bench");
+        mask_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - a).count());
+      }
+    std::cout << "  TraceReplay::advance from the previous step: median " << median(adv_ms) << " ms, max "
+              << *std::max_element(adv_ms.begin(), adv_ms.end()) << " ms\n";
+    if (!mask_ms.empty()) std::cout << "  of which forward.mask parse (trace_mask_parse): median " << median(mask_ms) << " ms\n";
+  }
   std::vector<std::pair<const char*, QWidget*>> panes = {{"trie", win.trieView()->graphicsView()->viewport()}, {"mask", win.maskView()->viewport()},
                                                          {"kv", win.kvView()}, {"plots", static_cast<QWidget*>(win.plotsPane())}};
   for (auto& [name, wdg] : panes) {
@@ -195,6 +256,15 @@ int step_bench(const std::string& path, int repeat, int w, int h) {
             << "  setStep (replay + panes): median " << median(ctx_ms) << " ms, max " << *std::max_element(ctx_ms.begin(), ctx_ms.end()) << " ms\n"
             << "  paint (processEvents):    median " << median(paint_ms) << " ms, max " << *std::max_element(paint_ms.begin(), paint_ms.end()) << " ms\n"
             << "  total:                    median " << median(total_ms) << " ms, max " << *std::max_element(total_ms.begin(), total_ms.end()) << " ms\n";
+  {
+    std::vector<double> t = total_ms;
+    std::sort(t.begin(), t.end());
+    const auto over = std::count_if(total_ms.begin(), total_ms.end(), [](double x) { return x >= 16.0; });
+    std::cout << "  total p90 " << t[t.size() * 9 / 10] << " ms; steps at >= 16 ms: " << over << " of " << t.size() << " (indices:";
+    for (size_t k = 0; k < total_ms.size(); ++k)
+      if (total_ms[k] >= 16.0) std::cout << " " << k + 1;
+    std::cout << ")\n";
+  }
   return 0;
 }
 
@@ -233,13 +303,19 @@ int main(int argc, char** argv) {
   try {
     if (cmd == "make-tree-trace" && argc >= 3)
       return make_tree_trace(argv[2], std::stoi(arg_value(argc, argv, "--nodes", "5000")), std::stoi(arg_value(argc, argv, "--queries", "4096")),
-                             std::stoi(arg_value(argc, argv, "--steps", "8")), static_cast<uint32_t>(std::stoul(arg_value(argc, argv, "--seed", "1"))));
+                             std::stoi(arg_value(argc, argv, "--steps", "8")), static_cast<uint32_t>(std::stoul(arg_value(argc, argv, "--seed", "1"))),
+                             std::find(argv, argv + argc, std::string("--vary-mask")) != argv + argc);
     if (cmd == "layout") return layout_bench(arg_value(argc, argv, "--nodes", "50,100,200,400,800,1600,5000"));
     if (cmd == "step" && argc >= 3) {
       QApplication app(argc, argv);
       const std::string size = arg_value(argc, argv, "--size", "1600x1000");
+      bool prefetch = true, backward = false;
+      for (int i = 3; i < argc; ++i) {
+        prefetch &= std::string(argv[i]) != "--no-prefetch";
+        backward |= std::string(argv[i]) == "--backward";
+      }
       return step_bench(argv[2], std::stoi(arg_value(argc, argv, "--repeat", "3")), std::stoi(size.substr(0, size.find('x'))),
-                        std::stoi(size.substr(size.find('x') + 1)));
+                        std::stoi(size.substr(size.find('x') + 1)), prefetch, backward, std::stoi(arg_value(argc, argv, "--pause-ms", "0")));
     }
   } catch (const std::exception& e) {
     std::cerr << "triescope-gui-bench: " << e.what() << "\n";

@@ -53,22 +53,32 @@ void MaskView::onTraceLoaded(TraceContext&) {
 }
 
 bool MaskView::sameAsShown() {
+  // Compared in place and copied into the buffers already there: a fresh
+  // 2 MB copy of a 4096 x 4096 mask per step cost more (page faults) than
+  // the repaint it saves (docs/benchmarks-gui.md).
   const StepView& v = ctx_.view();
-  Shown now;
-  now.draftNote = v.extra.is_object() && v.extra.contains("draft_forwards");
-  if (v.forward) {
-    const ForwardView& f = *v.forward;
-    now.rows = f.mask.rows;
-    now.cols = f.mask.cols;
-    now.queries = f.queries;
-    now.positions = f.positions;
-    now.slots = f.slots;
-    now.words.assign(f.mask.words.begin(), f.mask.words.end());
-    now.owners.resize(static_cast<size_t>(std::max(0, f.mask.cols)));
-    for (int c = 0; c < f.mask.cols; ++c) now.owners[static_cast<size_t>(c)] = ctx_.nodeInForwardSlot(c);
-  }
-  const bool same = now == shown_;
-  shown_ = std::move(now);
+  bool same = true;
+  auto keep = [&same](auto& mine, const auto& now) {
+    if (same && mine.size() == now.size() && std::equal(now.begin(), now.end(), mine.begin())) return;
+    same = false;
+    mine.assign(now.begin(), now.end());
+  };
+  const bool draftNote = v.extra.is_object() && v.extra.contains("draft_forwards");
+  const int rows = v.forward ? v.forward->mask.rows : -1, cols = v.forward ? v.forward->mask.cols : -1;
+  same = draftNote == shown_.draftNote && rows == shown_.rows && cols == shown_.cols;
+  shown_.draftNote = draftNote;
+  shown_.rows = rows;
+  shown_.cols = cols;
+  static const std::vector<int32_t> none32;
+  static const std::vector<uint64_t> none64;
+  const ForwardView* f = v.forward ? &*v.forward : nullptr;
+  keep(shown_.queries, f ? f->queries : none32);
+  keep(shown_.positions, f ? f->positions : none32);
+  keep(shown_.slots, f ? f->slots : none32);
+  keep(shown_.words, f ? f->mask.words : none64);
+  owners_.resize(static_cast<size_t>(std::max(0, cols)));
+  for (int c = 0; c < cols; ++c) owners_[static_cast<size_t>(c)] = ctx_.nodeInForwardSlot(c);
+  keep(shown_.owners, owners_);
   return same;
 }
 

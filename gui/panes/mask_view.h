@@ -71,6 +71,7 @@ class MaskView final : public QAbstractScrollArea, public ITraceViewer {
     }
   };
   Shown shown_;
+  std::vector<int32_t> owners_;  // scratch
   bool sameAsShown();
 };
 

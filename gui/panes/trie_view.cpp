@@ -376,6 +376,10 @@ void TrieView::rebuild() {
     std::vector<layout::LayoutNode> in;
     in.reserve(n);
     L->index_of.assign(n, -1);
+    // Sized once: growing these per push showed up in the cold step's profile.
+    L->ids.reserve(n);
+    L->line1.reserve(n);
+    L->line2.reserve(n);
     for (size_t i = 0; i < n; ++i) {
       const auto& nd = v.nodes[i];
       if (nd.id < 0 || hidden[i]) continue;
@@ -411,6 +415,9 @@ void TrieView::rebuild() {
     layout::LayoutOptions opt;
     opt.max_dot_nodes = max_dot_;
     const layout::LayoutResult r = layout::tree_layout(in, opt);
+    L->boxes.reserve(in.size());
+    L->edges.reserve(r.edges.size());
+    L->edgeBounds.reserve(r.edges.size());
     L->engine = r.engine;
     for (size_t i = 0; i < in.size(); ++i)
       L->boxes.emplace_back(r.centers[i].x - in[i].width / 2, r.centers[i].y - in[i].height / 2, in[i].width, in[i].height);
