@@ -1,36 +1,105 @@
 #include "cuda/cuda_backend.h"
 
+#include <exception>
+#include <string>
+
 #include "core/common/error.h"
+#include "core/model/model_factory.h"
 #include "cuda/cuda_synthetic_model.h"
 #include "cuda/incremental_ancestor_mask.h"
+#include "cuda/static_constraint_index.h"
+#include "cuda/tree_attention.cuh"
 
 namespace triescope::cuda {
 
 std::unique_ptr<Model> model_to_cuda(const Model& cpu_model) {
   if (const auto* syn = dynamic_cast<const SyntheticModel*>(&cpu_model)) return std::make_unique<CudaSyntheticModel>(syn->config());
   TS_FAIL("cuda backend: model type \"" << cpu_model.describe().value("type", std::string("?"))
-                                        << "\" has no CUDA implementation yet (this build runs \"synthetic\" on the GPU)");
+                                        << "\" has no CUDA twin (\"synthetic\" runs on its CUDA twin; a \"transformer\" is rebuilt "
+                                           "from its sample on device \"cuda\" by sample_use_cuda)");
 }
+
+json transformer_on_cuda(const json& model_obj) {
+  json m = model_obj;
+  m["device"] = "cuda";
+  // "auto" on "cuda" is the tree attention kernel once registered (below); an
+  // explicit dense / gather / tree_kernel choice of the sample is kept.
+  if (!m.contains("attention")) m["attention"] = "auto";
+  return m;
+}
+
+namespace {
+
+std::string model_type(const json& model_obj) {
+  return model_obj.is_object() && model_obj.contains("type") && model_obj["type"].is_string() ? model_obj["type"].get<std::string>()
+                                                                                                : std::string("?");
+}
+
+// LibTorch reports a missing CUDA runtime or device with its own exception
+// type (c10::Error, a std::exception) and a backtrace: keep its first line.
+std::string first_line(const char* what) {
+  std::string s(what ? what : "");
+  const auto nl = s.find('\n');
+  return nl == std::string::npos ? s : s.substr(0, nl);
+}
+
+// A "transformer" model object rebuilt on device "cuda" (model_from_json, so
+// a derived draft's keep_layers / perturbation is applied again the same way).
+std::unique_ptr<Model> transformer_build_cuda(const json& model_obj, const std::string& path, const std::string& field) {
+  try {
+    return model_from_json(JsonObjectReader(transformer_on_cuda(model_obj), path, field));
+  } catch (const Error& e) {
+    TS_FAIL("cuda backend: " << field << ": " << e.what());
+  } catch (const std::exception& e) {
+    TS_FAIL("cuda backend: " << field << ": LibTorch could not run it on device \"cuda\": " << first_line(e.what()));
+  }
+}
+
+}  // namespace
 
 void sample_use_cuda(Sample& s) {
   // Speculative and DSBD samples hold a draft model too: refuse one without
-  // a CUDA twin here, before anything runs (run_sample swaps it through
-  // s.draft_to_backend).
+  // a CUDA implementation here, before anything runs (run_sample swaps it
+  // through s.draft_to_backend).
   const bool has_draft = s.algorithm == "speculative" || s.algorithm == "dsbd";
   try {
-    if (has_draft && dynamic_cast<const SyntheticModel*>(s.model.get())) {
-      const json& d = s.raw.at("draft_model");
-      const std::string type = d.is_object() ? d.value("type", std::string("?")) : std::string("?");
-      TS_CHECK(type == "synthetic", "cuda backend: draft_model type \"" << type
-                                        << "\" has no CUDA implementation yet (this build runs \"synthetic\" on the GPU)");
-      s.draft_to_backend = [](const Model& m) { return model_to_cuda(m); };
+    const std::string target = model_type(s.raw.value("model", json()));
+    if (has_draft) {
+      const json d = s.raw.value("draft_model", json());
+      const std::string type = model_type(d);
+      if (type == "synthetic") {
+        s.draft_to_backend = [](const Model& m) { return model_to_cuda(m); };
+      } else if (type == "transformer") {
+        const std::string path = s.path;
+        s.draft_to_backend = [d, path](const Model&) {
+          try {
+            return transformer_build_cuda(d, path, "draft_model");
+          } catch (const Error& e) {
+            TS_FAIL(path << ": " << e.what());
+          }
+        };
+      } else {
+        TS_FAIL("cuda backend: draft_model type \"" << type
+                                                    << "\" has no CUDA implementation (\"synthetic\" and \"transformer\" run on the GPU)");
+      }
     }
-    s.model = model_to_cuda(*s.model);
+    if (target == "transformer") {
+      tree_attention_register();  // "auto" picks the kernel on "cuda" (registering touches no device)
+      s.model = transformer_build_cuda(s.raw.at("model"), s.path, "model");
+    } else {
+      s.model = model_to_cuda(*s.model);
+    }
     s.options.dsbd_verifier = make_dsbd_verifier(VerifyExec::device);
     s.options.speculative_verifier = make_speculative_verifier(VerifyExec::device);
     s.options.lookahead_verifier = make_lookahead_verifier(VerifyExec::device);
+    // A STATIC constraint with the VNTK index masks on the device (its masks,
+    // valid counts, rows read and next states are the kernel's); the
+    // baselines (pointer trie, PPV, hash bitmap) stay on the host.
+    if (auto c = static_constraint_to_cuda(s.constraint, VerifyExec::device)) s.constraint = std::move(c);
   } catch (const Error& e) {
     TS_FAIL(s.path << ": " << e.what());
+  } catch (const std::exception& e) {
+    TS_FAIL(s.path << ": cuda backend: " << first_line(e.what()));
   }
   s.options.backend = kBackendName;
   // The trie decoder's mask rows come from the device builder, so the trace

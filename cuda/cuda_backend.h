@@ -18,9 +18,15 @@ namespace triescope::cuda {
 inline constexpr const char* kBackendName = "cuda";
 
 // The CUDA twin of a CPU model. Throws Error naming the model type when it has
-// no CUDA implementation yet (only "synthetic" has one), or when no device is
-// usable.
+// no CUDA twin (only "synthetic" has one: a transformer is rebuilt from its
+// sample's model object instead, see transformer_on_cuda), or when no device
+// is usable.
 std::unique_ptr<Model> model_to_cuda(const Model& cpu_model);
+
+// A sample's "transformer" model object moved to device "cuda": "device" set
+// to "cuda", "attention" "auto" unless the sample names one ("auto" on cuda
+// is the tree attention kernel, which sample_use_cuda registers).
+json transformer_on_cuda(const json& model_obj);
 
 // Where the verifiers run: on the device, or (CPU tests only) the same
 // block algorithm on the host with a block of one thread.
@@ -34,9 +40,12 @@ std::shared_ptr<SpeculativeVerifier> make_speculative_verifier(VerifyExec exec);
 std::shared_ptr<LookaheadVerifier> make_lookahead_verifier(VerifyExec exec);
 
 // Replaces s.model (and a speculative / DSBD sample's draft model) by its
-// CUDA twin, installs the device mask builder and verifiers and sets
-// s.options.backend. Every algorithm is accepted; a model without a CUDA
-// twin or a missing device is refused with an Error naming the file.
+// CUDA twin (synthetic) or rebuilds it on device "cuda" with the tree
+// attention kernel (transformer), installs the device mask builder, the
+// device verifiers and, for a STATIC constraint with the VNTK index, the
+// device index (cuda/static_constraint_index.h), and sets s.options.backend.
+// Every algorithm is accepted; a scripted model, a missing device or a
+// LibTorch without CUDA is refused with an Error naming the file.
 void sample_use_cuda(Sample& s);
 
 }  // namespace triescope::cuda

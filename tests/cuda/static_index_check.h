@@ -1,0 +1,160 @@
+// cuda::StaticIndexCuda (the cuda backend's STATIC index) against core's
+// VntkIndex, shared by the CPU tests (host run of the kernel's row
+// algorithm, triescope_tests_cuda_twins) and the device tests
+// (triescope_tests_cuda): masked rows bit for bit, valid counts, paths, the
+// rows read recorded in traces, and next states of every token; then whole
+// constrained decodes (trie and batch) whose traces must equal the CPU's.
+#pragma once
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <sstream>
+
+#include "core/constraint/static_constraint.h"
+#include "core/constraint/vntk.h"
+#include "core/decode/batch_beam_search.h"
+#include "core/decode/trie_beam_search.h"
+#include "core/model/synthetic_model.h"
+#include "core/trace/trace.h"
+#include "core/trace/trace_diff.h"
+#include "cuda/static_constraint_index.h"
+#include "test_util.h"
+
+namespace triescope::testing {
+
+// Records without their wall time, for exact comparison.
+inline std::vector<json> strip_seconds(std::vector<json> recs) {
+  for (auto& r : recs) {
+    if (r.is_object()) {
+      r.erase("seconds");
+      if (r.contains("metrics") && r["metrics"].is_object()) r["metrics"].erase("seconds");
+    }
+  }
+  return recs;
+}
+
+template <class T>
+void check_static_index_rows(cuda::VerifyExec exec, const CsrLayout layout, int32_t d, int32_t V, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  const int32_t L = std::uniform_int_distribution<int32_t>(std::max(3, d + 1), 5)(rng);
+  const int64_t items = std::min<int64_t>(std::uniform_int_distribution<int64_t>(1, V >= 2048 ? 4000 : 700)(rng),
+                                          static_cast<int64_t>(std::pow(double(V), double(L)) / 2));
+  CAPTURE(L, items);
+  auto set = std::make_shared<const ConstraintSet>(constraint_set_random(items, L, V, rng()));
+  auto cpu = std::make_shared<VntkIndex>(std::make_shared<const TransitionMatrix>(TransitionMatrix::build(*set, {d, layout})));
+  const TransitionMatrix& tm = cpu->matrix();
+  cuda::StaticIndexCuda dev(cpu, exec);
+  REQUIRE(dev.describe() == cpu->describe());
+  const int32_t n = std::uniform_int_distribution<int32_t>(1, 12)(rng);
+  std::normal_distribution<double> g(-6.0, 3.0);
+  for (int32_t t = 0; t <= L; ++t) {  // t = L: past the last level, everything masked
+    CAPTURE(t, n);
+    // States: walks of random items, a dead beam, a random state of any level, the last state, out of range.
+    std::vector<int64_t> states(static_cast<size_t>(n));
+    for (int32_t i = 0; i < n; ++i) {
+      const int32_t* it = set->item(static_cast<int64_t>(rng() % static_cast<uint64_t>(set->size())));
+      int64_t s = 0;
+      for (int32_t j = 0; j < std::min(t, L); ++j) s = static_next_state(tm, s, it[j], j);
+      states[static_cast<size_t>(i)] = s;
+    }
+    if (n >= 2) states[1] = kDeadState;
+    if (n >= 3) states[2] = static_cast<int64_t>(rng() % static_cast<uint64_t>(tm.num_states()));
+    if (n >= 4) states[3] = tm.num_states() - 1;
+    if (n >= 5) states[4] = tm.num_states() + 3;
+    std::vector<T> lp(static_cast<size_t>(n) * static_cast<size_t>(V));
+    for (auto& x : lp) x = static_cast<T>(g(rng));
+    if (V > 3) lp[2] = std::numeric_limits<T>::quiet_NaN();  // copied, never interpreted
+    std::vector<T> ref = lp, mine = lp;
+    std::vector<int32_t> vref(static_cast<size_t>(n), -7), vmine(static_cast<size_t>(n), -9);
+    std::vector<MaskPath> pref(static_cast<size_t>(n)), pmine(static_cast<size_t>(n));
+    cpu->mask(states.data(), n, t, ref.data(), vref.data(), pref.data());
+    dev.mask(states.data(), n, t, mine.data(), vmine.data(), pmine.data());
+    REQUIRE(std::memcmp(ref.data(), mine.data(), ref.size() * sizeof(T)) == 0);
+    REQUIRE(vref == vmine);
+    REQUIRE(pref == pmine);
+    for (int32_t i = 0; i < n; ++i) {
+      CAPTURE(i, states[static_cast<size_t>(i)]);
+      json a = json::object(), b = json::object();
+      cpu->trace_extra(states[static_cast<size_t>(i)], t, a);
+      dev.trace_extra(states[static_cast<size_t>(i)], t, b);
+      REQUIRE(a == b);
+      // every token (|V| <= 300), or 64 random ones and the allowed ones
+      std::vector<int32_t> toks;
+      if (V <= 300) {
+        for (int32_t v = -1; v <= V; ++v) toks.push_back(v);
+      } else {
+        for (int32_t k = 0; k < 64; ++k) toks.push_back(static_cast<int32_t>(rng() % static_cast<uint64_t>(V)));
+        for (int32_t v = 0; v < V; ++v)
+          if (!std::isinf(static_cast<double>(ref[static_cast<size_t>(i) * static_cast<size_t>(V) + static_cast<size_t>(v)]))) toks.push_back(v);
+      }
+      for (int32_t v : toks) {
+        CAPTURE(v);
+        REQUIRE(dev.next_state(states[static_cast<size_t>(i)], v, t) == cpu->next_state(states[static_cast<size_t>(i)], v, t));
+      }
+    }
+    REQUIRE(dev.fallback_runs() == 0);
+  }
+  // A (state, step) the last mask did not read goes through the kernel alone.
+  const int64_t before = dev.kernel_runs();
+  const int32_t tok = set->item(0)[0];
+  REQUIRE(dev.next_state(0, tok, 0) == cpu->next_state(0, tok, 0));
+  REQUIRE(dev.next_state(0, tok, 0) >= 1);
+  REQUIRE(dev.fallback_runs() == 2);
+  REQUIRE(dev.kernel_runs() == before + 2);
+}
+
+// Trie and batch beam search under the constraint, CPU index vs
+// StaticIndexCuda: records identical (but the wall time), same hypotheses.
+inline void check_static_decodes(cuda::VerifyExec exec, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  const CsrLayout layout = std::bernoulli_distribution(0.5)(rng) ? CsrLayout::compact : CsrLayout::stacked;
+  const int32_t beams = std::uniform_int_distribution<int32_t>(1, 9)(rng);
+  const int32_t V = std::uniform_int_distribution<int32_t>(std::max(4, 2 * beams), 300)(rng);  // decoders need |V| >= 2 b
+  const int32_t L = std::uniform_int_distribution<int32_t>(2, 5)(rng);
+  const int32_t d = std::uniform_int_distribution<int32_t>(0, std::min(2, L - 1))(rng);
+  const int64_t items = std::min<int64_t>(std::uniform_int_distribution<int64_t>(1, 600)(rng),
+                                          static_cast<int64_t>(std::pow(double(V), double(L)) / 2));
+  SyntheticConfig mc;
+  mc.vocab_size = V;
+  mc.seed = rng() >> 1;
+  mc.peakiness_q8 = std::uniform_int_distribution<int32_t>(64, 1024)(rng);
+  BeamConfig cfg;
+  cfg.num_beams = beams;
+  cfg.max_new_tokens = L + (std::bernoulli_distribution(0.3)(rng) ? 1 : 0);  // one step past L: all masked
+  cfg.eos_token = -1;
+  cfg.gc_interval = std::uniform_int_distribution<int32_t>(0, 2)(rng);
+  std::vector<int32_t> prompt;
+  for (int32_t i = std::uniform_int_distribution<int32_t>(1, 6)(rng); i > 0; --i)
+    prompt.push_back(static_cast<int32_t>(rng() % static_cast<uint64_t>(V)));
+  CAPTURE(csr_layout_name(layout), V, L, d, items, cfg.num_beams, cfg.max_new_tokens, cfg.gc_interval);
+  auto set = std::make_shared<const ConstraintSet>(constraint_set_random(items, L, V, rng()));
+  auto cpu = std::make_shared<StaticConstraint>(set, constraint_index_make("vntk", set, {d, layout}));
+  auto dev = cuda::static_constraint_to_cuda(cpu, exec);
+  REQUIRE(dev);
+  REQUIRE(dynamic_cast<cuda::StaticIndexCuda*>(&dev->index()));
+  for (const bool trie : {true, false}) {
+    CAPTURE(trie);
+    SyntheticModel m1(mc), m2(mc);
+    MemoryTraceSink s1, s2;
+    DecodeOptions opt;
+    const DecodeResult r1 = trie ? trie_beam_search(m1, prompt, cfg, &s1, opt, cpu.get()) : batch_beam_search(m1, prompt, cfg, &s1, opt, cpu.get());
+    const DecodeResult r2 = trie ? trie_beam_search(m2, prompt, cfg, &s2, opt, dev.get()) : batch_beam_search(m2, prompt, cfg, &s2, opt, dev.get());
+    REQUIRE(r1.hypotheses == r2.hypotheses);
+    const auto diff = trace_diff(s1.records, s2.records);
+    INFO((diff ? diff->describe() : std::string("equivalent")));
+    REQUIRE(!diff);
+    REQUIRE(strip_seconds(s1.records) == strip_seconds(s2.records));
+    // the constraint records are there (one object per beam)
+    bool seen = false;
+    for (const auto& rec : s2.records) seen = seen || (rec.value("kind", std::string()) == "step" && rec.contains("constraint"));
+    REQUIRE(seen);
+    REQUIRE(cpu->compliance(r2.hypotheses).in_set == static_cast<int64_t>(r2.hypotheses.size()));
+  }
+  REQUIRE(dynamic_cast<cuda::StaticIndexCuda&>(dev->index()).fallback_runs() == 0);
+}
+
+}  // namespace triescope::testing

@@ -1,0 +1,66 @@
+// The cuda backend's STATIC index on the device (cuda::StaticIndexCuda with
+// VerifyExec::device: the static_mask kernel) against core's VntkIndex, and
+// sample_use_cuda's wiring: a STATIC sample's cuda trace takes its
+// constraint records from the device and equals the CPU's.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+
+#include "core/config/json_reader.h"
+#include "core/decode/run_sample.h"
+#include "cuda/cuda_backend.h"
+#include "static_index_check.h"
+#include "trace_util.h"
+
+using namespace triescope;
+using namespace triescope::testing;
+
+TEST_CASE("cuda static index: masks, valid counts, rows read and next states equal core's VNTK", "[cuda][constraint]") {
+  const CsrLayout layout = GENERATE(CsrLayout::stacked, CsrLayout::compact);
+  const int32_t d = GENERATE(0, 1, 2);
+  const int32_t V = GENERATE(5, 40, 300, 2048, 40000);
+  const uint64_t variant = GENERATE(range(0, 2));
+  const uint64_t seed = test_seed(72000 + variant * 100000 + static_cast<uint64_t>(V) * 10 + static_cast<uint64_t>(d) * 2 +
+                                  (layout == CsrLayout::compact));
+  if (d == 2 && V > 4096) return;  // d = 2 needs |V|^2 dense tables (App. B): 6.4 GB stacked at |V| = 40000
+  CAPTURE(base_seed(), seed, csr_layout_name(layout), d, V);
+  check_static_index_rows<double>(cuda::VerifyExec::device, layout, d, V, seed);
+  check_static_index_rows<float>(cuda::VerifyExec::device, layout, d, V, seed + 1);
+}
+
+TEST_CASE("cuda static index: constrained trie and batch decodes give the CPU's traces", "[cuda][constraint]") {
+  const uint64_t variant = GENERATE(range(0, 12));
+  const uint64_t seed = test_seed(73000 + variant);
+  CAPTURE(base_seed(), seed);
+  check_static_decodes(cuda::VerifyExec::device, seed);
+}
+
+TEST_CASE("cuda backend: a STATIC sample masks on the device and its trace equals the CPU's", "[cuda][constraint][trace]") {
+  std::vector<std::string> paths;
+  for (const auto& e : std::filesystem::directory_iterator(std::string(TRIESCOPE_SOURCE_DIR) + "/samples"))
+    if (e.path().extension() == ".json") paths.push_back(e.path().string());
+  std::sort(paths.begin(), paths.end());
+  int ran = 0;
+  for (const auto& path : paths) {
+    const json j = json_load_file(path);
+    if (!j.contains("constraint") || j["model"].value("type", std::string()) != "synthetic") continue;
+    for (const std::string algorithm : {"trie_beam_search", "batch_beam_search"}) {
+      DYNAMIC_SECTION(path << " as " << algorithm) {
+        Sample cpu = sample_load(path), gpu = sample_load(path);
+        cpu.algorithm = gpu.algorithm = algorithm;
+        cuda::sample_use_cuda(gpu);
+        const bool vntk = j["constraint"].value("impl", std::string("vntk")) == "vntk";
+        auto* idx = dynamic_cast<cuda::StaticIndexCuda*>(&gpu.constraint->index());
+        REQUIRE((idx != nullptr) == vntk);
+        check_equivalent(run_trace(cpu), run_trace(gpu));
+        if (idx) {
+          REQUIRE(idx->exec() == cuda::VerifyExec::device);
+          REQUIRE(idx->kernel_runs() > 0);
+          REQUIRE(idx->fallback_runs() == 0);
+        }
+      }
+      ++ran;
+    }
+  }
+  CHECK(ran >= 4);
+}

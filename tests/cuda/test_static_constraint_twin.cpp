@@ -1,0 +1,81 @@
+// The cuda backend's STATIC index (cuda::StaticIndexCuda) with the kernel's
+// row algorithm run on the host (VerifyExec::host_twin): the same
+// cuda/static_mask_rows.h functions the kernel runs, and the same host
+// bookkeeping (next-state lookup, rows read for the trace) the device path
+// uses, against core's VntkIndex; then every STATIC sample and random
+// constrained decodes, whose traces must equal the CPU reference's.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+
+#include "core/config/json_reader.h"
+#include "core/decode/run_sample.h"
+#include "cuda/cuda_backend.h"
+#include "static_index_check.h"
+
+using namespace triescope;
+using namespace triescope::testing;
+
+TEST_CASE("static index (cuda, host run): masks, valid counts, rows read and next states equal core's VNTK", "[cuda][constraint]") {
+  const CsrLayout layout = GENERATE(CsrLayout::stacked, CsrLayout::compact);
+  const int32_t d = GENERATE(0, 1, 2);
+  const int32_t V = GENERATE(5, 40, 300, 2048);
+  const uint64_t variant = GENERATE(range(0, 2));
+  const uint64_t seed = test_seed(70000 + variant * 1000 + static_cast<uint64_t>(V) * 10 + static_cast<uint64_t>(d) * 2 +
+                                  (layout == CsrLayout::compact));
+  CAPTURE(base_seed(), seed, csr_layout_name(layout), d, V);
+  check_static_index_rows<double>(cuda::VerifyExec::host_twin, layout, d, V, seed);
+  check_static_index_rows<float>(cuda::VerifyExec::host_twin, layout, d, V, seed + 1);
+}
+
+TEST_CASE("static index (cuda, host run): constrained trie and batch decodes give the CPU's traces", "[cuda][constraint]") {
+  const uint64_t variant = GENERATE(range(0, 16));
+  const uint64_t seed = test_seed(71000 + variant);
+  CAPTURE(base_seed(), seed);
+  check_static_decodes(cuda::VerifyExec::host_twin, seed);
+}
+
+TEST_CASE("static index (cuda, host run): every STATIC sample's trace equals the CPU's, as trie and as batch", "[cuda][constraint]") {
+  std::vector<std::string> paths;
+  for (const auto& e : std::filesystem::directory_iterator(std::string(TRIESCOPE_SOURCE_DIR) + "/samples"))
+    if (e.path().extension() == ".json") paths.push_back(e.path().string());
+  std::sort(paths.begin(), paths.end());
+  int ran = 0;
+  for (const auto& path : paths) {
+    const json j = json_load_file(path);
+    if (!j.contains("constraint") || j["constraint"].value("impl", std::string("vntk")) != "vntk") continue;
+    for (const std::string algorithm : {"trie_beam_search", "batch_beam_search"}) {
+      DYNAMIC_SECTION(path << " as " << algorithm) {
+        Sample cpu = sample_load(path), twin = sample_load(path);
+        cpu.algorithm = twin.algorithm = algorithm;
+        twin.constraint = cuda::static_constraint_to_cuda(twin.constraint, cuda::VerifyExec::host_twin);
+        REQUIRE(twin.constraint);
+        MemoryTraceSink a, b;
+        std::ostringstream ra, rb;
+        run_sample(cpu, &a, ra);
+        run_sample(twin, &b, rb);
+        const auto diff = trace_diff(a.records, b.records);
+        INFO((diff ? diff->describe() : std::string("equivalent")));
+        REQUIRE(!diff);
+        REQUIRE(strip_seconds(a.records) == strip_seconds(b.records));
+        REQUIRE(ra.str() == rb.str());  // the compliance line included
+        REQUIRE(ra.str().find("(100%)") != std::string::npos);
+        auto& idx = dynamic_cast<cuda::StaticIndexCuda&>(twin.constraint->index());
+        REQUIRE(idx.kernel_runs() > 0);
+        REQUIRE(idx.fallback_runs() == 0);
+      }
+      ++ran;
+    }
+  }
+  CHECK(ran >= 4);  // static_figure1 and static_constrained_beam at least
+}
+
+TEST_CASE("static index (cuda): only the VNTK index moves; baselines stay on the host", "[cuda][constraint]") {
+  auto set = std::make_shared<const ConstraintSet>(constraint_set_random(50, 3, 20, 5));
+  for (const std::string impl : {"pointer_trie", "ppv_exact", "ppv_approx", "hash_bitmap"}) {
+    CAPTURE(impl);
+    auto c = std::make_shared<StaticConstraint>(set, constraint_index_make(impl, set, {}));
+    CHECK(!cuda::static_constraint_to_cuda(c, cuda::VerifyExec::host_twin));
+  }
+  CHECK(!cuda::static_constraint_to_cuda(nullptr, cuda::VerifyExec::host_twin));
+}
