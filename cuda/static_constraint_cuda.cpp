@@ -23,6 +23,41 @@ void download_to(std::vector<T>& v, const DeviceBuffer<T>& d, size_t n, cudaStre
 
 }  // namespace
 
+StaticMatrixView static_matrix_scalars(const TransitionMatrix& tm) {
+  StaticMatrixView v;
+  v.vocab = tm.vocab_size;
+  v.length = tm.length;
+  v.dense_levels = tm.dense_levels;
+  v.words_per_row = tm.words_per_row;
+  v.compact = tm.layout == CsrLayout::compact ? 1 : 0;
+  v.num_states = tm.num_states();
+  v.num_edges = tm.num_edges();
+  // Same row rule as the CPU: stacked, every state but the last (a leaf)
+  // reads its own row; compact, the states above the leaves.
+  v.num_rows = tm.layout == CsrLayout::stacked ? static_cast<int64_t>(tm.row_ptr.size()) - 2
+                                               : static_cast<int64_t>(tm.row_ptr_compact.size()) - 2;
+  return v;
+}
+
+StaticMatrixView static_matrix_host_view(const TransitionMatrix& tm) {
+  auto at = [](const auto& vec) { return vec.empty() ? nullptr : vec.data(); };
+  StaticMatrixView v = static_matrix_scalars(tm);
+  v.level_start = at(tm.level_start);
+  v.max_branch = at(tm.max_branch);
+  v.row_ptr = at(tm.row_ptr);
+  v.edges = at(tm.edges);
+  v.row_ptr_u = at(tm.row_ptr_compact);
+  v.cols16 = at(tm.cols16);
+  v.cols32 = at(tm.cols32);
+  v.mask1 = at(tm.dense_mask1);
+  v.mask2 = at(tm.dense_mask2);
+  v.dstates1 = at(tm.dense_states1);
+  v.dstates2 = at(tm.dense_states2);
+  v.rank1 = at(tm.dense_rank1);
+  v.rank2 = at(tm.dense_rank2);
+  return v;
+}
+
 DeviceTransitionMatrix::DeviceTransitionMatrix(const TransitionMatrix& tm) {
   TS_CHECK(tm.num_states() >= 2 && tm.length >= 1, "static step (cuda): empty transition matrix");
   upload_to(level_start_, tm.level_start, "transition matrix level starts");
@@ -39,17 +74,7 @@ DeviceTransitionMatrix::DeviceTransitionMatrix(const TransitionMatrix& tm) {
   upload_to(rank1_, tm.dense_rank1, "dense rank directory level 1");
   upload_to(rank2_, tm.dense_rank2, "dense rank directory level 2");
   StaticMatrixView& v = view_;
-  v.vocab = tm.vocab_size;
-  v.length = tm.length;
-  v.dense_levels = tm.dense_levels;
-  v.words_per_row = tm.words_per_row;
-  v.compact = tm.layout == CsrLayout::compact ? 1 : 0;
-  v.num_states = tm.num_states();
-  v.num_edges = tm.num_edges();
-  // Same row rule as the CPU: stacked, every state but the last (a leaf)
-  // reads its own row; compact, the states above the leaves.
-  v.num_rows = tm.layout == CsrLayout::stacked ? static_cast<int64_t>(tm.row_ptr.size()) - 2
-                                               : static_cast<int64_t>(tm.row_ptr_compact.size()) - 2;
+  v = static_matrix_scalars(tm);
   v.level_start = level_start_.data();
   v.max_branch = max_branch_.data();
   v.row_ptr = row_ptr_.data();

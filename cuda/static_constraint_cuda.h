@@ -18,6 +18,13 @@
 
 namespace triescope::cuda {
 
+// The matrix's sizes and layout flags, no arrays: shared by the device view
+// (DeviceTransitionMatrix) and the host view.
+StaticMatrixView static_matrix_scalars(const TransitionMatrix& tm);
+// The view over `tm`'s own host arrays: what the host runs of the kernels'
+// row logic (and their CPU tests) read.
+StaticMatrixView static_matrix_host_view(const TransitionMatrix& tm);
+
 class DeviceTransitionMatrix {
  public:
   explicit DeviceTransitionMatrix(const TransitionMatrix& tm);

@@ -15,39 +15,6 @@ namespace triescope::cuda {
 
 namespace {
 
-template <class T>
-const T* host_ptr(const std::vector<T>& v) {
-  return v.empty() ? nullptr : v.data();
-}
-
-// The view DeviceTransitionMatrix builds, over the host arrays (host twin).
-StaticMatrixView host_view(const TransitionMatrix& tm) {
-  StaticMatrixView v;
-  v.vocab = tm.vocab_size;
-  v.length = tm.length;
-  v.dense_levels = tm.dense_levels;
-  v.words_per_row = tm.words_per_row;
-  v.compact = tm.layout == CsrLayout::compact ? 1 : 0;
-  v.num_states = tm.num_states();
-  v.num_edges = tm.num_edges();
-  v.num_rows = tm.layout == CsrLayout::stacked ? static_cast<int64_t>(tm.row_ptr.size()) - 2
-                                               : static_cast<int64_t>(tm.row_ptr_compact.size()) - 2;
-  v.level_start = host_ptr(tm.level_start);
-  v.max_branch = host_ptr(tm.max_branch);
-  v.row_ptr = host_ptr(tm.row_ptr);
-  v.edges = host_ptr(tm.edges);
-  v.row_ptr_u = host_ptr(tm.row_ptr_compact);
-  v.cols16 = host_ptr(tm.cols16);
-  v.cols32 = host_ptr(tm.cols32);
-  v.mask1 = host_ptr(tm.dense_mask1);
-  v.mask2 = host_ptr(tm.dense_mask2);
-  v.dstates1 = host_ptr(tm.dense_states1);
-  v.dstates2 = host_ptr(tm.dense_states2);
-  v.rank1 = host_ptr(tm.dense_rank1);
-  v.rank2 = host_ptr(tm.dense_rank2);
-  return v;
-}
-
 template <typename T>
 void grow(DeviceBuffer<T>& b, size_t n, const char* what) {
   if (b.size() < n) b.resize_discard(std::max<size_t>(n, 1), what);
@@ -105,7 +72,7 @@ void StaticIndexCuda::run(const int64_t* states, int32_t n, int32_t step, T* lp,
     return;
   }
   if (exec_ == VerifyExec::host_twin) {
-    const StaticMatrixView m = host_view(tm);
+    const StaticMatrixView m = static_matrix_host_view(tm);
     o.valid.assign(N, 0);
     o.row_range.assign(2 * N, 0);
     o.dense_next.assign(o.dense ? N * VV : 0, 0);

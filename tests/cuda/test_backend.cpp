@@ -116,10 +116,7 @@ TEST_CASE("CudaSyntheticModel logits equal SyntheticModel's bit for bit through 
 
 TEST_CASE("CPU and CUDA traces are equivalent for every synthetic beam sample, as trie and as batch", "[cuda][trace]") {
   // every samples/*.json with a synthetic model and a beam algorithm, found at run time
-  std::vector<std::string> paths;
-  for (const auto& e : std::filesystem::directory_iterator(std::string(TRIESCOPE_SOURCE_DIR) + "/samples"))
-    if (e.path().extension() == ".json") paths.push_back(e.path().string());
-  std::sort(paths.begin(), paths.end());
+  const std::vector<std::string> paths = sample_paths();
   int ran = 0;
   for (const auto& path : paths) {
     const json j = json_load_file(path);

@@ -36,10 +36,7 @@ TEST_CASE("cuda static index: constrained trie and batch decodes give the CPU's 
 }
 
 TEST_CASE("cuda backend: a STATIC sample masks on the device and its trace equals the CPU's", "[cuda][constraint][trace]") {
-  std::vector<std::string> paths;
-  for (const auto& e : std::filesystem::directory_iterator(std::string(TRIESCOPE_SOURCE_DIR) + "/samples"))
-    if (e.path().extension() == ".json") paths.push_back(e.path().string());
-  std::sort(paths.begin(), paths.end());
+  const std::vector<std::string> paths = sample_paths();
   int ran = 0;
   for (const auto& path : paths) {
     const json j = json_load_file(path);

@@ -12,6 +12,7 @@
 #include "core/decode/run_sample.h"
 #include "cuda/cuda_backend.h"
 #include "static_index_check.h"
+#include "trace_util.h"
 
 using namespace triescope;
 using namespace triescope::testing;
@@ -36,10 +37,7 @@ TEST_CASE("static index (cuda, host run): constrained trie and batch decodes giv
 }
 
 TEST_CASE("static index (cuda, host run): every STATIC sample's trace equals the CPU's, as trie and as batch", "[cuda][constraint]") {
-  std::vector<std::string> paths;
-  for (const auto& e : std::filesystem::directory_iterator(std::string(TRIESCOPE_SOURCE_DIR) + "/samples"))
-    if (e.path().extension() == ".json") paths.push_back(e.path().string());
-  std::sort(paths.begin(), paths.end());
+  const std::vector<std::string> paths = sample_paths();
   int ran = 0;
   for (const auto& path : paths) {
     const json j = json_load_file(path);

@@ -15,6 +15,7 @@
 #include "core/constraint/vntk.h"
 #include "core/decode/beam_config.h"
 #include "core/decode/topk_candidates.h"
+#include "cuda/static_constraint_cuda.h"
 #include "cuda/static_step_index.h"
 #include "test_util.h"
 
@@ -22,38 +23,6 @@ using namespace triescope;
 using triescope::cuda::StaticMatrixView;
 
 namespace {
-
-template <class T>
-const T* ptr(const std::vector<T>& v) {
-  return v.empty() ? nullptr : v.data();
-}
-
-// What DeviceTransitionMatrix builds, over host memory.
-StaticMatrixView host_view(const TransitionMatrix& tm) {
-  StaticMatrixView v;
-  v.vocab = tm.vocab_size;
-  v.length = tm.length;
-  v.dense_levels = tm.dense_levels;
-  v.words_per_row = tm.words_per_row;
-  v.compact = tm.layout == CsrLayout::compact;
-  v.num_states = tm.num_states();
-  v.num_edges = tm.num_edges();
-  v.num_rows = tm.layout == CsrLayout::stacked ? static_cast<int64_t>(tm.row_ptr.size()) - 2 : static_cast<int64_t>(tm.row_ptr_compact.size()) - 2;
-  v.level_start = ptr(tm.level_start);
-  v.max_branch = ptr(tm.max_branch);
-  v.row_ptr = ptr(tm.row_ptr);
-  v.edges = ptr(tm.edges);
-  v.row_ptr_u = ptr(tm.row_ptr_compact);
-  v.cols16 = ptr(tm.cols16);
-  v.cols32 = ptr(tm.cols32);
-  v.mask1 = ptr(tm.dense_mask1);
-  v.mask2 = ptr(tm.dense_mask2);
-  v.dstates1 = ptr(tm.dense_states1);
-  v.dstates2 = ptr(tm.dense_states2);
-  v.rank1 = ptr(tm.dense_rank1);
-  v.rank2 = ptr(tm.dense_rank2);
-  return v;
-}
 
 struct RowOut {
   int32_t count = 0;
@@ -135,7 +104,7 @@ TEST_CASE("static step index: kernel arithmetic composed on the CPU equals core'
   const int64_t items = std::min<int64_t>(std::uniform_int_distribution<int64_t>(1, V == 2048 ? 4000 : 700)(rng), static_cast<int64_t>(std::pow(double(V), double(L)) / 2));
   const ConstraintSet c = constraint_set_random(items, L, V, rng());
   const TransitionMatrix tm = TransitionMatrix::build(c, {d, layout});
-  const StaticMatrixView m = host_view(tm);
+  const StaticMatrixView m = cuda::static_matrix_host_view(tm);
   const int32_t groups = std::uniform_int_distribution<int32_t>(1, 3)(rng), M = std::uniform_int_distribution<int32_t>(1, 6)(rng);
   const int32_t n = groups * M, k = std::uniform_int_distribution<int32_t>(1, 2 * M)(rng);
   CAPTURE(L, items, groups, M, k);

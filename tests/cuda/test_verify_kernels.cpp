@@ -192,10 +192,7 @@ TEST_CASE("device lookahead verification equals the host run and argmax_row", "[
 }
 
 TEST_CASE("CPU and CUDA traces are equivalent for every synthetic sample of every algorithm", "[cuda][trace]") {
-  std::vector<std::string> paths;
-  for (const auto& e : std::filesystem::directory_iterator(std::string(TRIESCOPE_SOURCE_DIR) + "/samples"))
-    if (e.path().extension() == ".json") paths.push_back(e.path().string());
-  std::sort(paths.begin(), paths.end());
+  const std::vector<std::string> paths = sample_paths();
   std::set<std::string> algorithms;
   for (const auto& path : paths) {
     const json j = json_load_file(path);

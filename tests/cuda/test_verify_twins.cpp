@@ -34,6 +34,7 @@
 #include "cuda/philox.cuh"
 #include "random_samples.h"
 #include "test_util.h"
+#include "trace_util.h"
 
 using namespace triescope;
 using namespace triescope::testing;
@@ -373,10 +374,7 @@ void check_sample_with_host_verifiers(Sample& cpu, Sample& twin) {
 }  // namespace
 
 TEST_CASE("decoders give identical traces with the device verifiers run on the host, every verifying sample", "[cuda][trace]") {
-  std::vector<std::string> paths;
-  for (const auto& e : std::filesystem::directory_iterator(std::string(TRIESCOPE_SOURCE_DIR) + "/samples"))
-    if (e.path().extension() == ".json") paths.push_back(e.path().string());
-  std::sort(paths.begin(), paths.end());
+  const std::vector<std::string> paths = sample_paths();
   int ran = 0;
   for (const auto& path : paths) {
     const json j = json_load_file(path);

@@ -3,6 +3,8 @@
 #pragma once
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <filesystem>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -12,6 +14,15 @@
 #include "core/trace/trace_diff.h"
 
 namespace triescope::testing {
+
+// Every samples/*.json of the source tree, sorted (the tests pick theirs at run time).
+inline std::vector<std::string> sample_paths() {
+  std::vector<std::string> paths;
+  for (const auto& e : std::filesystem::directory_iterator(std::string(TRIESCOPE_SOURCE_DIR) + "/samples"))
+    if (e.path().extension() == ".json") paths.push_back(e.path().string());
+  std::sort(paths.begin(), paths.end());
+  return paths;
+}
 
 inline std::vector<json> run_trace(Sample& s) {
   MemoryTraceSink sink;
