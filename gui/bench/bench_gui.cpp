@@ -13,6 +13,8 @@
 //       every step is cold (no prepared state, no cached layout).
 //       --backward: steps from the last step down to the first.
 //       --pause-ms N: sleep N ms before each step (no events processed).
+//       --no-follow: the trie pane's Follow option off (no scrolling to
+//       each step's new nodes).
 //       --per-step: print each step's time, split into the view, every
 //       viewer's onStepChanged and the paint.
 //   layout [--nodes 100,200,400,800] : graphviz dot vs tidy layout time
@@ -159,9 +161,10 @@ double median(std::vector<double> v) {
   return v.empty() ? 0 : v[v.size() / 2];
 }
 
-int step_bench(const std::string& path, int repeat, int w, int h, bool prefetch, bool backward, int pause_ms, bool per_step) {
+int step_bench(const std::string& path, int repeat, int w, int h, bool prefetch, bool backward, int pause_ms, bool per_step, bool no_follow) {
   gui::MainWindow win;
   win.context().setPrefetchEnabled(prefetch);
+  if (no_follow) win.trieView()->setFollow(false);
   win.setHeadless(true);
   win.resize(w, h);
   win.show();
@@ -380,14 +383,15 @@ int main(int argc, char** argv) {
     if (cmd == "step" && argc >= 3) {
       BenchApp app(argc, argv);
       const std::string size = arg_value(argc, argv, "--size", "1600x1000");
-      bool prefetch = true, backward = false, per_step = false;
+      bool prefetch = true, backward = false, per_step = false, no_follow = false;
       for (int i = 3; i < argc; ++i) {
+        no_follow |= std::string(argv[i]) == "--no-follow";
         per_step |= std::string(argv[i]) == "--per-step";
         prefetch &= std::string(argv[i]) != "--no-prefetch";
         backward |= std::string(argv[i]) == "--backward";
       }
       return step_bench(argv[2], std::stoi(arg_value(argc, argv, "--repeat", "3")), std::stoi(size.substr(0, size.find('x'))),
-                        std::stoi(size.substr(size.find('x') + 1)), prefetch, backward, std::stoi(arg_value(argc, argv, "--pause-ms", "0")), per_step);
+                        std::stoi(size.substr(size.find('x') + 1)), prefetch, backward, std::stoi(arg_value(argc, argv, "--pause-ms", "0")), per_step, no_follow);
     }
   } catch (const std::exception& e) {
     std::cerr << "triescope-gui-bench: " << e.what() << "\n";

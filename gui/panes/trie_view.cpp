@@ -200,6 +200,11 @@ TrieView::TrieView(TraceContext& ctx, QWidget* parent) : QWidget(parent), ctx_(c
   view_->setTransformationAnchor(QGraphicsView::AnchorUnderMouse);
   view_->setRenderHint(QPainter::Antialiasing);
   view_->setBackgroundBrush(QColor(252, 252, 250));
+  // Every step repaints the whole viewport anyway (the one tree item
+  // changes), so a scroll (Follow, panning) repaints it too instead of
+  // scrolling the window's backing store: under X that scroll made the next
+  // frame 30-40 ms (the step after Follow's first scroll; docs/benchmarks-gui.md).
+  view_->setViewportUpdateMode(QGraphicsView::FullViewportUpdate);
   item_ = new TreeItem(this);
   item_->onClick = [this](int32_t id) { clicked(id); };
   scene_->addItem(item_);
