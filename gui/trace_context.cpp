@@ -228,15 +228,19 @@ void TraceContext::computeView() {
 }
 
 void TraceContext::makeSpare() {
-  // Only a view that advance_into will refill is worth the copy: a loaded
-  // step with a later one to step to.
   spareA_ = StepView{};
   spareB_.reset();
   spareValid_ = false;
-  if (!viewsValid_ || stepIndex() < 0 || stepIndex() + 1 >= static_cast<int32_t>(steps().size())) return;
-  spareA_ = viewA_;
-  spareB_ = viewB_;
-  spareValid_ = true;
+  // After the first paint (a zero timer; the copy took 7-8 ms for a 4096 x
+  // 4096 mask here). Any view will do as buffers: advance_into refills all.
+  QTimer::singleShot(0, this, [this, a = a_.get()] {
+    // Only a view that advance_into will refill is worth the copy: a loaded
+    // step with a later one to step to, of the documents still loaded.
+    if (a != a_.get() || spareValid_ || !viewsValid_ || stepIndex() < 0 || stepIndex() + 1 >= static_cast<int32_t>(steps().size())) return;
+    spareA_ = viewA_;
+    spareB_ = viewB_;
+    spareValid_ = true;
+  });
 }
 
 void TraceContext::computeForwardSlots() {

@@ -92,6 +92,7 @@ class TrieView final : public QWidget, public ITraceViewer {
   void dropLayouts();
   void recycle(std::shared_ptr<const CachedLayout> l);
   void warmLayoutPool(const CachedLayout& like);
+  void fillLayoutPool(size_t nodes, size_t shown, size_t edges);
 };
 
 }  // namespace triescope::gui
