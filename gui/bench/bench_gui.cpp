@@ -240,8 +240,8 @@ int step_bench(const std::string& path, int repeat, int w, int h, bool prefetch,
                   << ru2.ru_minflt - ru1.ru_minflt << "]";
         if (bapp) {
           std::cout << " (backing-store syncs " << bapp->sync_ms << ", of which paint events:";
-          for (auto& [k, ms] : bapp->paint_ms)
-            if (ms >= 0.3) std::cout << " " << k << " " << ms << " (" << bapp->paint_faults[k] << " faults)";
+          for (auto& [cls, ms] : bapp->paint_ms)
+            if (ms >= 0.3) std::cout << " " << cls << " " << ms << " (" << bapp->paint_faults[cls] << " faults)";
           std::cout << ")";
         }
         std::cout << "\n";
