@@ -47,6 +47,7 @@ void TraceContext::setTraces(TraceDocumentPtr a, TraceDocumentPtr b) {
   }
   step_ = steps().empty() ? 0 : steps().front();
   computeView();
+  makeSpare();
   for (auto* v : viewers_) v->onTraceLoaded(*this);
   Q_EMIT traceLoaded();
   for (auto* v : viewers_) v->onStepChanged(*this);
@@ -71,6 +72,7 @@ void TraceContext::replaceTraces(TraceDocumentPtr a, TraceDocumentPtr b) {
   }
   step_ = a_->step_index(step) >= 0 ? step : (steps().empty() ? 0 : steps().front());
   computeView();
+  makeSpare();
   selected_ = sel < static_cast<int32_t>(view().nodes.size()) ? sel : -1;
   for (auto* v : viewers_) v->onTraceLoaded(*this);
   Q_EMIT traceLoaded();
@@ -198,6 +200,10 @@ void TraceContext::computeView() {
         viewA_ = std::move(backA_);
         if (backB_) viewB_ = std::move(backB_);
         backValid_ = false;
+      } else if (spareValid_) {
+        viewA_ = std::move(spareA_);
+        if (spareB_) viewB_ = std::move(spareB_);
+        spareValid_ = false;
       }
       a_->replay->advance_into(oldA, step_, viewA_);
       if (b_) {
@@ -219,6 +225,22 @@ void TraceContext::computeView() {
   }
   prefetchSoon();
   computeForwardSlots();
+}
+
+void TraceContext::makeSpare() {
+  spareA_ = StepView{};
+  spareB_.reset();
+  spareValid_ = false;
+  // After the first paint (a zero timer; the copy took 7-8 ms for a 4096 x
+  // 4096 mask here). Any view will do as buffers: advance_into refills all.
+  QTimer::singleShot(0, this, [this, a = a_.get()] {
+    // Only a view that advance_into will refill is worth the copy: a loaded
+    // step with a later one to step to, of the documents still loaded.
+    if (a != a_.get() || spareValid_ || !viewsValid_ || stepIndex() < 0 || stepIndex() + 1 >= static_cast<int32_t>(steps().size())) return;
+    spareA_ = viewA_;
+    spareB_ = viewB_;
+    spareValid_ = true;
+  });
 }
 
 void TraceContext::computeForwardSlots() {

@@ -139,6 +139,14 @@ class TraceContext : public QObject {
   StepView backA_;
   std::optional<StepView> backB_;
   bool viewsValid_ = false, backValid_ = false;
+  // Buffers for the first step forward after a load, when there is no view
+  // two steps back to refill: a copy of the loaded step's view made at load
+  // time, so its pages (a 4096 x 4096 mask is 2 MB) are faulted in then and
+  // not on the first key press (docs/benchmarks-gui.md).
+  void makeSpare();
+  StepView spareA_;
+  std::optional<StepView> spareB_;
+  bool spareValid_ = false;
   ViewSource lastSource_ = ViewSource::replayed;
   double lastViewMs_ = 0, lastReplayMs_ = 0;
   std::vector<std::pair<ITraceViewer*, double>> lastViewerMs_;

@@ -250,9 +250,14 @@ void MaskView::paintTo(QPainter& p, QRect area, int sx, int sy) const {
 
   // The bitmap is sampled per screen pixel, so its cost is the viewport's
   // size whatever the mask's (a 4096 x 4096 mask steps as fast as 8 x 8).
-  QImage img(std::max(1, g.width()), std::max(1, g.height()), QImage::Format_RGB32);
-  std::vector<int32_t> colOf(static_cast<size_t>(img.width()));
-  std::vector<char> colEdge(static_cast<size_t>(img.width()));
+  const QSize isz(std::max(1, g.width()), std::max(1, g.height()));
+  // Every pixel is written below, so the kept image needs no clearing.
+  if (bitmap_.size() != isz || bitmap_.format() != QImage::Format_RGB32) bitmap_ = QImage(isz, QImage::Format_RGB32);
+  QImage& img = bitmap_;
+  colOf_.resize(static_cast<size_t>(img.width()));
+  colEdge_.resize(static_cast<size_t>(img.width()));
+  auto& colOf = colOf_;
+  auto& colEdge = colEdge_;
   for (int x = 0; x < img.width(); ++x) {
     colOf[static_cast<size_t>(x)] = int((x + sx) / cw);
     colEdge[static_cast<size_t>(x)] = cw >= 5 && (x == 0 || int((x + sx) / cw) != int((x + sx - 1) / cw));

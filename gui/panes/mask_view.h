@@ -3,6 +3,7 @@
 // labels on both axes when zoomed in, the position-id strip under it, hover
 // tooltip with the reason a cell is allowed or not.
 #pragma once
+#include <QImage>
 #include <QAbstractScrollArea>
 
 #include <cstdint>
@@ -72,6 +73,12 @@ class MaskView final : public QAbstractScrollArea, public ITraceViewer {
   };
   Shown shown_;
   std::vector<int32_t> owners_;  // scratch
+  // The sampled bitmap and its column tables, kept between paints: a fresh
+  // ~1 MB image per paint was ~200 page faults, 2-3 ms of each step's paint
+  // here (docs/benchmarks-gui.md). Reallocated only when the size changes.
+  mutable QImage bitmap_;
+  mutable std::vector<int32_t> colOf_;
+  mutable std::vector<char> colEdge_;
   bool sameAsShown();
 };
 

@@ -11,6 +11,7 @@
 #include <QPainter>
 #include <QPushButton>
 #include <QStyleOptionGraphicsItem>
+#include <QTimer>
 #include <QVBoxLayout>
 #include <QWheelEvent>
 
@@ -33,6 +34,19 @@ struct TrieView::CachedLayout {
   QPainterPath edgePaths;                      // edges with more than one cubic piece
   QRectF bounds;
   layout::LayoutEngine engine = layout::LayoutEngine::dot;
+  // Empty, with every vector's capacity kept for the next layout.
+  void clear() {
+    ids.clear();
+    index_of.clear();
+    boxes.clear();
+    line1.clear();
+    line2.clear();
+    edges.clear();
+    edgeBounds.clear();
+    edgePaths.clear();
+    bounds = QRectF();
+    engine = layout::LayoutEngine::dot;
+  }
 };
 
 // One item draws the whole tree: thousands of QGraphicsItems cost more to
@@ -187,6 +201,11 @@ TrieView::TrieView(TraceContext& ctx, QWidget* parent) : QWidget(parent), ctx_(c
   view_->setTransformationAnchor(QGraphicsView::AnchorUnderMouse);
   view_->setRenderHint(QPainter::Antialiasing);
   view_->setBackgroundBrush(QColor(252, 252, 250));
+  // Every step repaints the whole viewport anyway (the one tree item
+  // changes), so a scroll (Follow, panning) repaints it too instead of
+  // scrolling the window's backing store: under X that scroll made the next
+  // frame 30-40 ms (the step after Follow's first scroll; docs/benchmarks-gui.md).
+  view_->setViewportUpdateMode(QGraphicsView::FullViewportUpdate);
   item_ = new TreeItem(this);
   item_->onClick = [this](int32_t id) { clicked(id); };
   scene_->addItem(item_);
@@ -246,8 +265,48 @@ TrieView::TrieView(TraceContext& ctx, QWidget* parent) : QWidget(parent), ctx_(c
 
 TrieView::~TrieView() { ctx_.removeViewer(this); }
 
-void TrieView::onTraceLoaded(TraceContext& ctx) {
+void TrieView::dropLayouts() {
+  for (auto& [k, l] : layouts_) recycle(std::move(l));
   layouts_.clear();
+  layoutOrder_.clear();
+}
+
+void TrieView::recycle(std::shared_ptr<const CachedLayout> l) {
+  // Only a layout nobody else holds (the shown one is held by the item).
+  if (l && l.use_count() == 1 && layoutPool_.size() < kMaxLayouts) {
+    auto m = std::const_pointer_cast<CachedLayout>(std::move(l));
+    m->clear();
+    layoutPool_.push_back(std::move(m));
+  }
+}
+
+void TrieView::warmLayoutPool(const CachedLayout& like) {
+  // Room for the loaded tree plus growth, written once so the pages are
+  // faulted in at load, not on the first key presses. After the first
+  // paint (a zero timer): 23-26 ms for a 5,000-node tree here.
+  const size_t n = like.index_of.size() + like.index_of.size() / 4 + 64, shown = like.ids.size() + like.ids.size() / 4 + 64,
+               edges = like.edges.size() + like.edges.size() / 4 + 64;
+  QTimer::singleShot(0, this, [this, n, shown, edges] { fillLayoutPool(n, shown, edges); });
+}
+
+void TrieView::fillLayoutPool(size_t n, size_t shown, size_t edges) {
+  while (layoutPool_.size() < kMaxLayouts) {
+    auto m = std::make_shared<CachedLayout>();
+    m->index_of.resize(n);
+    m->ids.resize(shown);
+    m->boxes.resize(shown);
+    m->line1.resize(shown);
+    m->line2.resize(shown);
+    m->edges.resize(edges);
+    m->edgeBounds.resize(edges);
+    m->clear();
+    layoutPool_.push_back(std::move(m));
+  }
+}
+
+void TrieView::onTraceLoaded(TraceContext& ctx) {
+  dropLayouts();
+  warmPending_ = true;
   labels_.clear();
   fitPending_ = true;
   // Lookahead compacts after every pass: the dead guesses of all earlier
@@ -339,7 +398,13 @@ void TrieView::rebuild() {
   std::shared_ptr<const CachedLayout> lay;
   if (auto it = layouts_.find(key); it != layouts_.end()) lay = it->second;
   if (!lay) {
-    auto L = std::make_shared<CachedLayout>();
+    std::shared_ptr<CachedLayout> L;
+    if (!layoutPool_.empty()) {
+      L = std::move(layoutPool_.back());
+      layoutPool_.pop_back();
+    } else {
+      L = std::make_shared<CachedLayout>();
+    }
     std::vector<int32_t> nchild(n, 0);
     for (const auto& nd : v.nodes)
       if (nd.id >= 0 && nd.parent >= 0 && static_cast<size_t>(nd.parent) < n) ++nchild[static_cast<size_t>(nd.parent)];
@@ -387,7 +452,12 @@ void TrieView::rebuild() {
       // live nodes), so hiding them removes whole dead subtrees.
       if (hideCollected_ && nd.slot < 0 && !addedNow[i]) continue;
       int32_t parent = nd.parent;
-      if (labels_.size() < n) labels_.resize(n);
+      if (labels_.size() < n) {
+        // Room to grow: a trace adds nodes every step, and a reallocation of
+        // this vector at the first steps cost ~60 page faults each.
+        if (labels_.capacity() < n) labels_.reserve(n + n / 4 + 64);
+        labels_.resize(n);
+      }
       NodeLabel& lab = labels_[i];
       if (lab.width < 0) {
         lab.line1 = token_label(*doc->replay, nd.token);
@@ -435,8 +505,20 @@ void TrieView::rebuild() {
     }
     L->bounds = QRectF(0, 0, std::max(r.width, 1.0), std::max(r.height, 1.0));
     lay = L;
-    if (layouts_.size() > 256) layouts_.clear();
+    while (layouts_.size() >= kMaxLayouts && !layoutOrder_.empty()) {
+      auto it = layouts_.find(layoutOrder_.front());
+      layoutOrder_.pop_front();
+      if (it == layouts_.end()) continue;
+      std::shared_ptr<const CachedLayout> old = std::move(it->second);
+      layouts_.erase(it);
+      recycle(std::move(old));
+    }
     layouts_[key] = lay;
+    layoutOrder_.push_back(key);
+    if (warmPending_) {
+      warmPending_ = false;
+      warmLayoutPool(*L);
+    }
   }
   item_->geometryWillChange();
   item_->lay = lay;

@@ -3,6 +3,7 @@
 #pragma once
 #include <QWidget>
 
+#include <deque>
 #include <map>
 #include <tuple>
 #include <memory>
@@ -44,7 +45,10 @@ class TrieView final : public QWidget, public ITraceViewer {
   QGraphicsView* graphicsView() const { return view_; }
   QGraphicsScene* scene() const { return scene_; }
   // Set before the first layout: trees above this size use the tidy layout.
-  void setMaxDotNodes(int n) { max_dot_ = n; layouts_.clear(); }
+  void setMaxDotNodes(int n) {
+    max_dot_ = n;
+    dropLayouts();
+  }
 
  private:
   void rebuild();
@@ -74,7 +78,21 @@ class TrieView final : public QWidget, public ITraceViewer {
   layout::LayoutEngine engine_ = layout::LayoutEngine::dot;
   // Node ids are dense and never reused, so within one trace the structure
   // after a step is fixed by the node count: cache layouts by it.
-  std::map<std::tuple<size_t, int, bool, bool, size_t>, std::shared_ptr<const CachedLayout>> layouts_;
+  // At most kMaxLayouts, the oldest evicted first; an evicted layout's
+  // buffers are refilled by the next one (a layout of 5,000 nodes is ~0.9 MB:
+  // fresh memory per step cost ~200 page faults, 2-3 ms here), and spares
+  // with their pages touched are made when a trace is loaded, so the first
+  // steps after opening find warm buffers too (docs/benchmarks-gui.md).
+  using LayoutKey = std::tuple<size_t, int, bool, bool, size_t>;
+  static constexpr size_t kMaxLayouts = 8;
+  std::map<LayoutKey, std::shared_ptr<const CachedLayout>> layouts_;
+  std::deque<LayoutKey> layoutOrder_;
+  std::vector<std::shared_ptr<CachedLayout>> layoutPool_;
+  bool warmPending_ = false;
+  void dropLayouts();
+  void recycle(std::shared_ptr<const CachedLayout> l);
+  void warmLayoutPool(const CachedLayout& like);
+  void fillLayoutPool(size_t nodes, size_t shown, size_t edges);
 };
 
 }  // namespace triescope::gui

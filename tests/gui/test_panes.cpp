@@ -6,6 +6,7 @@
 #include <QDir>
 #include <QFile>
 #include <QGraphicsView>
+#include <QScrollBar>
 #include <QSignalSpy>
 #include <QTableView>
 #include <QTemporaryDir>
@@ -374,4 +375,78 @@ TEST_CASE("live run shows the decode while it runs", "[gui][load][live]") {
   CHECK(partial > 0);
   CHECK(ctx.steps().size() == 1501);  // prefill + 1500 expand steps
   CHECK(ctx.step() == ctx.steps().back());  // followed the decode to its end
+}
+
+// The trie pane keeps at most a few layouts and refills an evicted one's
+// buffers; the mask pane keeps its bitmap between paints; the context
+// refills a spare view on the first step forward. None of it may leak one
+// step's picture into another: stepping forward, back and by jumps through
+// more steps than the layout cache holds gives, at every step, the same node
+// positions as a window that opened the trace at that step, and mask pixels
+// that match the step's own bits.
+TEST_CASE("reused layout, view and bitmap buffers never show another step's data", "[gui][trie][mask]") {
+  MemoryTraceSink sink;
+  {
+    Sample s = sample_load(TRIESCOPE_SOURCE_DIR "/samples/synthetic_long.json");
+    std::ostringstream os;
+    run_sample(s, &sink, os);
+  }
+  const TraceDocumentPtr doc = trace_document_from_records(sink.records, "synthetic_long");
+  Window win;
+  TraceContext& ctx = win.w.context();
+  ctx.setTraces(doc);
+  MaskView* m = win.w.maskView();
+  QApplication::processEvents();
+  m->setCellSize(7);
+  // Scrolls column `col` of row 0 into view and returns its pixel.
+  auto cellPixel = [m](int col) {
+    m->verticalScrollBar()->setValue(0);
+    m->horizontalScrollBar()->setValue(std::max(0, static_cast<int>(col * m->cellSize()) - 40));
+    QApplication::processEvents();
+    const QPoint c = m->cellCenter(0, col);
+    REQUIRE(m->gridRect().contains(c));
+    return pixel(m->viewport(), c);
+  };
+  std::vector<int32_t> order;
+  for (int32_t s = 1; s <= 20; ++s) order.push_back(s);   // forward: spare view, then refills
+  for (int32_t s = 19; s >= 8; --s) order.push_back(s);   // back: kept views, cached and evicted layouts
+  for (int32_t s : {40, 3, 41, 42, 12, 0, 60}) order.push_back(s);  // jumps
+  for (int32_t s : order) {
+    CAPTURE(s);
+    ctx.setStep(s);
+    QApplication::processEvents();
+    TrieView* t = win.w.trieView();
+    Window fresh;
+    fresh.w.context().setTraces(doc);
+    fresh.w.context().setStep(s);
+    TrieView* ft = fresh.w.trieView();
+    REQUIRE(ctx.view().nodes.size() == fresh.w.context().view().nodes.size());
+    CHECK(t->engine() == ft->engine());
+    CHECK(t->shownNodeCount() == ft->shownNodeCount());
+    int same = 0, shown = 0;
+    for (int32_t id = 0; id < static_cast<int32_t>(ctx.view().nodes.size()); ++id) {
+      const QPointF a = t->nodeScenePos(id), b = ft->nodeScenePos(id);
+      if (std::isnan(b.x())) {
+        CHECK(std::isnan(a.x()));
+        continue;
+      }
+      ++shown;
+      same += std::abs(a.x() - b.x()) < 1e-6 && std::abs(a.y() - b.y()) < 1e-6;
+    }
+    CHECK(same == shown);
+    // The mask: the first row's own slot attends; a slot it may not read is masked.
+    const StepView& v = ctx.view();
+    if (!v.forward || v.forward->mask.rows == 0) continue;
+    const int32_t q = v.forward->queries[0];
+    const int own = ctx.forwardSlotOfNode(q);
+    REQUIRE(own >= 0);
+    REQUIRE(v.forward->mask.test(0, own));
+    CHECK(near(cellPixel(own), kMaskAllowed));
+    for (int col = 0; col < v.forward->mask.cols; ++col)
+      if (!v.forward->mask.test(0, col)) {
+        CAPTURE(col);
+        CHECK(near(cellPixel(col), kMaskForbidden));
+        break;
+      }
+  }
 }
