@@ -53,18 +53,7 @@ void check_static_index_rows(cuda::VerifyExec exec, const CsrLayout layout, int3
   std::normal_distribution<double> g(-6.0, 3.0);
   for (int32_t t = 0; t <= L; ++t) {  // t = L: past the last level, everything masked
     CAPTURE(t, n);
-    // States: walks of random items, a dead beam, a random state of any level, the last state, out of range.
-    std::vector<int64_t> states(static_cast<size_t>(n));
-    for (int32_t i = 0; i < n; ++i) {
-      const int32_t* it = set->item(static_cast<int64_t>(rng() % static_cast<uint64_t>(set->size())));
-      int64_t s = 0;
-      for (int32_t j = 0; j < std::min(t, L); ++j) s = static_next_state(tm, s, it[j], j);
-      states[static_cast<size_t>(i)] = s;
-    }
-    if (n >= 2) states[1] = kDeadState;
-    if (n >= 3) states[2] = static_cast<int64_t>(rng() % static_cast<uint64_t>(tm.num_states()));
-    if (n >= 4) states[3] = tm.num_states() - 1;
-    if (n >= 5) states[4] = tm.num_states() + 3;
+    const std::vector<int64_t> states = testing::random_static_states(*set, tm, n, t, rng, true);
     std::vector<T> lp(static_cast<size_t>(n) * static_cast<size_t>(V));
     for (auto& x : lp) x = static_cast<T>(g(rng));
     if (V > 3) lp[2] = std::numeric_limits<T>::quiet_NaN();  // copied, never interpreted

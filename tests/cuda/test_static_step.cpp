@@ -63,16 +63,7 @@ TEST_CASE("cuda static step: fused step equals the CPU twin (masks, valid, next 
 
   for (int32_t t = 0; t < L; ++t) {
     CAPTURE(t);
-    std::vector<int64_t> states(static_cast<size_t>(n));
-    for (int32_t i = 0; i < n; ++i) {
-      const int32_t* it = c.item(static_cast<int64_t>(rng() % static_cast<uint64_t>(c.size())));
-      int64_t s = 0;
-      for (int32_t j = 0; j < t; ++j) s = static_next_state(tm, s, it[j], j);
-      states[static_cast<size_t>(i)] = s;
-    }
-    if (n >= 2) states[1] = kDeadState;
-    if (n >= 3) states[2] = static_cast<int64_t>(rng() % static_cast<uint64_t>(tm.num_states()));
-    if (n >= 4) states[3] = tm.num_states() - 1;
+    const std::vector<int64_t> states = testing::random_static_states(c, tm, n, t, rng);
     st.reset(states, scores, t);
     st.poison();
     if (graph) st.graph_launch(d_logits.data(), true, false);

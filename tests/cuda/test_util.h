@@ -2,11 +2,16 @@
 // upload/download with poisoning. Seeds are fresh each run unless
 // TRIESCOPE_TEST_SEED is set; every test CAPTUREs the seed it used.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <random>
 #include <vector>
 
+#include "core/constraint/constraint_index.h"
+#include "core/constraint/constraint_set.h"
+#include "core/constraint/transition_matrix.h"
+#include "core/constraint/vntk.h"
 #include "core/tree/token_tree.h"
 
 namespace triescope::testing {
@@ -58,6 +63,26 @@ inline std::vector<int32_t> slots_of(const TokenTree& t) {
   std::vector<int32_t> s;
   for (const auto& n : t.nodes()) s.push_back(n.slot);
   return s;
+}
+
+// Beam states for a STATIC test at step t: each a walk of a random item of
+// `c` through its first t tokens, then a dead beam, a random state of any
+// level and the last state (and, with `out_of_range`, a state past the end):
+// the cases the device and the CPU must treat alike.
+inline std::vector<int64_t> random_static_states(const ConstraintSet& c, const TransitionMatrix& tm, int32_t n, int32_t t,
+                                                 std::mt19937_64& rng, bool out_of_range = false) {
+  std::vector<int64_t> states(static_cast<size_t>(n));
+  for (int32_t i = 0; i < n; ++i) {
+    const int32_t* it = c.item(static_cast<int64_t>(rng() % static_cast<uint64_t>(c.size())));
+    int64_t s = 0;
+    for (int32_t j = 0; j < std::min(t, tm.length); ++j) s = static_next_state(tm, s, it[j], j);
+    states[static_cast<size_t>(i)] = s;
+  }
+  if (n >= 2) states[1] = kDeadState;
+  if (n >= 3) states[2] = static_cast<int64_t>(rng() % static_cast<uint64_t>(tm.num_states()));
+  if (n >= 4) states[3] = tm.num_states() - 1;
+  if (out_of_range && n >= 5) states[4] = tm.num_states() + 3;
+  return states;
 }
 
 }  // namespace triescope::testing
