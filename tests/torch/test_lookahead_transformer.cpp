@@ -20,14 +20,7 @@ TEST_CASE("lookahead on the transformer equals greedy decoding", "[model][lookah
   for (int32_t i = 0; i < 18; ++i)
     prompt.push_back(prompt_kind == 0 ? static_cast<int32_t>((seed * 131u + static_cast<uint32_t>(i) * 17u) % 48u) : (i % 5) + 3);
   const LookaheadResult g = greedy_decode(*model, prompt, 40);
-  LookaheadConfig cfg;
-  cfg.max_new_tokens = 40;
-  cfg.window = 5;
-  cfg.ngram = 4;
-  cfg.max_candidates = 4;
-  cfg.trie_depth = 3;
-  cfg.trie_nodes = 12;
-  cfg.verify = verify;
+  const LookaheadConfig cfg = test_lookahead_config(40, verify);
   const LookaheadResult la = lookahead_decode(*model, prompt, cfg);
   REQUIRE(la.tokens == g.tokens);
   CHECK(la.metrics.steps <= g.metrics.steps + 1);

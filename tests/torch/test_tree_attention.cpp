@@ -267,14 +267,7 @@ TEST_CASE("lookahead verification with tree_kernel attention equals greedy decod
   std::vector<int32_t> prompt;
   for (int32_t i = 0; i < 18; ++i) prompt.push_back((i % 5) + 3);  // repetitive: n-gram candidates get verified
   const LookaheadResult g = greedy_decode(*dense, prompt, 24);
-  LookaheadConfig cfg;
-  cfg.max_new_tokens = 24;
-  cfg.window = 5;
-  cfg.ngram = 4;
-  cfg.max_candidates = 4;
-  cfg.trie_depth = 3;
-  cfg.trie_nodes = 12;
-  cfg.verify = verify;
+  const LookaheadConfig cfg = test_lookahead_config(24, verify);
   const LookaheadResult la = lookahead_decode(*tk, prompt, cfg);
   CHECK(tk->last_attention() == "tree_kernel");
   CHECK(la.tokens == g.tokens);

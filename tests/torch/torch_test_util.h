@@ -6,6 +6,7 @@
 #include <memory>
 #include <vector>
 
+#include "core/decode/lookahead.h"
 #include "core/model/torch/torch_transformer.h"
 
 namespace triescope::test {
@@ -110,6 +111,20 @@ inline float max_abs_diff(const float* a, const float* b, int32_t n) {
   float d = 0.0f;
   for (int32_t i = 0; i < n; ++i) d = std::max(d, std::fabs(a[i] - b[i]));
   return d;
+}
+
+// The lookahead settings of the transformer tests: window W = 5, n-grams of
+// N = 4, G = 4 candidates, merged into a trie of depth D = 3 and B = 12 nodes.
+inline LookaheadConfig test_lookahead_config(int32_t max_new_tokens, LookaheadVerify verify) {
+  LookaheadConfig cfg;
+  cfg.max_new_tokens = max_new_tokens;
+  cfg.window = 5;
+  cfg.ngram = 4;
+  cfg.max_candidates = 4;
+  cfg.trie_depth = 3;
+  cfg.trie_nodes = 12;
+  cfg.verify = verify;
+  return cfg;
 }
 
 }  // namespace triescope::test
