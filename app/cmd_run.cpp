@@ -17,7 +17,8 @@ int cmd_run(const Args& args) {
   auto p = parse_args(args, {"out", "backend", "prompt"}, {"quiet"});
   TS_CHECK(p.positional.size() == 1, "run: expected one sample file, got " << p.positional.size() << " arguments");
   const std::string backend = p.get("backend", "cpu");
-  TS_CHECK(backend == "cpu" || backend == "cuda", "run: --backend must be cpu or cuda, got " << backend);
+  TS_CHECK(backend == "cpu" || backend == "cuda" || backend == "cuda-emu",
+           "run: --backend must be cpu, cuda or cuda-emu, got " << backend);
   Sample s = sample_load(p.positional[0]);
   if (p.has("prompt")) {  // text replaces the sample's prompt ids (needs a model with tokenizer.json)
 #ifdef TRIESCOPE_WITH_TORCH
@@ -27,11 +28,17 @@ int cmd_run(const Args& args) {
     TS_FAIL("run: --prompt needs a model with a tokenizer; this build has no LibTorch transformer");
 #endif
   }
-  if (backend == "cuda") {
+  if (backend != "cpu") {
 #ifdef TRIESCOPE_WITH_CUDA
+    // One CUDA backend per build: the host runtime's (cuda-emu) or a GPU's (cuda).
+    TS_CHECK(backend == cuda::kCliName,
+             "run: --backend " << backend << ": this triescope runs the CUDA kernels "
+                               << (cuda::kEmulated ? "on the host runtime (--backend cuda-emu); for a GPU, configure with "
+                                                     "-DTRIESCOPE_CUDA_HOST=OFF -DTRIESCOPE_WITH_CUDA=ON"
+                                                   : "on a GPU (--backend cuda); for the host runtime, configure with -DTRIESCOPE_CUDA_HOST=ON"));
     cuda::sample_use_cuda(s);  // throws when no device is usable or the model has no CUDA twin
 #else
-    TS_FAIL("run: --backend cuda: this triescope was built without CUDA (configure with -DTRIESCOPE_WITH_CUDA=ON)");
+    TS_FAIL("run: --backend " << backend << ": this triescope was built without a CUDA backend (configure with -DTRIESCOPE_CUDA_HOST=ON)");
 #endif
   }
   std::string out = p.get("out");

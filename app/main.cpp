@@ -14,7 +14,7 @@
 namespace {
 void usage() {
   std::cout << "usage: triescope <command> [args]\n"
-               "  run <sample.json> [--out trace.jsonl] [--backend cpu|cuda] [--prompt TEXT]  decode a sample, write its trace\n"
+               "  run <sample.json> [--out trace.jsonl] [--backend cpu|cuda|cuda-emu] [--prompt TEXT]  decode a sample, write its trace\n"
                "  diff <a.jsonl> <b.jsonl> [--tolerance 1e-6]             first divergence of two traces (exit 1)\n"
                "  inspect <trace.jsonl> [--step N]                         text view of one step\n"
                "  make-checkpoint <config.json> <outdir> [--seed N] [--init-std 0.02] [--dtype F32]  random Llama checkpoint (LibTorch builds)\n"

@@ -55,13 +55,13 @@ __global__ void __launch_bounds__(kThreads) topk_rows_kernel(TopkCandidatesParam
   for (int32_t r = blockIdx.x; r < p.num_rows; r += gridDim.x) {
     const double* lp = p.logprobs + static_cast<size_t>(r) * p.vocab;
     const double bs = p.beam_scores[r];
-    Cand prev{0.0, -1};
+    Cand prev{0.0, -1, 0};
     for (int32_t j = 0; j < p.k; ++j) {
-      Cand mine{0.0, -1};
+      Cand mine{0.0, -1, 0};
       for (int32_t v = threadIdx.x; v < p.vocab; v += blockDim.x) {
         const double l = lp[v];
         if (isinf(l)) continue;  // masked by a constraint
-        const Cand c{bs + l, static_cast<long long>(r) * p.vocab + v};
+        const Cand c{bs + l, static_cast<long long>(r) * p.vocab + v, 0};
         if (prev.flat >= 0 && !better(prev, c)) continue;  // already picked
         if (better(c, mine)) mine = c;
       }
@@ -83,12 +83,12 @@ __global__ void __launch_bounds__(kThreads) topk_rows_kernel(TopkCandidatesParam
 __global__ void __launch_bounds__(kThreads) topk_merge_kernel(TopkCandidatesParams p) {
   __shared__ Cand s_c[kThreads];
   const int32_t n = p.num_rows * p.k;
-  Cand prev{0.0, -1};
+  Cand prev{0.0, -1, 0};
   int32_t count = 0;
   for (int32_t j = 0; j < p.k; ++j) {
-    Cand mine{0.0, -1};
+    Cand mine{0.0, -1, 0};
     for (int32_t i = threadIdx.x; i < n; i += blockDim.x) {
-      const Cand c{p.workspace_score[i], p.workspace_flat[i]};
+      const Cand c{p.workspace_score[i], p.workspace_flat[i], 0};
       if (c.flat < 0) continue;
       if (prev.flat >= 0 && !better(prev, c)) continue;
       if (better(c, mine)) mine = c;

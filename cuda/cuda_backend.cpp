@@ -21,6 +21,12 @@ std::unique_ptr<Model> model_to_cuda(const Model& cpu_model) {
 
 json transformer_on_cuda(const json& model_obj) {
   json m = model_obj;
+  if (kEmulated) {
+    // The kernel reads LibTorch's CPU tensors as its "device" memory.
+    m["device"] = "cpu";
+    if (!m.contains("attention") || m["attention"] == "auto") m["attention"] = "tree_kernel";
+    return m;
+  }
   m["device"] = "cuda";
   // "auto" on "cuda" is the tree attention kernel once registered (below); an
   // explicit dense / gather / tree_kernel choice of the sample is kept.
@@ -51,7 +57,8 @@ std::unique_ptr<Model> transformer_build_cuda(const json& model_obj, const std::
   } catch (const Error& e) {
     TS_FAIL("cuda backend: " << field << ": " << e.what());
   } catch (const std::exception& e) {
-    TS_FAIL("cuda backend: " << field << ": LibTorch could not run it on device \"cuda\": " << first_line(e.what()));
+    TS_FAIL("cuda backend: " << field << ": LibTorch could not run it on device \"" << (kEmulated ? "cpu" : "cuda")
+                              << "\": " << first_line(e.what()));
   }
 }
 

@@ -1,7 +1,10 @@
 // The `cuda` backend as the CLI and tests select it: swaps a sample's models
 // for their CUDA twins, installs the device verifiers and marks its traces
-// "backend": "cuda". Plain C++ header.
+// "backend": "cuda" (built with nvcc, on a GPU) or "cuda-emulated" (the same
+// kernels on the host runtime, cuda/host_runtime/). Plain C++ header.
 #pragma once
+#include <cuda_runtime_api.h>
+
 #include <memory>
 #include <string>
 
@@ -15,7 +18,15 @@ class LookaheadVerifier;
 
 namespace triescope::cuda {
 
+#ifdef TRIESCOPE_CUDA_HOST_RUNTIME
+inline constexpr bool kEmulated = true;
+inline constexpr const char* kBackendName = "cuda-emulated";  // trace header "backend"
+inline constexpr const char* kCliName = "cuda-emu";           // triescope run --backend
+#else
+inline constexpr bool kEmulated = false;
 inline constexpr const char* kBackendName = "cuda";
+inline constexpr const char* kCliName = "cuda";
+#endif
 
 // The CUDA twin of a CPU model. Throws Error naming the model type when it has
 // no CUDA twin (only "synthetic" has one: a transformer is rebuilt from its
@@ -25,7 +36,10 @@ std::unique_ptr<Model> model_to_cuda(const Model& cpu_model);
 
 // A sample's "transformer" model object moved to device "cuda": "device" set
 // to "cuda", "attention" "auto" unless the sample names one ("auto" on cuda
-// is the tree attention kernel, which sample_use_cuda registers).
+// is the tree attention kernel, which sample_use_cuda registers). On the
+// host runtime LibTorch stays on the CPU ("device" "cpu") and attention is
+// the emulated tree attention kernel ("tree_kernel"), unless the sample
+// names another.
 json transformer_on_cuda(const json& model_obj);
 
 // Where the verifiers run: on the device, or (CPU tests only) the same

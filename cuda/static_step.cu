@@ -112,10 +112,10 @@ __global__ void __launch_bounds__(kThreads, 4) static_row_kernel(StaticStepParam
     double* wsc = p.ws_score + static_cast<size_t>(r) * p.k;
     int64_t* wfl = p.ws_flat + static_cast<size_t>(r) * p.k;
     int64_t* wnx = p.ws_next + static_cast<size_t>(r) * p.k;
-    Cand prev{0.0, -1};
+    Cand prev{0.0, -1, 0};
     int32_t j = 0;
     for (; j < rounds; ++j) {
-      Cand mine{0.0, -1};
+      Cand mine{0.0, -1, 0};
       if (bits) {
         for (int32_t v = threadIdx.x; v < V; v += blockDim.x) {
           if (!step_bit(bits, v)) continue;
@@ -168,7 +168,7 @@ __global__ void __launch_bounds__(kThreads) static_merge_kernel(StaticStepParams
     __syncthreads();
     int32_t count = 0;
     for (int32_t j = 0; j < p.k; ++j) {
-      Cand mine{0.0, -1};
+      Cand mine{0.0, -1, 0};
       for (int32_t i = threadIdx.x; i < M; i += blockDim.x) {
         const int32_t c = s_cursor[i];
         if (c >= p.k) continue;

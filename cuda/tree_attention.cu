@@ -228,13 +228,23 @@ void tree_attention(const TreeAttentionArgs& a) {
 
 namespace {
 size_t hook_workspace(const TreeAttentionArgs& a) { return tree_attention_workspace_bytes(a); }
-void hook_launch(const TreeAttentionArgs& a) { tree_attention(a); }
+void hook_launch(const TreeAttentionArgs& a) {
+  tree_attention(a);
+#ifdef TRIESCOPE_CUDA_HOST_RUNTIME
+  // On the host runtime the "device" buffers are LibTorch CPU tensors, which
+  // LibTorch reads right after this call: let the kernel finish first.
+  TS_CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(a.stream)), "tree_attention: synchronise (host runtime)");
+#endif
+}
 const char* hook_error(int32_t code) { return kernel_error_name(static_cast<KernelError>(code)); }
 }  // namespace
 
 void tree_attention_register() {
   TreeAttentionKernel k;
   k.name = "cuda::tree_attention";
+#ifdef TRIESCOPE_CUDA_HOST_RUNTIME
+  k.host_memory = true;
+#endif
   k.workspace_bytes = hook_workspace;
   k.launch = hook_launch;
   k.error_name = hook_error;

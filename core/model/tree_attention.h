@@ -68,6 +68,11 @@ AncestorCsr ancestor_csr(const BitMask& mask);
 // (cuda/tree_attention.cuh) in programs built with CUDA.
 struct TreeAttentionKernel {
   const char* name = nullptr;
+  // The kernel runs on the host runtime (cuda/host_runtime/), where device
+  // memory is host memory: TorchTransformer hands it CPU tensors, and
+  // attention "auto" or "tree_kernel" on device "cpu" use it instead of the
+  // CPU twin. launch() returns when the kernel has finished.
+  bool host_memory = false;
   size_t (*workspace_bytes)(const TreeAttentionArgs&) = nullptr;  // scratch the launch needs
   void (*launch)(const TreeAttentionArgs&) = nullptr;             // asynchronous on a.stream
   const char* (*error_name)(int32_t code) = nullptr;              // KernelStatus code -> text

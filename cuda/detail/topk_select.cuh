@@ -15,7 +15,7 @@ namespace triescope::cuda::detail {
 struct Cand {
   double score;
   long long flat;
-  int aux;  // no default initialiser: Cand lives in __shared__ arrays (aggregate init zeroes it)
+  int aux;  // no default initialiser: Cand lives in __shared__ arrays (which take no initialisers)
 };
 __device__ __forceinline__ bool better(const Cand& a, const Cand& b) {
   if (a.flat < 0) return false;
@@ -56,7 +56,7 @@ __device__ inline Cand block_best_warp(Cand mine, Cand* s_w) {
   if (lane == 0) s_w[warp] = mine;
   __syncthreads();
   if (warp == 0) {
-    Cand c = lane < nw ? s_w[lane] : Cand{0.0, -1};
+    Cand c = lane < nw ? s_w[lane] : Cand{0.0, -1, 0};
     c = warp_best(c);
     if (lane == 0) s_w[nw] = c;
   }

@@ -1,19 +1,29 @@
-# `triescope run --backend cuda`: with a device it writes a trace whose header
-# says "backend":"cuda" and that `triescope diff` finds equivalent to the CPU
-# trace; without one it must fail with a named error and leave no trace file,
-# and the test is then reported skipped.
-foreach(v TRIESCOPE SAMPLE WORK_DIR)
+# `triescope run --backend cuda` (BACKEND=cuda) or `--backend cuda-emu` (the
+# host runtime): it writes a trace whose header says "backend":"cuda" (or
+# "cuda-emulated") and that `triescope diff` finds equivalent to the CPU
+# trace. On a GPU build without a device it must fail with a named error and
+# leave no trace file, and the test is then reported skipped; the host
+# runtime always has its device, so there a refusal is a failure.
+foreach(v TRIESCOPE BACKEND SAMPLE WORK_DIR)
   if(NOT DEFINED ${v})
     message(FATAL_ERROR "cli_backend_cuda.cmake: -D${v}=... is required")
   endif()
 endforeach()
+if(BACKEND STREQUAL "cuda-emu")
+  set(header_backend "cuda-emulated")
+else()
+  set(header_backend "cuda")
+endif()
 file(REMOVE_RECURSE "${WORK_DIR}")
 file(MAKE_DIRECTORY "${WORK_DIR}")
 set(cuda_trace "${WORK_DIR}/cuda.trace.jsonl")
-execute_process(COMMAND "${TRIESCOPE}" run "${SAMPLE}" --backend cuda --out "${cuda_trace}" --quiet
+execute_process(COMMAND "${TRIESCOPE}" run "${SAMPLE}" --backend ${BACKEND} --out "${cuda_trace}" --quiet
                 RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 file(GLOB left "${WORK_DIR}/*")
 if(NOT rc EQUAL 0)
+  if(BACKEND STREQUAL "cuda-emu")
+    message(FATAL_ERROR "run --backend cuda-emu failed (${rc}): ${out}${err}")
+  endif()
   if(NOT err MATCHES "no usable CUDA device")
     message(FATAL_ERROR "run --backend cuda failed (${rc}) without naming a missing device: ${out}${err}")
   endif()
@@ -26,8 +36,8 @@ if(NOT rc EQUAL 0)
   return()
 endif()
 file(STRINGS "${cuda_trace}" header LIMIT_COUNT 1)
-if(NOT header MATCHES "\"backend\":\"cuda\"")
-  message(FATAL_ERROR "the CUDA trace's header does not say \"backend\":\"cuda\": ${header}")
+if(NOT header MATCHES "\"backend\":\"${header_backend}\"")
+  message(FATAL_ERROR "the CUDA trace's header does not say \"backend\":\"${header_backend}\": ${header}")
 endif()
 execute_process(COMMAND "${TRIESCOPE}" run "${SAMPLE}" --backend cpu --out "${WORK_DIR}/cpu.trace.jsonl" --quiet RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)

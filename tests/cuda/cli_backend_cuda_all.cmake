@@ -1,5 +1,8 @@
-# `triescope run <sample> --backend cuda` for every samples/*.json, every
-# algorithm. A sample whose model (and draft model) is synthetic must, with a
+# `triescope run <sample> --backend cuda` (BACKEND=cuda) or `--backend
+# cuda-emu` (the host runtime, header "backend":"cuda-emulated") for every
+# samples/*.json, every algorithm. On the host runtime a transformer runs on
+# LibTorch's CPU with the emulated tree attention kernel ("device":"cpu",
+# "attention":"tree_kernel"), and no sample may fail for want of a device. A sample whose model (and draft model) is synthetic must, with a
 # device, write a "backend":"cuda" trace that `triescope diff` finds
 # equivalent to the CPU trace, and without one fail naming the missing
 # device. A transformer sample (target and draft transformer or synthetic)
@@ -11,11 +14,20 @@
 # The refusals are checked either way; the test is reported skipped when no
 # CUDA run could happen.
 cmake_minimum_required(VERSION 3.25)  # policies NEW: quoted strings are not variable names
-foreach(v TRIESCOPE SAMPLES_DIR WORK_DIR)
+foreach(v TRIESCOPE BACKEND SAMPLES_DIR WORK_DIR)
   if(NOT DEFINED ${v})
     message(FATAL_ERROR "cli_backend_cuda_all.cmake: -D${v}=... is required")
   endif()
 endforeach()
+if(BACKEND STREQUAL "cuda-emu")
+  set(header_backend "cuda-emulated")
+  set(model_device "\"device\":\"cpu\"")
+  set(emulated ON)
+else()
+  set(header_backend "cuda")
+  set(model_device "\"device\":\"cuda\"")
+  set(emulated OFF)
+endif()
 file(REMOVE_RECURSE "${WORK_DIR}")
 file(GLOB samples "${SAMPLES_DIR}/*.json")
 list(SORT samples)
@@ -39,15 +51,16 @@ foreach(sample IN LISTS samples)
   endif()
   set(dir "${WORK_DIR}/${stem}")
   file(MAKE_DIRECTORY "${dir}")
-  execute_process(COMMAND "${TRIESCOPE}" run "${sample}" --backend cuda --out "${dir}/cuda.trace.jsonl" --quiet
+  execute_process(COMMAND "${TRIESCOPE}" run "${sample}" --backend ${BACKEND} --out "${dir}/cuda.trace.jsonl" --quiet
                   RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
   if(rc EQUAL 0 AND is_transformer)
     math(EXPR cuda_runs "${cuda_runs} + 1")
     file(STRINGS "${dir}/cuda.trace.jsonl" header LIMIT_COUNT 1)
-    if(NOT header MATCHES "\"backend\":\"cuda\"" OR NOT header MATCHES "\"device\":\"cuda\"")
-      string(APPEND failures "\n  ${name} (${algo}): the transformer's CUDA trace header does not say backend and device cuda")
+    if(NOT header MATCHES "\"backend\":\"${header_backend}\"" OR NOT header MATCHES "${model_device}"
+       OR (emulated AND NOT header MATCHES "\"attention\":\"tree_kernel\""))
+      string(APPEND failures "\n  ${name} (${algo}): the transformer's trace header does not say backend ${header_backend} and ${model_device}")
     else()
-      message(STATUS "${name} (${algo}): ran on device cuda (not diffed: fp32 tolerance)")
+      message(STATUS "${name} (${algo}): ran with the ${BACKEND} tree attention kernel (not diffed: fp32 tolerance)")
     endif()
     continue()
   endif()
@@ -58,8 +71,8 @@ foreach(sample IN LISTS samples)
     endif()
     math(EXPR cuda_runs "${cuda_runs} + 1")
     file(STRINGS "${dir}/cuda.trace.jsonl" header LIMIT_COUNT 1)
-    if(NOT header MATCHES "\"backend\":\"cuda\"")
-      string(APPEND failures "\n  ${name} (${algo}): the CUDA trace's header does not say \"backend\":\"cuda\"")
+    if(NOT header MATCHES "\"backend\":\"${header_backend}\"")
+      string(APPEND failures "\n  ${name} (${algo}): the CUDA trace's header does not say \"backend\":\"${header_backend}\"")
       continue()
     endif()
     execute_process(COMMAND "${TRIESCOPE}" run "${sample}" --backend cpu --out "${dir}/cpu.trace.jsonl" --quiet RESULT_VARIABLE rc)
@@ -81,7 +94,9 @@ foreach(sample IN LISTS samples)
   if(NOT err MATCHES "${name}")
     string(APPEND failures "\n  ${name} (${algo}): the error does not name the sample file: ${err}")
   endif()
-  if(is_synthetic)
+  if(is_synthetic AND emulated)
+    string(APPEND failures "\n  ${name} (${algo}): refused on the host runtime, which always has its device: ${err}")
+  elseif(is_synthetic)
     if(NOT err MATCHES "no usable CUDA device")
       string(APPEND failures "\n  ${name} (${algo}): refused without naming a missing device: ${err}")
     endif()
@@ -93,6 +108,8 @@ endforeach()
 if(failures)
   message(FATAL_ERROR "run --backend cuda over every sample:${failures}")
 endif()
-if(cuda_runs EQUAL 0)
+if(cuda_runs EQUAL 0 AND emulated)
+  message(FATAL_ERROR "run --backend cuda-emu over every sample: no sample ran")
+elseif(cuda_runs EQUAL 0)
   message("TRIESCOPE_NO_DEVICE: every refusal was clean, but no CUDA run happened (${no_device} synthetic samples need a device)")
 endif()

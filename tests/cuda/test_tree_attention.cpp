@@ -71,6 +71,11 @@ TEST_CASE("cuda tree_attention equals the CPU twin on random trees", "[cuda][tre
   const Shape sh = GENERATE(Shape{4, 4, 32}, Shape{8, 2, 64}, Shape{32, 8, 64}, Shape{16, 2, 128}, Shape{8, 1, 256}, Shape{6, 2, 48},
                             Shape{5, 5, 80}, Shape{64, 4, 64}, Shape{12, 1, 100}, Shape{3, 1, 16});
   const int32_t variant = GENERATE(0, 1, 2, 3);  // 3: long shared prompt (the lists split across blocks)
+#ifdef TRIESCOPE_CUDA_HOST_RUNTIME
+  // Host runtime profile: the 6000-node split lists (variant 3) for the
+  // shapes up to 400 values per query (4 of 10; 1-8 s each there).
+  if (variant == 3 && sh.heads * sh.head_dim > 400) return;
+#endif
   const uint64_t seed = test_seed(static_cast<uint64_t>(sh.heads * 1000 + sh.head_dim) * 8 + static_cast<uint64_t>(variant));
   CAPTURE(sh.heads, sh.kv_heads, sh.head_dim, variant, seed);
   std::mt19937_64 rng(seed);

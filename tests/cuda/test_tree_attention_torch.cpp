@@ -2,7 +2,9 @@
 // CPU transformer (dense attention): same logits within 1e-4 on random trees,
 // star steps with MultiGen's shared-prefix hint, and trie beam search equal to
 // batch beam search. Own main: exits 77 (ctest: skipped) without a CUDA device
-// or without a LibTorch built with CUDA; never passes without running.
+// or without a LibTorch built with CUDA; never passes without running. On the
+// host runtime the model stays on LibTorch's CPU and the emulated kernel reads
+// its tensors (the tests check that kernels really ran).
 // ATen first: it brings glog, whose CHECK (abort on failure) must not replace Catch's.
 #include <ATen/ATen.h>
 #undef CHECK
@@ -19,6 +21,9 @@
 #include "cuda/tree_attention.cuh"
 #include "test_util.h"
 #include "tests/torch/torch_test_util.h"
+#ifdef TRIESCOPE_CUDA_HOST_RUNTIME
+#include "triescope_cuda_host/control.h"
+#endif
 
 using namespace triescope;
 using namespace triescope::test;
@@ -26,7 +31,11 @@ using namespace triescope::test;
 namespace {
 std::unique_ptr<TorchTransformer> gpu_model(const LlamaConfig& c, uint64_t seed, const std::string& attention) {
   TransformerOptions o;
+#ifdef TRIESCOPE_CUDA_HOST_RUNTIME
+  o.device = "cpu";  // the host runtime's device memory is host memory
+#else
   o.device = "cuda";
+#endif
   o.attention = attention;
   return std::make_unique<TorchTransformer>(c, llama_random_weights(c, seed, 0.2), o);
 }
@@ -78,6 +87,9 @@ TEST_CASE("transformer on cuda with the tree kernel equals the CPU transformer o
     gpu->forward(step_of(t, added, 300), a);  // every row reads the whole prompt: the hint holds
     cpu->forward(step_of(t, added, 0), b);
     CHECK(gpu->last_attention() == "tree_kernel");
+#ifdef TRIESCOPE_CUDA_HOST_RUNTIME
+    CHECK(cuda_host::kernels_executed() > 0);  // the emulated kernel ran, not the CPU twin
+#endif
     for (int32_t r = 0; r < a.rows; ++r) CHECK(max_abs_diff(a.row(r), b.row(r), c.vocab_size) <= 1e-4f);
   }
 }
@@ -105,15 +117,28 @@ TEST_CASE("trie beam search on cuda (tree kernel) equals batch beam search on th
 
 int main(int argc, char** argv) {
   std::string why;
+#ifdef TRIESCOPE_CUDA_HOST_RUNTIME
   if (cuda::device_count(&why) == 0) {
-    std::cout << "triescope_tests_cuda_torch: SKIPPED, no usable CUDA device (" << why << ")\n";
+    std::cout << argv[0] << ": FAILED, the host runtime reports no device (" << why << ")\n";
+    return 1;
+  }
+#else
+  if (cuda::device_count(&why) == 0) {
+    std::cout << argv[0] << ": SKIPPED, no usable CUDA device (" << why << ")\n";
     return 77;
   }
   if (!at::hasCUDA()) {
-    std::cout << "triescope_tests_cuda_torch: SKIPPED, this LibTorch has no CUDA\n";
+    std::cout << argv[0] << ": SKIPPED, this LibTorch has no CUDA\n";
     return 77;
   }
+#endif
   cuda::tree_attention_register();
-  std::cout << "triescope_tests_cuda_torch: base seed " << testing::base_seed() << " (rerun with TRIESCOPE_TEST_SEED=<seed>)\n";
-  return Catch::Session().run(argc, argv);
+  std::cout << argv[0] << ": base seed " << testing::base_seed() << " (rerun with TRIESCOPE_TEST_SEED=<seed>)\n";
+  const int failed = Catch::Session().run(argc, argv);
+#ifdef TRIESCOPE_CUDA_HOST_RUNTIME
+  const size_t launches = cuda_host::kernels_executed();
+  std::cout << argv[0] << ": " << launches << " kernel launches executed on the host runtime\n";
+  if (launches == 0) return 1;
+#endif
+  return failed;
 }

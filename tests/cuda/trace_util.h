@@ -12,6 +12,7 @@
 #include "core/decode/run_sample.h"
 #include "core/trace/trace.h"
 #include "core/trace/trace_diff.h"
+#include "cuda/cuda_backend.h"
 
 namespace triescope::testing {
 
@@ -35,7 +36,7 @@ inline std::vector<json> run_trace(Sample& s) {
 // so a CPU trace passed twice cannot make the check vacuous.
 inline void check_equivalent(const std::vector<json>& cpu, const std::vector<json>& gpu) {
   REQUIRE(!cpu.empty());
-  REQUIRE(gpu.front().value("backend", std::string()) == "cuda");
+  REQUIRE(gpu.front().value("backend", std::string()) == cuda::kBackendName);
   REQUIRE(cpu.front().value("backend", std::string()) != "cuda");
   const auto d = trace_diff(cpu, gpu);
   INFO((d ? d->describe() : std::string("equivalent")));

@@ -81,11 +81,15 @@ TorchTransformer::TorchTransformer(const LlamaConfig& cfg, const TensorMap& w, T
              "transformer: attention \"tree_kernel\" on device \"cuda\" needs the CUDA tree attention kernel, which this program "
              "did not register (build with TRIESCOPE_WITH_CUDA and call cuda::tree_attention_register() at start-up)");
   }
-  // The tree attention kernel for every step: asked for, or "auto" on a GPU
-  // where cuda/ registered it. On the CPU "tree_kernel" runs the kernel's CPU
-  // twin (tree_attention_host), which checks the same plumbing (CSR lists,
-  // raw cache layout) against the other paths.
-  m.tree_kernel = m.opt.attention == "tree_kernel" || (m.opt.attention == "auto" && m.opt.device == "cuda" && tree_attention_kernel());
+  // The tree attention kernel for every step: asked for, or "auto" where
+  // cuda/ registered it (on a GPU, or on the CPU when it runs on the host
+  // runtime). On the CPU without a registered host-runtime kernel,
+  // "tree_kernel" runs the kernel's CPU twin (tree_attention_host), which
+  // checks the same plumbing (CSR lists, raw cache layout) against the other
+  // paths.
+  const TreeAttentionKernel* registered = tree_attention_kernel();
+  m.tree_kernel = m.opt.attention == "tree_kernel" ||
+                  (m.opt.attention == "auto" && registered && (m.opt.device == "cuda" || registered->host_memory));
   llama_weights_check(cfg, w, "transformer weights");
   c10::InferenceMode guard;
   auto get = [&](const std::string& name) { return host_to_tensor(w.at(name), m.dev); };
@@ -289,7 +293,11 @@ void TorchTransformer::forward(const StepInput& in, Logits& out) {
   std::vector<int32_t> csr_ptr, csr_ids;
   at::Tensor tk_ptr, tk_ids, tk_work, tk_status;
   TreeAttentionArgs targs;
-  const TreeAttentionKernel* kernel = tk && m.dev.is_cuda() ? tree_attention_kernel() : nullptr;
+  // The registered kernel on a GPU, or on the CPU when it runs on the host
+  // runtime; otherwise (CPU, plain build) the CPU twin.
+  const TreeAttentionKernel* registered = tree_attention_kernel();
+  const TreeAttentionKernel* kernel =
+      tk && registered && (m.dev.is_cuda() || registered->host_memory) ? registered : nullptr;
   if (tk) {
     csr_ptr.reserve(static_cast<size_t>(q) + 1);
     csr_ptr.push_back(0);
