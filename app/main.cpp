@@ -8,6 +8,7 @@
 #include "core/model/torch/torch_transformer.h"
 #endif
 #ifdef TRIESCOPE_WITH_CUDA
+#include "cuda/cuda_backend.h"
 #include "cuda/tree_attention.cuh"
 #endif
 
@@ -33,7 +34,10 @@ int main(int argc, char** argv) {
   Args args(argv + 2, argv + argc);
   try {
 #ifdef TRIESCOPE_WITH_CUDA
-    triescope::cuda::tree_attention_register();  // transformer attention "tree_kernel" / "auto" on device "cuda"
+    // Transformer attention "tree_kernel" / "auto" on device "cuda". The host
+    // runtime's kernel reads CPU tensors, so it is registered only when
+    // --backend cuda-emu asks for it (sample_use_cuda), never for --backend cpu.
+    if (!triescope::cuda::kEmulated) triescope::cuda::tree_attention_register();
 #endif
 #ifdef TRIESCOPE_WITH_TORCH
     triescope::torch_models_register();

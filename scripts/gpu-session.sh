@@ -26,10 +26,10 @@ header() {
 phase_build() {
   local torch_prefix
   torch_prefix=$(python3 -c 'import torch;print(torch.utils.cmake_prefix_path)')
-  header "cmake -S . -B $B -G Ninja -DCMAKE_PREFIX_PATH=\"$PWD/.gpu-kit;$torch_prefix\" -DTRIESCOPE_WITH_CUDA=ON -DTRIESCOPE_WITH_TORCH=ON -DTRIESCOPE_BUILD_GUI=OFF -DCMAKE_CUDA_ARCHITECTURES=90 && cmake --build $B -j$JOBS"
+  header "cmake -S . -B $B -G Ninja -DCMAKE_PREFIX_PATH=\"$PWD/.gpu-kit;$torch_prefix\" -DTRIESCOPE_WITH_CUDA=ON -DTRIESCOPE_CUDA_HOST=OFF -DTRIESCOPE_WITH_TORCH=ON -DTRIESCOPE_BUILD_GUI=OFF -DCMAKE_CUDA_ARCHITECTURES=90 && cmake --build $B -j$JOBS"
   cmake -S . -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DCMAKE_PREFIX_PATH="$PWD/.gpu-kit;$torch_prefix" \
-    -DTRIESCOPE_WITH_CUDA=ON -DTRIESCOPE_WITH_TORCH=ON -DTRIESCOPE_BUILD_GUI=OFF \
+    -DTRIESCOPE_WITH_CUDA=ON -DTRIESCOPE_CUDA_HOST=OFF -DTRIESCOPE_WITH_TORCH=ON -DTRIESCOPE_BUILD_GUI=OFF \
     -DTRIESCOPE_BUILD_TESTS=ON -DTRIESCOPE_BUILD_BENCH=ON -DCMAKE_CUDA_ARCHITECTURES=90 &&
   cmake --build "$B" -j"$JOBS"
 }

@@ -41,8 +41,7 @@ template <class T>
 void check_static_index_rows(cuda::VerifyExec exec, const CsrLayout layout, int32_t d, int32_t V, uint64_t seed) {
   std::mt19937_64 rng(seed);
   const int32_t L = std::uniform_int_distribution<int32_t>(std::max(3, d + 1), 5)(rng);
-  const int64_t items = std::min<int64_t>(std::uniform_int_distribution<int64_t>(1, V >= 2048 ? 4000 : 700)(rng),
-                                          static_cast<int64_t>(std::pow(double(V), double(L)) / 2));
+  const int64_t items = random_item_count(rng, V >= 2048 ? 4000 : 700, V, L);
   CAPTURE(L, items);
   auto set = std::make_shared<const ConstraintSet>(constraint_set_random(items, L, V, rng()));
   auto cpu = std::make_shared<VntkIndex>(std::make_shared<const TransitionMatrix>(TransitionMatrix::build(*set, {d, layout})));
@@ -105,8 +104,7 @@ inline void check_static_decodes(cuda::VerifyExec exec, uint64_t seed) {
   const int32_t V = std::uniform_int_distribution<int32_t>(std::max(4, 2 * beams), 300)(rng);  // decoders need |V| >= 2 b
   const int32_t L = std::uniform_int_distribution<int32_t>(2, 5)(rng);
   const int32_t d = std::uniform_int_distribution<int32_t>(0, std::min(2, L - 1))(rng);
-  const int64_t items = std::min<int64_t>(std::uniform_int_distribution<int64_t>(1, 600)(rng),
-                                          static_cast<int64_t>(std::pow(double(V), double(L)) / 2));
+  const int64_t items = random_item_count(rng, 600, V, L);
   SyntheticConfig mc;
   mc.vocab_size = V;
   mc.seed = rng() >> 1;

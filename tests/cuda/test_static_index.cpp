@@ -101,7 +101,7 @@ TEST_CASE("static step index: kernel arithmetic composed on the CPU equals core'
   CAPTURE(testing::base_seed(), seed, csr_layout_name(layout), d, V);
   std::mt19937_64 rng(seed);
   const int32_t L = std::uniform_int_distribution<int32_t>(3, 5)(rng);
-  const int64_t items = std::min<int64_t>(std::uniform_int_distribution<int64_t>(1, V == 2048 ? 4000 : 700)(rng), static_cast<int64_t>(std::pow(double(V), double(L)) / 2));
+  const int64_t items = testing::random_item_count(rng, V == 2048 ? 4000 : 700, V, L);
   const ConstraintSet c = constraint_set_random(items, L, V, rng());
   const TransitionMatrix tm = TransitionMatrix::build(c, {d, layout});
   const StaticMatrixView m = cuda::static_matrix_host_view(tm);

@@ -50,10 +50,7 @@ TEST_CASE("cuda static step: fused step equals the CPU twin (masks, valid, next 
   CAPTURE(testing::base_seed(), seed, csr_layout_name(layout), d, V, M, graph);
   std::mt19937_64 rng(seed);
   const int32_t L = std::uniform_int_distribution<int32_t>(3, 6)(rng);
-  // Half the |V|^L sequences at most; the cap stays in double (|V|^L overflows int64 at |V| = 2048, L = 6).
-  const double half_space = std::pow(double(V), double(L)) / 2;
-  const int64_t drawn = std::uniform_int_distribution<int64_t>(1, 20000)(rng);
-  const int64_t items = double(drawn) <= half_space ? drawn : static_cast<int64_t>(half_space);
+  const int64_t items = testing::random_item_count(rng, 20000, V, L);
   const ConstraintSet c = constraint_set_random(items, L, V, rng());
   const TransitionMatrix tm = TransitionMatrix::build(c, {d, layout});
   const cuda::DeviceTransitionMatrix dm(tm);

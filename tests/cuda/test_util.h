@@ -3,6 +3,7 @@
 // TRIESCOPE_TEST_SEED is set; every test CAPTUREs the seed it used.
 #pragma once
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <random>
@@ -26,6 +27,15 @@ inline uint64_t base_seed() {
 }
 // A distinct seed per GENERATE'd variant; print it to reproduce with TRIESCOPE_TEST_SEED=<base>.
 inline uint64_t test_seed(uint64_t variant) { return base_seed() + 0x9e3779b97f4a7c15ull * (variant + 1); }
+
+// A random constraint-set size in [1, most], capped at half of the |V|^L
+// sequences; the cap is computed in double (|V|^L overflows int64 at
+// |V| = 40000, L = 5, and the cast of an out-of-range double is undefined).
+inline int64_t random_item_count(std::mt19937_64& rng, int64_t most, int32_t V, int32_t L) {
+  const int64_t drawn = std::uniform_int_distribution<int64_t>(1, most)(rng);
+  const double half_space = std::pow(double(V), double(L)) / 2;
+  return double(drawn) <= half_space ? drawn : std::max<int64_t>(1, static_cast<int64_t>(half_space));
+}
 
 // A random forest of `num_nodes` nodes: `num_roots` roots (random starting
 // depths when `root_depths`), every other node under a random earlier node.

@@ -39,7 +39,7 @@ using Clock = std::chrono::steady_clock;
 struct KernelAbort {};
 
 // Bytes CD CD F0 FF: NaN as float and as double (at any 4-byte offset),
-// -996915 as int32: a kernel that reads shared memory it never wrote gets
+// -995891 as int32: a kernel that reads shared memory it never wrote gets
 // garbage that no comparison with a CPU twin lets through.
 constexpr uint32_t kSharedPoison = 0xFFF0CDCDu;
 
@@ -173,6 +173,7 @@ class BlockRun {
   void resolve_locked();
   bool try_release_warps_locked(uint32_t w);
   void release_barrier_locked();
+  size_t released_ = 0;  // threads made runnable so far (threads mode: whom to wake)
   void leave_state_locked(uint32_t t);
   void fault_locked(const std::string& what);
   std::string describe_threads_locked() const;
@@ -267,6 +268,7 @@ void BlockRun::leave_state_locked(uint32_t t) {
 void BlockRun::make_runnable_locked(uint32_t t) {
   state_[t] = TState::running;
   ++running_;
+  ++released_;
   if (mode_ == ThreadMode::fibers && t != current_) {
     ready_[(ready_head_ + ready_size_) % n_] = t;
     ++ready_size_;
@@ -408,7 +410,9 @@ void BlockRun::wait_released_locked(BlockLock& lk, uint32_t t, bool may_complete
     if (running_ == 0 && !aborted_) resolve_locked();
     if (state_[t] != TState::running && !aborted_) switch_away(t);
   } else {
+    const size_t before = released_;
     resolve_locked();
+    if (released_ != before) cv_.notify_all();  // wake whom this arrival released
     const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(settings().barrier_timeout_s));
     std::unique_lock<std::mutex> ul(lk.mutex(), std::adopt_lock);
     while (state_[t] != TState::running && !aborted_) {
@@ -418,7 +422,6 @@ void BlockRun::wait_released_locked(BlockLock& lk, uint32_t t, bool may_complete
       }
     }
     ul.release();  // lk still holds it
-    cv_.notify_all();
   }
   if (aborted_) throw KernelAbort{};
 }
@@ -510,8 +513,9 @@ void BlockRun::thread_main(uint32_t t) {
   state_[t] = TState::exited;
   ++exited_;
   if (mode_ == ThreadMode::threads) {
+    const size_t before = released_;
     resolve_locked();
-    cv_.notify_all();
+    if (released_ != before) cv_.notify_all();
   } else if (running_ == 0 && exited_ < n_ && !aborted_) {
     resolve_locked();  // the others may all wait at a barrier this thread never reached
   }
