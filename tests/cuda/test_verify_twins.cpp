@@ -430,7 +430,7 @@ TEST_CASE("the cuda backend accepts every algorithm and refuses models without a
     Sample t = sample_load(e.path().string());
     if (device) {
       cuda::sample_use_cuda(t);
-      CHECK(t.options.backend == "cuda");
+      CHECK(t.options.backend == cuda::kBackendName);
       CHECK(t.options.dsbd_verifier);
       CHECK(t.options.lookahead_verifier);
     } else {
