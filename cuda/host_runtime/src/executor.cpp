@@ -250,7 +250,8 @@ void BlockRun::fault_locked(const std::string& what) {
   if (aborted_) return;
   aborted_ = true;
   fault_ = head() + ": " + what;
-  cv_.notify_all();
+  tsan_release(&fault_);  // written by a CUDA thread, read by the launcher
+  if (mode_ == ThreadMode::threads) cv_.notify_all();
 }
 
 void BlockRun::leave_state_locked(uint32_t t) {
@@ -451,7 +452,9 @@ void BlockRun::barrier(const std::source_location& at) {
   state_[t] = TState::at_barrier;
   site_[t] = at;
   ++at_barrier_;
+  tsan_release(&at_barrier_);  // what t did before the barrier...
   wait_released_locked(lk, t, false);
+  tsan_acquire(&at_barrier_);  // ...happens before what anyone does after it
 }
 
 uint64_t BlockRun::warp(WarpOp op, unsigned mask, uint64_t value, int operand, int width, const std::source_location& at) {
@@ -474,7 +477,9 @@ uint64_t BlockRun::warp(WarpOp op, unsigned mask, uint64_t value, int operand, i
   lane_[t] = LaneWait{op, mask, value, 0, operand, width};
   ++at_warp_;
   const bool may_complete = ++warp_waiting_[t / 32] >= static_cast<uint32_t>(__builtin_popcount(mask));
+  tsan_release(&warp_waiting_[t / 32]);  // a warp collective orders its lanes
   wait_released_locked(lk, t, may_complete);
+  tsan_acquire(&warp_waiting_[t / 32]);
   return lane_[t].out;
 }
 
@@ -482,7 +487,10 @@ void* BlockRun::shared(const void* tag, size_t bytes, size_t align) {
   BlockLock lk(mu_, mode_ == ThreadMode::threads);
   if (aborted_) throw KernelAbort{};
   auto it = shared_.find(tag);
-  if (it != shared_.end()) return it->second.ptr;
+  if (it != shared_.end()) {
+    tsan_acquire(it->second.ptr);  // its allocation happens before every thread's use
+    return it->second.ptr;
+  }
   static_shared_bytes_ += bytes;
   if (static_shared_bytes_ + L_.shmem > DeviceLimits::shared_per_block_optin || static_shared_bytes_ > DeviceLimits::shared_per_block) {
     fault_locked("its __shared__ variables take " + std::to_string(static_shared_bytes_) + " bytes (+ " + std::to_string(L_.shmem) +
@@ -493,11 +501,13 @@ void* BlockRun::shared(const void* tag, size_t bytes, size_t align) {
   void* p = ::operator new(std::max<size_t>(bytes, 1), std::align_val_t(align));
   poison(p, bytes);
   shared_.emplace(tag, Shared{p, bytes, align});
+  tsan_release(p);
   return p;
 }
 
 void BlockRun::thread_main(uint32_t t) {
   tl_thread = &ctx_[t];
+  tsan_acquire(&bidx_);  // the launch's set-up happens before the block
   std::string error;
   try {
     L_.body->run();
@@ -508,6 +518,7 @@ void BlockRun::thread_main(uint32_t t) {
     error = "an exception escaped the kernel";
   }
   BlockLock lk(mu_, mode_ == ThreadMode::threads);
+  tsan_release(&exited_);  // and the block before what follows it
   if (!error.empty()) fault_locked("thread " + std::to_string(t) + ": " + error);
   leave_state_locked(t);
   state_[t] = TState::exited;
@@ -555,6 +566,8 @@ std::string BlockRun::run_fibers(std::vector<std::unique_ptr<FiberStack>>& stack
   }
   ready_head_ = 0;
   ready_size_ = n_;
+  sched_ctx_ = thread_context();
+  tsan_release(&bidx_);
   while (exited_ < n_) {
     if (ready_size_ > 0) {
       const uint32_t next = ready_[ready_head_];
@@ -580,6 +593,8 @@ std::string BlockRun::run_fibers(std::vector<std::unique_ptr<FiberStack>>& stack
     }
   }
   current_ = kNone;
+  tsan_acquire(&exited_);
+  tsan_acquire(&fault_);
   return aborted_ ? fault_ : std::string();
 }
 

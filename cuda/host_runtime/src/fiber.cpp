@@ -8,6 +8,10 @@
 #include <cstdlib>
 #include <new>
 
+#if defined(TRIESCOPE_CUDA_HOST_TSAN_FIBERS)
+#include <sanitizer/tsan_interface.h>
+#endif
+
 
 namespace triescope::cuda_host {
 
@@ -23,7 +27,41 @@ size_t page_size() {
   std::abort();
 }
 
+// Tells TSan which fiber runs next (before the stack switch), without a
+// happens-before edge: only the executor's barrier annotations order fibers.
+void tsan_switch(FiberContext& to) {
+#if defined(TRIESCOPE_CUDA_HOST_TSAN_FIBERS)
+  __tsan_switch_to_fiber(to.tsan, __tsan_switch_to_fiber_no_sync);
+#else
+  (void)to;
+#endif
+}
+
 }  // namespace
+
+FiberContext thread_context() {
+  FiberContext c;
+#if defined(TRIESCOPE_CUDA_HOST_TSAN_FIBERS)
+  c.tsan = __tsan_get_current_fiber();
+#endif
+  return c;
+}
+
+void tsan_release(void* token) {
+#if defined(TRIESCOPE_CUDA_HOST_TSAN_FIBERS)
+  __tsan_release(token);
+#else
+  (void)token;
+#endif
+}
+
+void tsan_acquire(void* token) {
+#if defined(TRIESCOPE_CUDA_HOST_TSAN_FIBERS)
+  __tsan_acquire(token);
+#else
+  (void)token;
+#endif
+}
 
 #if defined(__x86_64__)
 
@@ -71,7 +109,10 @@ triescope_fiber_trampoline:
   .size triescope_fiber_trampoline, .-triescope_fiber_trampoline
 )");
 
-void fiber_switch(FiberContext& from, FiberContext& to) { triescope_fiber_switch(&from.sp, to.sp); }
+void fiber_switch(FiberContext& from, FiberContext& to) {
+  tsan_switch(to);
+  triescope_fiber_switch(&from.sp, to.sp);
+}
 
 void FiberStack::prepare(FiberContext& ctx, void (*entry)(void*), void* arg) {
   auto top = (reinterpret_cast<uintptr_t>(base_) + bytes_) & ~uintptr_t{15};
@@ -85,17 +126,22 @@ void FiberStack::prepare(FiberContext& ctx, void (*entry)(void*), void* arg) {
   s[6] = reinterpret_cast<uint64_t>(&triescope_fiber_trampoline);
   s[7] = 0;                                  // (the trampoline's stack, aligned below)
   ctx.sp = s;
+  ctx.tsan = tsan_;
 }
 
 #else  // ucontext: portable, slower (a signal-mask system call per switch)
 
-void fiber_switch(FiberContext& from, FiberContext& to) { swapcontext(&from.uc, &to.uc); }
+void fiber_switch(FiberContext& from, FiberContext& to) {
+  tsan_switch(to);
+  swapcontext(&from.uc, &to.uc);
+}
 
 void FiberStack::prepare(FiberContext& ctx, void (*entry)(void*), void* arg) {
   if (getcontext(&ctx.uc) != 0) die("getcontext failed");
   ctx.uc.uc_stack.ss_sp = static_cast<char*>(base_) + page_size();
   ctx.uc.uc_stack.ss_size = bytes_ - page_size();
   ctx.uc.uc_link = nullptr;
+  ctx.tsan = tsan_;
   const auto a = reinterpret_cast<uintptr_t>(arg);
   const auto f = reinterpret_cast<uintptr_t>(entry);
   makecontext(&ctx.uc, reinterpret_cast<void (*)()>(+[](unsigned f_hi, unsigned f_lo, unsigned a_hi, unsigned a_lo) {
@@ -114,9 +160,15 @@ FiberStack::FiberStack(size_t bytes) {
   if (m == MAP_FAILED) throw std::bad_alloc();
   if (mprotect(m, p, PROT_NONE) != 0) die("mprotect of a fiber's guard page failed");
   base_ = m;
+#if defined(TRIESCOPE_CUDA_HOST_TSAN_FIBERS)
+  tsan_ = __tsan_create_fiber(0);
+#endif
 }
 
 FiberStack::~FiberStack() {
+#if defined(TRIESCOPE_CUDA_HOST_TSAN_FIBERS)
+  if (tsan_) __tsan_destroy_fiber(tsan_);
+#endif
   if (base_) munmap(base_, bytes_);
 }
 

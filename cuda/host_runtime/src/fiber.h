@@ -1,8 +1,9 @@
 // Fibers for the executor's default mode: a stack per CUDA thread and a
 // context switch that saves only the callee-saved registers (x86-64: a few
 // instructions; elsewhere ucontext). A fiber switches straight to the next
-// one, without a round trip through a scheduler. Not for sanitizer builds:
-// those run the executor's threads mode.
+// one, without a round trip through a scheduler. Under ThreadSanitizer
+// (TRIESCOPE_CUDA_HOST_TSAN_FIBERS) each fiber is a TSan fiber and switches
+// create no happens-before: the executor annotates the barriers that do.
 #pragma once
 #include <cstddef>
 
@@ -15,6 +16,7 @@ namespace triescope::cuda_host {
 // A saved execution context: a fiber's, or the OS thread's own.
 struct FiberContext {
   void* sp = nullptr;
+  void* tsan = nullptr;  // the TSan fiber (TRIESCOPE_CUDA_HOST_TSAN_FIBERS)
 #if !defined(__x86_64__)
   ucontext_t uc{};
 #endif
@@ -22,6 +24,11 @@ struct FiberContext {
 
 // Saves the running context into `from` and continues `to`.
 void fiber_switch(FiberContext& from, FiberContext& to);
+// The OS thread's own context (its TSan fiber, under TSan).
+FiberContext thread_context();
+// Happens-before annotations for ThreadSanitizer (no-ops elsewhere).
+void tsan_release(void* token);
+void tsan_acquire(void* token);
 
 class FiberStack {
  public:
@@ -36,6 +43,7 @@ class FiberStack {
  private:
   void* base_ = nullptr;  // mmap'd, lowest page a guard
   size_t bytes_ = 0;
+  void* tsan_ = nullptr;
 };
 
 }  // namespace triescope::cuda_host
