@@ -118,6 +118,15 @@ __global__ void dynamic_shared_kernel(int* out) {
 
 __global__ void add_one_kernel(int* p) { p[threadIdx.x] += 1; }
 
+// The fault the kernel just launched must raise (a sticky launch failure),
+// in full; at the launch in immediate mode, at the sync in deferred mode.
+std::string launch_fault_text() {
+  cudaError_t e = cudaGetLastError();
+  if (e == cudaSuccess) e = cudaDeviceSynchronize();
+  REQUIRE(e == cudaErrorLaunchFailure);
+  return error_text(e);
+}
+
 }  // namespace
 
 // --- faults a device would hang or silently mis-compute on ---------------------------------------------------
@@ -126,10 +135,7 @@ TEST_CASE("host runtime: a __syncthreads some threads never reach is a named fau
   triescope::cuda_host::set_thread_mode(mode);
   int* out = device_alloc<int>(64);
   divergent_barrier_kernel<<<1, 64>>>(out);
-  cudaError_t e = cudaGetLastError();
-  if (e == cudaSuccess) e = cudaDeviceSynchronize();
-  REQUIRE(e == cudaErrorLaunchFailure);
-  const std::string text = error_text(e);
+  const std::string text = launch_fault_text();
   CAPTURE(text);
   CHECK(text.find("divergent_barrier_kernel") != std::string::npos);
   CHECK(text.find("host_runtime_self_test.cu:38") != std::string::npos);  // the __syncthreads line
@@ -143,10 +149,7 @@ TEST_CASE("host runtime: a __syncthreads some threads never reach is a named fau
 TEST_CASE("host runtime: threads at two different __syncthreads are a named fault", "[cuda_host][fault]") {
   int* out = device_alloc<int>(64);
   two_barriers_kernel<<<1, 64>>>(out);
-  cudaError_t e = cudaGetLastError();
-  if (e == cudaSuccess) e = cudaDeviceSynchronize();
-  REQUIRE(e == cudaErrorLaunchFailure);
-  const std::string text = error_text(e);
+  const std::string text = launch_fault_text();
   CAPTURE(text);
   CHECK(text.find("divergent __syncthreads") != std::string::npos);
   CHECK(text.find("host_runtime_self_test.cu:44") != std::string::npos);
@@ -158,10 +161,7 @@ TEST_CASE("host runtime: threads at two different __syncthreads are a named faul
 TEST_CASE("host runtime: a warp shuffle one lane never reaches is a named fault", "[cuda_host][fault]") {
   int* out = device_alloc<int>(64);
   skipped_shuffle_kernel<<<1, 64>>>(out);
-  cudaError_t e = cudaGetLastError();
-  if (e == cudaSuccess) e = cudaDeviceSynchronize();
-  REQUIRE(e == cudaErrorLaunchFailure);
-  const std::string text = error_text(e);
+  const std::string text = launch_fault_text();
   CAPTURE(text);
   CHECK(text.find("__shfl_down_sync") != std::string::npos);
   CHECK(text.find("host_runtime_self_test.cu:53") != std::string::npos);

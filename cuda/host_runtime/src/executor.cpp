@@ -169,6 +169,7 @@ class BlockRun {
   void wait_released_locked(BlockLock& lk, uint32_t t, bool may_complete);
   void make_runnable_locked(uint32_t t);
   void switch_away(uint32_t t);
+  uint32_t pop_ready();
   friend void fiber_entry(void* p);
   void resolve_locked();
   bool try_release_warps_locked(uint32_t w);
@@ -429,11 +430,16 @@ void BlockRun::wait_released_locked(BlockLock& lk, uint32_t t, bool may_complete
 
 // Fibers mode: t blocks or ends; the next ready thread runs, or the
 // scheduler when none is ready. Returns when t is switched to again.
+uint32_t BlockRun::pop_ready() {
+  const uint32_t next = ready_[ready_head_];
+  ready_head_ = (ready_head_ + 1) % n_;
+  --ready_size_;
+  return next;
+}
+
 void BlockRun::switch_away(uint32_t t) {
   if (ready_size_ > 0) {
-    const uint32_t next = ready_[ready_head_];
-    ready_head_ = (ready_head_ + 1) % n_;
-    --ready_size_;
+    const uint32_t next = pop_ready();
     current_ = next;
     tl_thread = &ctx_[next];
     fiber_switch(fctx_[t], fctx_[next]);
@@ -570,9 +576,7 @@ std::string BlockRun::run_fibers(std::vector<std::unique_ptr<FiberStack>>& stack
   tsan_release(&bidx_);
   while (exited_ < n_) {
     if (ready_size_ > 0) {
-      const uint32_t next = ready_[ready_head_];
-      ready_head_ = (ready_head_ + 1) % n_;
-      --ready_size_;
+      const uint32_t next = pop_ready();
       current_ = next;
       tl_thread = &ctx_[next];
       fiber_switch(sched_ctx_, fctx_[next]);

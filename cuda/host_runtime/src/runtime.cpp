@@ -226,7 +226,8 @@ std::string check_range(const void* p, size_t bytes, bool want_device, const cha
   return {};
 }
 
-cudaError_t check_copy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, const char* api) {
+// Resolves cudaMemcpyDefault in `kind` and checks both ranges against it.
+cudaError_t check_copy(void* dst, size_t dst_bytes, const void* src, size_t src_bytes, cudaMemcpyKind& kind, const char* api) {
   if (kind == cudaMemcpyDefault) {
     const bool dd = is_device(dst), sd = is_device(src);
     kind = dd ? (sd ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice) : (sd ? cudaMemcpyDeviceToHost : cudaMemcpyHostToHost);
@@ -235,11 +236,12 @@ cudaError_t check_copy(void* dst, const void* src, size_t bytes, cudaMemcpyKind 
     return fail(cudaErrorInvalidMemcpyDirection, std::string(api) + ": copy kind " + std::to_string(static_cast<int>(kind)) + " is not a cudaMemcpyKind");
   const bool dst_dev = kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice;
   const bool src_dev = kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDeviceToDevice;
-  std::string e = check_range(dst, bytes, dst_dev, "destination", api);
-  if (e.empty()) e = check_range(src, bytes, src_dev, "source", api);
+  std::string e = check_range(dst, dst_bytes, dst_dev, "destination", api);
+  if (e.empty()) e = check_range(src, src_bytes, src_dev, "source", api);
   if (!e.empty()) return fail(cudaErrorInvalidValue, e);
   return cudaSuccess;
 }
+bool source_is_host(cudaMemcpyKind resolved) { return resolved == cudaMemcpyHostToDevice || resolved == cudaMemcpyHostToHost; }
 
 // --- streams ------------------------------------------------------------------------------------
 cudaError_t resolve_stream(cudaStream_t h, CUstream_st** out) {
@@ -600,9 +602,9 @@ cudaError_t memcpy_async(void* dst, const void* src, size_t bytes, cudaMemcpyKin
   TS_HOST_API_BEGIN;
   CUstream_st* s = nullptr;
   if (resolve_stream(stream, &s) != cudaSuccess) return t_last;
-  if (check_copy(dst, src, bytes, kind, api) != cudaSuccess) return t_last;
+  if (check_copy(dst, bytes, src, bytes, kind, api) != cudaSuccess) return t_last;
   if (bytes == 0) return cudaSuccess;
-  if (!is_device(src) && !s->capture && settings().streams == StreamMode::deferred) {
+  if (source_is_host(kind) && !s->capture && settings().streams == StreamMode::deferred) {
     auto staged = std::make_shared<std::vector<unsigned char>>(static_cast<const unsigned char*>(src), static_cast<const unsigned char*>(src) + bytes);
     enqueue(s, [dst, staged] { std::memcpy(dst, staged->data(), staged->size()); });
   } else {
@@ -621,21 +623,11 @@ cudaError_t memcpy2d_async(void* dst, size_t dpitch, const void* src, size_t spi
                                                 std::to_string(dpitch) + ", " + std::to_string(spitch) + ")");
   if (width == 0 || height == 0) return cudaSuccess;
   const size_t dspan = dpitch * (height - 1) + width, sspan = spitch * (height - 1) + width;
-  if (kind == cudaMemcpyDefault) {
-    const bool dd = is_device(dst), sd = is_device(src);
-    kind = dd ? (sd ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice) : (sd ? cudaMemcpyDeviceToHost : cudaMemcpyHostToHost);
-  }
-  if (kind < cudaMemcpyHostToHost || kind > cudaMemcpyDeviceToDevice)
-    return fail(cudaErrorInvalidMemcpyDirection, std::string(api) + ": copy kind " + std::to_string(static_cast<int>(kind)) + " is not a cudaMemcpyKind");
-  const bool dst_dev = kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice;
-  const bool src_dev = kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDeviceToDevice;
-  std::string e = check_range(dst, dspan, dst_dev, "destination", api);
-  if (e.empty()) e = check_range(src, sspan, src_dev, "source", api);
-  if (!e.empty()) return fail(cudaErrorInvalidValue, e);
+  if (check_copy(dst, dspan, src, sspan, kind, api) != cudaSuccess) return t_last;
   auto rows = [dst, dpitch, width, height, spitch](const unsigned char* from) {
     for (size_t r = 0; r < height; ++r) std::memmove(static_cast<unsigned char*>(dst) + r * dpitch, from + r * spitch, width);
   };
-  if (!src_dev && !s->capture && settings().streams == StreamMode::deferred) {
+  if (source_is_host(kind) && !s->capture && settings().streams == StreamMode::deferred) {
     auto staged = std::make_shared<std::vector<unsigned char>>(static_cast<const unsigned char*>(src), static_cast<const unsigned char*>(src) + sspan);
     enqueue(s, [rows, staged] { rows(staged->data()); });
   } else {
