@@ -7,19 +7,22 @@
 #ifdef TRIESCOPE_WITH_TORCH
 #include "core/model/torch/torch_transformer.h"
 #endif
-#ifdef TRIESCOPE_WITH_CUDA
-#include "cuda/cuda_backend.h"
-#endif
 
 namespace triescope::cli {
 
 int cmd_run(const Args& args) {
   auto p = parse_args(args, {"out", "backend", "prompt"}, {"quiet"});
   TS_CHECK(p.positional.size() == 1, "run: expected one sample file, got " << p.positional.size() << " arguments");
-  const std::string backend = p.get("backend", "cpu");
-  TS_CHECK(backend == "cpu" || backend == "cuda" || backend == "cuda-emu",
-           "run: --backend must be cpu, cuda or cuda-emu, got " << backend);
-  Sample s = sample_load(p.positional[0]);
+  const std::string backend_name = p.get("backend", "cpu");
+  const BackendSpec* backend = backend_find(backend_name);
+  if (!backend) {
+    const bool cuda_kind = backend_name == "cuda" || backend_name == "cuda-emu";
+    TS_FAIL("run: --backend " << backend_name << ": this triescope has backends " << backend_names()
+                              << (cuda_kind ? " (one CUDA backend per build: configure with -DTRIESCOPE_CUDA_HOST=ON for cuda-emu, "
+                                              "-DTRIESCOPE_CUDA_HOST=OFF -DTRIESCOPE_WITH_CUDA=ON for cuda on a GPU)"
+                                            : ""));
+  }
+  Sample s = sample_load(p.positional[0], *backend);  // models built once, on the backend
   if (p.has("prompt")) {  // text replaces the sample's prompt ids (needs a model with tokenizer.json)
 #ifdef TRIESCOPE_WITH_TORCH
     s.prompt = model_encode_text(*s.model, p.get("prompt"));
@@ -28,28 +31,15 @@ int cmd_run(const Args& args) {
     TS_FAIL("run: --prompt needs a model with a tokenizer; this build has no LibTorch transformer");
 #endif
   }
-  if (backend != "cpu") {
-#ifdef TRIESCOPE_WITH_CUDA
-    // One CUDA backend per build: the host runtime's (cuda-emu) or a GPU's (cuda).
-    TS_CHECK(backend == cuda::kCliName,
-             "run: --backend " << backend << ": this triescope runs the CUDA kernels "
-                               << (cuda::kEmulated ? "on the host runtime (--backend cuda-emu); for a GPU, configure with "
-                                                     "-DTRIESCOPE_CUDA_HOST=OFF -DTRIESCOPE_WITH_CUDA=ON"
-                                                   : "on a GPU (--backend cuda); for the host runtime, configure with -DTRIESCOPE_CUDA_HOST=ON"));
-    cuda::sample_use_cuda(s);  // throws when no device is usable or the model has no CUDA twin
-#else
-    TS_FAIL("run: --backend " << backend << ": this triescope was built without a CUDA backend (configure with -DTRIESCOPE_CUDA_HOST=ON)");
-#endif
-  }
   std::string out = p.get("out");
   if (out.empty()) out = std::filesystem::path(p.positional[0]).stem().string() + ".trace.jsonl";
   TraceFileWriter writer(out);  // temp file + rename: no half-written trace on failure
   std::ostringstream report;
   [[maybe_unused]] const SampleRun r = run_sample(s, &writer, report);
 #ifdef TRIESCOPE_WITH_TORCH
-  if (model_has_tokenizer(*s.model) && !r.result.hypotheses.empty())
-    report << "best, as text: " << model_decode_text(*s.model, s.prompt) << "|"
-           << model_decode_text(*s.model, r.result.hypotheses[0].tokens) << "\n";
+  if (model_has_tokenizer(*s.model) && !r.outputs.empty())
+    report << "best, as text: " << model_decode_text(*s.model, s.prompt) << "|" << model_decode_text(*s.model, r.outputs[0].tokens)
+           << "\n";
 #endif
   writer.commit();
   if (!p.has("quiet")) std::cout << report.str() << "trace: " << out << "\n";

@@ -47,7 +47,9 @@ int cmd_simulate(const Args& args) {
     Sample s = sample_load(p.get("sample"));
     model = std::move(s.model);
     prompt = s.prompt;
-    base = s.beam;
+    const auto* beam = dynamic_cast<const BeamSection*>(s.config.get());
+    TS_CHECK(beam, "simulate: --sample " << p.get("sample") << ": algorithm " << s.algorithm << " has no beam section");
+    base = beam->beam;
     if (!p.has("beams")) beams = {base.num_beams};
     if (!p.has("lengths")) lengths = {base.max_new_tokens};
   } else {

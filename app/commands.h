@@ -6,6 +6,12 @@
 namespace triescope::cli {
 
 using Args = std::vector<std::string>;
+// The whole CLI (app/main.cpp calls it; tests run it in-process): registers
+// the backends this build has, runs argv[1]'s command, maps errors to exit
+// codes (2: bad input, 3: internal error).
+int cli_main(int argc, char** argv);
+void register_backends();   // idempotent
+std::string backend_names_bar();  // "cpu|cuda-emu"
 int cmd_run(const Args& args);
 int cmd_diff(const Args& args);
 int cmd_inspect(const Args& args);

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "core/common/error.h"
+#include "core/decode/backend.h"
 #include "core/model/model_factory.h"
 #include "cuda/cuda_synthetic_model.h"
 #include "cuda/incremental_ancestor_mask.h"
@@ -64,38 +65,27 @@ std::unique_ptr<Model> transformer_build_cuda(const json& model_obj, const std::
 
 }  // namespace
 
-void sample_use_cuda(Sample& s) {
-  // Speculative and DSBD samples hold a draft model too: refuse one without
-  // a CUDA implementation here, before anything runs (run_sample swaps it
-  // through s.draft_to_backend).
-  const bool has_draft = s.algorithm == "speculative" || s.algorithm == "dsbd";
+std::unique_ptr<Model> model_build(const JsonObjectReader& obj) {
+  const std::string field = obj.prefix().empty() ? std::string("model") : obj.prefix();
+  const std::string type = model_type(obj.object_json());
   try {
-    const std::string target = model_type(s.raw.value("model", json()));
-    if (has_draft) {
-      const json d = s.raw.value("draft_model", json());
-      const std::string type = model_type(d);
-      if (type == "synthetic") {
-        s.draft_to_backend = [](const Model& m) { return model_to_cuda(m); };
-      } else if (type == "transformer") {
-        const std::string path = s.path;
-        s.draft_to_backend = [d, path](const Model&) {
-          try {
-            return transformer_build_cuda(d, path, "draft_model");
-          } catch (const Error& e) {
-            TS_FAIL(path << ": " << e.what());
-          }
-        };
-      } else {
-        TS_FAIL("cuda backend: draft_model type \"" << type
-                                                    << "\" has no CUDA implementation (\"synthetic\" and \"transformer\" run on the GPU)");
-      }
-    }
-    if (target == "transformer") {
+    if (type == "transformer") {
       tree_attention_register();  // "auto" picks the kernel on "cuda" (registering touches no device)
-      s.model = transformer_build_cuda(s.raw.at("model"), s.path, "model");
-    } else {
-      s.model = model_to_cuda(*s.model);
+      return transformer_build_cuda(obj.object_json(), obj.origin(), field);
     }
+    if (type == "synthetic") return model_to_cuda(*model_from_json(obj));
+    if (field == "model") return model_to_cuda(*model_from_json(obj));  // names the type that has no twin
+    TS_FAIL("cuda backend: " << field << " type \"" << type
+                              << "\" has no CUDA implementation (\"synthetic\" and \"transformer\" run on the GPU)");
+  } catch (const Error& e) {
+    TS_FAIL(obj.origin() << ": " << e.what());
+  } catch (const std::exception& e) {
+    TS_FAIL(obj.origin() << ": cuda backend: " << first_line(e.what()));
+  }
+}
+
+void sample_install(Sample& s) {
+  try {
     s.options.dsbd_verifier = make_dsbd_verifier(VerifyExec::device);
     s.options.speculative_verifier = make_speculative_verifier(VerifyExec::device);
     s.options.lookahead_verifier = make_lookahead_verifier(VerifyExec::device);
@@ -112,6 +102,25 @@ void sample_use_cuda(Sample& s) {
   // The trie decoder's mask rows come from the device builder, so the trace
   // records what the GPU built (the batch layout's rows are still host-built).
   s.options.make_mask = [] { return std::make_unique<IncrementalAncestorMask>(); };
+}
+
+void sample_use_cuda(Sample& s) {
+  // The draft first: a draft without a CUDA implementation is refused before
+  // the target touches a device.
+  if (s.raw.contains("draft_model")) s.draft = model_build(JsonObjectReader(s.raw.at("draft_model"), s.path, "draft_model"));
+  s.model = model_build(JsonObjectReader(s.raw.at("model"), s.path, "model"));
+  sample_install(s);
+}
+
+void backend_register() {
+  if (backend_find(kCliName)) return;
+  BackendSpec b;
+  b.name = kCliName;
+  b.trace_name = kBackendName;
+  b.description = kEmulated ? "the CUDA kernels on the host runtime (cuda/host_runtime/)" : "the CUDA kernels on a GPU";
+  b.build_model = model_build;
+  b.prepare = sample_install;
+  ::triescope::backend_register(std::move(b));
 }
 
 }  // namespace triescope::cuda

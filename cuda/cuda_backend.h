@@ -53,13 +53,26 @@ std::shared_ptr<SpeculativeVerifier> make_speculative_verifier(VerifyExec exec);
 // Lookahead verification (argmax rows + longest matching path): cuda/lookahead_verify.h.
 std::shared_ptr<LookaheadVerifier> make_lookahead_verifier(VerifyExec exec);
 
-// Replaces s.model (and a speculative / DSBD sample's draft model) by its
-// CUDA twin (synthetic) or rebuilds it on device "cuda" with the tree
-// attention kernel (transformer), installs the device mask builder, the
-// device verifiers and, for a STATIC constraint with the VNTK index, the
-// device index (cuda/static_constraint_index.h), and sets s.options.backend.
-// Every algorithm is accepted; a scripted model, a missing device or a
-// LibTorch without CUDA is refused with an Error naming the file.
+// A sample's "model" or "draft_model" object built on the CUDA backend, once:
+// a synthetic model as its CUDA twin, a transformer on device "cuda" with the
+// tree attention kernel (on the host runtime: LibTorch on the CPU with the
+// emulated kernel). A scripted model, a missing device or a LibTorch without
+// CUDA is refused with an Error naming the file and field.
+std::unique_ptr<Model> model_build(const JsonObjectReader& model_obj);
+
+// Installs the device seams into a sample whose models are built: the device
+// mask builder, the device verifiers and, for a STATIC constraint with the
+// VNTK index, the device index (cuda/static_constraint_index.h); sets
+// s.options.backend.
+void sample_install(Sample& s);
+
+// Moves a sample loaded for the CPU onto the CUDA backend: its models rebuilt
+// with model_build (the draft first), then sample_install. Every algorithm is
+// accepted.
 void sample_use_cuda(Sample& s);
+
+// Adds this build's CUDA backend ("cuda" or "cuda-emu") to the backend
+// registry (core/decode/backend.h); calling it again does nothing.
+void backend_register();
 
 }  // namespace triescope::cuda

@@ -1,5 +1,9 @@
 #include "gui/main_window.h"
 
+#include "core/decode/algorithm.h"
+
+#include <algorithm>
+
 #include <QApplication>
 #include <QComboBox>
 #include <QDialog>
@@ -341,7 +345,9 @@ void MainWindow::runSampleDialog() {
     if (!p.isEmpty()) path->setText(p);
   });
   auto* algo = new QComboBox(&dlg);
-  algo->addItems({tr("(as in the sample)"), QStringLiteral("trie_beam_search"), QStringLiteral("batch_beam_search")});
+  algo->addItem(tr("(as in the sample)"));
+  for (const AlgorithmSpec* a : algorithms())  // the beam algorithms: the dialog edits the "beam" section
+    if (std::find(a->sections.begin(), a->sections.end(), "beam") != a->sections.end()) algo->addItem(QString::fromStdString(a->name));
   auto spin = [&](int lo, int hi) {
     auto* s = new QSpinBox(&dlg);
     s->setRange(lo - 1, hi);

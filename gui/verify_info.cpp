@@ -1,5 +1,7 @@
 #include "gui/verify_info.h"
 
+#include "core/trace/trace.h"
+
 #include <algorithm>
 #include <map>
 #include <set>
@@ -358,12 +360,12 @@ VerifyInfo verify_info(const StepView& v, const TraceReplay& replay) {
   Rd rd{out.error, "step " + std::to_string(v.step)};
   const json& x = v.extra;
   if (!x.is_object()) return out;
-  const std::string algo = replay.header().value("algorithm", std::string());
+  const std::string kind = trace_verify_kind(replay.header());
   if (v.phase == "draft") {
     const json* next = step_record(replay, v.step + 1);
     if (next && next->value("phase", "") == "verify") out.verify_step = v.step + 1;
     out.iteration = rd.i(x, "iteration", "draft");
-    if (x.contains("draft_layers")) {
+    if (kind == kVerifyDsbdLayers) {
       out.kind = VerifyInfo::Kind::dsbd_draft;
       dsbd_draft(v, rd.arr(x, "draft_layers", "draft"), rd, out);
       out.gamma = static_cast<int32_t>(out.layers.size());
@@ -391,15 +393,19 @@ VerifyInfo verify_info(const StepView& v, const TraceReplay& replay) {
   }
   const json* draft = step_record(replay, v.step - 1);
   if (draft && draft->value("phase", "") != "draft") draft = nullptr;
-  if (ver.contains("candidates") || ver.contains("window_nodes")) {
+  // v2: the record names its kind; v1: the header's algorithm does (trace_verify_kind).
+  const std::string vk = ver.contains("kind") ? (ver["kind"].is_string() ? ver["kind"].get<std::string>() : std::string("?")) : kind;
+  if (vk == kVerifyLookahead) {
     out.kind = VerifyInfo::Kind::lookahead;
     lookahead(v, replay, ver, rd, out);
-  } else if (ver.contains("decisions") || algo == "speculative") {
+  } else if (vk == kVerifySpeculativeChain) {
     out.kind = VerifyInfo::Kind::spec_verify;
     spec_verify(v, ver, draft, rd, out);
-  } else {
+  } else if (vk == kVerifyDsbdLayers) {
     out.kind = VerifyInfo::Kind::dsbd_verify;
     dsbd_verify(v, ver, draft, rd, out);
+  } else {
+    rd.bad("verify.kind", ("unknown verification kind \"" + vk + "\"").c_str());
   }
   return out;
 }

@@ -41,6 +41,8 @@ class JsonObjectReader {
   // Throws on any key present in the object that was never read.
   void finish() const;
   const std::string& origin() const { return origin_; }
+  const std::string& prefix() const { return prefix_; }  // this object's field path ("" at top)
+  const json& object_json() const { return obj_; }       // the object itself
 
  private:
   const json& obj_;

@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "core/common/error.h"
+#include "core/trace/trace_recorder.h"
 
 namespace triescope {
 
@@ -61,10 +62,11 @@ DecodeResult batch_beam_search(Model& model, const std::vector<int32_t>& prompt,
   DecodeMetrics& m = res.metrics;
   m.prompt_len = n;
   model.reset();
-  if (trace) {
+  TraceRecorder rec(trace, opt.keyframe_interval);
+  if (rec.on()) {
     json config = {{"beam", cfg.to_json()}, {"prompt", prompt}};
     if (constraint) config["constraint"] = constraint->describe();
-    trace->record(trace_header("batch_beam_search", opt.backend, config, model.describe(), model.vocab_strings()));
+    rec.header("batch_beam_search", opt.backend, config, model.describe(), model.vocab_strings());
   }
 
   // input_ids: B copies of the prompt, then the generated tokens of each row.
@@ -101,7 +103,8 @@ DecodeResult batch_beam_search(Model& model, const std::vector<int32_t>& prompt,
   };
 
   json fwd = run(0, n);
-  if (trace) trace->record({{"kind", "step"}, {"step", 0}, {"phase", "prefill"}, {"forward", fwd}, {"kv", kv(0)}});
+  if (rec.on()) rec.step(0, "prefill", {{"forward", fwd}, {"kv", kv(0)}});
+  else kv(0);
   std::vector<int32_t> last_row(static_cast<size_t>(B));
   for (int32_t r = 0; r < B; ++r) last_row[static_cast<size_t>(r)] = r * n + (n - 1);
 
@@ -180,11 +183,11 @@ DecodeResult batch_beam_search(Model& model, const std::vector<int32_t>& prompt,
       step_fwd = run(n + cur - 1, 1);
       for (int32_t r = 0; r < rows; ++r) last_row[static_cast<size_t>(r)] = r;
     }
-    if (trace) {
-      json rec = {{"kind", "step"}, {"step", cur}, {"phase", "expand"}, {"chosen", chosen}, {"kv", kv(cur)}};
-      if (feeds) rec["forward"] = step_fwd;
-      if (constraint) rec["constraint"] = cinfo;
-      trace->record(std::move(rec));
+    if (rec.on()) {
+      json fields = {{"chosen", chosen}, {"kv", kv(cur)}};
+      if (feeds) fields["forward"] = step_fwd;
+      if (constraint) fields["constraint"] = cinfo;
+      rec.step(cur, "expand", std::move(fields));
     } else {
       kv(cur);
     }
@@ -208,12 +211,10 @@ DecodeResult batch_beam_search(Model& model, const std::vector<int32_t>& prompt,
   m.mem_per_token = mem_per_token(m.peak_bytes, n, m.output_len);
   m.batch_mem_per_token = m.mem_per_token;
   m.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (trace) {
+  if (rec.on()) {
     json outs = json::array();
     for (auto& h : res.hypotheses) outs.push_back({{"tokens", h.tokens}, {"score", h.score}, {"sum_logprobs", h.sum_logprobs}});
-    json metrics = m.to_json();
-    metrics.erase("seconds");
-    trace->record({{"kind", "summary"}, {"outputs", outs}, {"metrics", metrics}, {"seconds", m.seconds}});
+    rec.summary(std::move(outs), m.to_json(), m.seconds);
   }
   return res;
 }

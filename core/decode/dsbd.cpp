@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "core/common/error.h"
+#include "core/trace/trace_recorder.h"
 #include "core/decode/trie_beam_search.h"
 
 namespace triescope {
@@ -232,11 +233,12 @@ DsbdResult dsbd_decode(Model& target, Model& draft, const std::vector<int32_t>& 
   DecodeMetrics& m = res.decode.metrics;
   m.prompt_len = n;
   const int64_t bps = target.kv_shape().bytes_per_slot();
-  if (trace) {
+  TraceRecorder rec(trace, opt.keyframe_interval);
+  if (rec.on()) {
     json config = cfg.to_json();
     config["prompt"] = prompt;
     config["draft_model"] = draft.describe();
-    trace->record(trace_header("dsbd", opt.backend, config, target.describe(), target.vocab_strings()));
+    rec.header("dsbd", opt.backend, config, target.describe(), target.vocab_strings(), kVerifyDsbdLayers);
   }
   // Per-node joint log-likelihoods: under the target (known once the parent's
   // target row is) and under the draft (q_beam's weights, Section 3.1).
@@ -258,17 +260,17 @@ DsbdResult dsbd_decode(Model& target, Model& draft, const std::vector<int32_t>& 
     // Prefill all but the last prompt token: that token is the root of the
     // first forest and is scored by the first forest pass.
     const std::vector<int32_t> pre(prompt_nodes.begin(), prompt_nodes.end() - 1);
-    json rec = {{"kind", "step"}, {"step", 0}, {"phase", "prefill"}};
+    json fields = json::object();
     if (!pre.empty()) {
-      rec["forward"] = tf.feed(tree, slots.num_slots(), pre, tlp_rows, trow, trace != nullptr);
-      rec["draft_forward"] = df.feed(tree, slots.num_slots(), pre, dlp_rows, drow, trace != nullptr);
+      fields["forward"] = tf.feed(tree, slots.num_slots(), pre, tlp_rows, trow, rec.on());
+      fields["draft_forward"] = df.feed(tree, slots.num_slots(), pre, dlp_rows, drow, rec.on());
     }
-    if (trace) {
+    if (rec.on()) {
       json added = json::array();
       for (int32_t id : prompt_nodes) added.push_back(trace_node(tree.node(id)));
-      rec["added"] = added;
-      rec["kv"] = kv_record(slots, bps, n, 1);
-      trace->record(std::move(rec));
+      fields["added"] = added;
+      fields["kv"] = kv_record(slots, bps, n, 1);
+      rec.step(0, "prefill", std::move(fields), tree, slots.num_slots());
     }
   }
 
@@ -303,9 +305,7 @@ DsbdResult dsbd_decode(Model& target, Model& draft, const std::vector<int32_t>& 
       draft.compact(plan);
       slots.apply(plan);
       ++m.gc_runs;
-      if (trace) {
-        trace->record(trace_gc_record(step + 1, plan));
-      }
+      rec.gc(step + 1, plan);
     }
 
     // ---- draft (Section 3.1, Figure 2a): beam sampling of width W_S for g steps
@@ -320,8 +320,8 @@ DsbdResult dsbd_decode(Model& target, Model& draft, const std::vector<int32_t>& 
       std::vector<int32_t> q_nodes;
       for (int32_t b : prev.nodes)
         if (std::find(q_nodes.begin(), q_nodes.end(), b) == q_nodes.end()) q_nodes.push_back(b);
-      json f = df.feed(tree, slots.num_slots(), q_nodes, dlp_rows, drow, trace != nullptr);
-      if (trace) draft_fw.push_back(f);
+      json f = df.feed(tree, slots.num_slots(), q_nodes, dlp_rows, drow, rec.on());
+      if (rec.on()) draft_fw.push_back(f);
       for (int32_t id = 0; id < tree.size(); ++id) {
         const int32_t r = drow[static_cast<size_t>(id)];
         if (r >= 0) drafted_rows[id].assign(dlp_rows.begin() + static_cast<std::ptrdiff_t>(r) * V,
@@ -354,13 +354,13 @@ DsbdResult dsbd_decode(Model& target, Model& draft, const std::vector<int32_t>& 
           in_forest[static_cast<size_t>(mit->second)] = 1;
           node_dlp[static_cast<size_t>(mit->second)] = dl;
           has_dlp[static_cast<size_t>(mit->second)] = 1;
-          if (trace) draft_added.push_back(trace_node(tree.node(mit->second)));
+          if (rec.on()) draft_added.push_back(trace_node(tree.node(mit->second)));
         }
         cur.nodes.push_back(mit->second);
         cur.parent.push_back(pi);
-        if (trace) lj.push_back({{"beam", i}, {"node", mit->second}, {"parent_beam", pi}, {"token", tok}, {"q_beam", cur.q_full[static_cast<size_t>(pair)]}});
+        if (rec.on()) lj.push_back({{"beam", i}, {"node", mit->second}, {"parent_beam", pi}, {"token", tok}, {"q_beam", cur.q_full[static_cast<size_t>(pair)]}});
       }
-      if (trace) draft_layers.push_back({{"layer", j}, {"beams", lj}});
+      if (rec.on()) draft_layers.push_back({{"layer", j}, {"beams", lj}});
     }
     // Paper layout (Section 3.3): one cache per input beam holding its whole
     // path, plus its draft tree. Counted at the same moment as ours.
@@ -370,21 +370,22 @@ DsbdResult dsbd_decode(Model& target, Model& draft, const std::vector<int32_t>& 
       if (in_forest[static_cast<size_t>(id)] && std::find(distinct_beams.begin(), distinct_beams.end(), id) == distinct_beams.end()) ++paper;
     st.paper_peak_slots = std::max(st.paper_peak_slots, paper);
     ++step;
-    if (trace)
-      trace->record({{"kind", "step"}, {"step", step}, {"phase", "draft"}, {"iteration", iteration}, {"added", draft_added},
-                     {"draft_layers", draft_layers}, {"draft_forwards", draft_fw},
-                     {"kv", kv_record(slots, bps, paper, static_cast<int32_t>(beams.size()))}});
+    if (rec.on())
+      rec.step(step, "draft",
+               {{"iteration", iteration}, {"added", draft_added}, {"draft_layers", draft_layers}, {"draft_forwards", draft_fw},
+                {"kv", kv_record(slots, bps, paper, static_cast<int32_t>(beams.size()))}},
+               tree, slots.num_slots());
 
     // ---- the target scores the whole forest in one pass (Section 3.3, Figure 3)
     const std::vector<int32_t> order = dsbd_forest_order(tree, beams, in_forest);
-    const json fwd = tf.feed(tree, slots.num_slots(), order, tlp_rows, trow, trace != nullptr);
+    const json fwd = tf.feed(tree, slots.num_slots(), order, tlp_rows, trow, rec.on());
     auto target_row = [&](int32_t node) {
       const int32_t r = trow[static_cast<size_t>(node)];
       TS_CHECK(r >= 0, "dsbd: internal: node " << node << " missing from the forest pass");
       return tlp_rows.data() + static_cast<std::ptrdiff_t>(r) * V;
     };
     json target_lp = json::array();
-    if (trace)
+    if (rec.on())
       for (int32_t id : order)
         if (std::find(distinct_beams.begin(), distinct_beams.end(), id) == distinct_beams.end())
           target_lp.push_back({id, target_row(tree.node(id).parent)[tree.node(id).token]});
@@ -395,7 +396,7 @@ DsbdResult dsbd_decode(Model& target, Model& draft, const std::vector<int32_t>& 
     json status = json::array(), added = json::array(), vlayers = json::array();
     auto set_status = [&](int32_t node, NodeStatus s) {
       tree.node(node).status = s;
-      if (trace) status.push_back({{"node", node}, {"status", std::string(node_status_name(s))}});
+      if (rec.on()) status.push_back({{"node", node}, {"status", std::string(node_status_name(s))}});
     };
     std::map<std::pair<int32_t, int32_t>, int32_t> sampled_made;
     auto child_for = [&](int32_t parent, int32_t tok, double tl) {
@@ -413,7 +414,7 @@ DsbdResult dsbd_decode(Model& target, Model& draft, const std::vector<int32_t>& 
         grow();
         node_tlp[static_cast<size_t>(sit->second)] = tl;
         if (drafted_rows.count(parent) && has_dlp[static_cast<size_t>(parent)]) dlp_of(sit->second);
-        if (trace) added.push_back(trace_node(tree.node(sit->second)));
+        if (rec.on()) added.push_back(trace_node(tree.node(sit->second)));
       }
       return sit->second;
     };
@@ -446,7 +447,7 @@ DsbdResult dsbd_decode(Model& target, Model& draft, const std::vector<int32_t>& 
         const int32_t k = pos_in_A[static_cast<size_t>(L.parent[i])];
         if (k < 0) {  // line 10: children of rejected beams are rejected
           if (tree.node(L.nodes[i]).status == NodeStatus::live) set_status(L.nodes[i], NodeStatus::rejected);
-          if (trace) parent_rejected.push_back(L.nodes[i]);
+          if (rec.on()) parent_rejected.push_back(L.nodes[i]);
           continue;
         }
         drafts.push_back(int64_t{k} * V + tree.node(L.nodes[i]).token);
@@ -480,7 +481,7 @@ DsbdResult dsbd_decode(Model& target, Model& draft, const std::vector<int32_t>& 
         const int32_t node = L.nodes[static_cast<size_t>(draft_of[static_cast<size_t>(d.draft)])];
         if (d.accepted) set_status(node, NodeStatus::accepted);
         else if (tree.node(node).status != NodeStatus::accepted) set_status(node, NodeStatus::rejected);
-        if (trace) dj.push_back({{"beam", draft_of[static_cast<size_t>(d.draft)]}, {"node", node}, {"accept_prob", d.accept_prob},
+        if (rec.on()) dj.push_back({{"beam", draft_of[static_cast<size_t>(d.draft)]}, {"node", node}, {"accept_prob", d.accept_prob},
                                  {"u", d.u}, {"accepted", d.accepted}, {"p", p[static_cast<size_t>(d.pair)]}, {"q", q[static_cast<size_t>(d.pair)]}});
       }
       for (size_t i = 0; i < drafts.size(); ++i)  // lines 23-24: the rest of a full layer
@@ -503,7 +504,7 @@ DsbdResult dsbd_decode(Model& target, Model& draft, const std::vector<int32_t>& 
             next.push_back({node, li, tl});
           }
         A = std::move(next);
-        if (trace) vlayers.push_back(lrec);
+        if (rec.on()) vlayers.push_back(lrec);
         continue;
       }
       // Lines 26-31: the layer is short; accepted drafts plus sampled beams are the output.
@@ -518,12 +519,12 @@ DsbdResult dsbd_decode(Model& target, Model& draft, const std::vector<int32_t>& 
         const int32_t node = child_for(A[k].node, tok, tl);
         if (o >= from_draft) {
           if (tree.node(node).status != NodeStatus::live) set_status(node, NodeStatus::live);
-          if (trace) sampled.push_back({{"node", node}, {"from", o == from_draft ? "residual" : "p_beam"}, {"prob", p[static_cast<size_t>(pair)]}});
+          if (rec.on()) sampled.push_back({{"node", node}, {"from", o == from_draft ? "residual" : "p_beam"}, {"prob", p[static_cast<size_t>(pair)]}});
         }
         outputs.push_back(node);
       }
       lrec["sampled"] = sampled;
-      if (trace) vlayers.push_back(lrec);
+      if (rec.on()) vlayers.push_back(lrec);
       l_last = l;
       break;
     }
@@ -544,7 +545,7 @@ DsbdResult dsbd_decode(Model& target, Model& draft, const std::vector<int32_t>& 
         const size_t a = static_cast<size_t>(pair / V);
         const int32_t node = child_for(A[a].node, static_cast<int32_t>(pair % V), A[a].tlp + token_lp[static_cast<size_t>(pair)]);
         outputs.push_back(node);
-        if (trace) extra["sampled"].push_back({{"node", node}, {"prob", p[static_cast<size_t>(pair)]}});
+        if (rec.on()) extra["sampled"].push_back({{"node", node}, {"prob", p[static_cast<size_t>(pair)]}});
       }
     }
     if (g == cfg.gamma) {
@@ -562,29 +563,30 @@ DsbdResult dsbd_decode(Model& target, Model& draft, const std::vector<int32_t>& 
         if (node_tlp[static_cast<size_t>(outputs[i])] > node_tlp[static_cast<size_t>(outputs[best])]) best = i;
       outputs = {outputs[best]};
     }
-    // Forest nodes that lead to no output and were never decided are dead;
-    // accepted and rejected ones keep the decision the verify record shows.
-    in_forest.resize(static_cast<size_t>(tree.size()), 0);
+    // Nodes that lead to no output and were never decided are dead; accepted
+    // and rejected ones keep the decision the verify record shows.
     std::vector<char> keep(static_cast<size_t>(tree.size()), 0);
     for (int32_t o : outputs)
       for (int32_t a = o; a != kNoNode && !keep[static_cast<size_t>(a)]; a = tree.node(a).parent) keep[static_cast<size_t>(a)] = 1;
+    // Every live node that leads to no output is dead now, whichever
+    // iteration made it (an earlier output's branch dies when no output of
+    // this one descends from it; the next gc frees its slots).
     for (int32_t id = 0; id < tree.size(); ++id)
-      if (in_forest[static_cast<size_t>(id)] && !keep[static_cast<size_t>(id)] && tree.node(id).depth >= n &&
-          tree.node(id).status == NodeStatus::live)
+      if (!keep[static_cast<size_t>(id)] && tree.node(id).depth >= n && tree.node(id).status == NodeStatus::live)
         set_status(id, NodeStatus::pruned);
     beams = outputs;
     st.shared_peak_slots = slots.peak();
     ++step;
-    if (trace) {
+    if (rec.on()) {
       json chosen = json::array();
       for (size_t i = 0; i < beams.size(); ++i)
         chosen.push_back({{"beam", i}, {"node", beams[i]}, {"token", tree.node(beams[i]).token}, {"score", node_tlp[static_cast<size_t>(beams[i])]}});
-      json verify = {{"iteration", iteration}, {"gamma", g}, {"layers", vlayers}, {"steps", l_last},
+      json verify = {{"kind", kVerifyDsbdLayers}, {"iteration", iteration}, {"gamma", g}, {"layers", vlayers}, {"steps", l_last},
                      {"stopped_at_layer", l_last <= g ? json(l_last) : json()}, {"extra_layer", extra}};
-      trace->record({{"kind", "step"}, {"step", step}, {"phase", "verify"}, {"iteration", iteration}, {"added", added},
-                     {"status", status}, {"chosen", chosen}, {"forward", fwd}, {"verify", verify}, {"target_logprob", target_lp},
-                     {"kv", kv_record(slots, bps, paper, static_cast<int32_t>(beams.size()))}});
-      if (opt.keyframe_interval > 0 && step % opt.keyframe_interval == 0) trace->record(trace_keyframe(step, tree, slots.num_slots()));
+      rec.step(step, "verify",
+               {{"iteration", iteration}, {"added", added}, {"status", status}, {"chosen", chosen}, {"forward", fwd}, {"verify", verify},
+                {"target_logprob", target_lp}, {"kv", kv_record(slots, bps, paper, static_cast<int32_t>(beams.size()))}},
+               tree, slots.num_slots());
     }
   }
 
@@ -623,15 +625,13 @@ DsbdResult dsbd_decode(Model& target, Model& draft, const std::vector<int32_t>& 
   m.mem_per_token = mem_per_token(m.peak_bytes, n, m.output_len);
   m.batch_mem_per_token = mem_per_token(m.batch_peak_bytes, n, m.output_len);
   m.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (trace) {
-    if (opt.keyframe_interval <= 0 || step % opt.keyframe_interval != 0) trace->record(trace_keyframe(step, tree, slots.num_slots()));
+  if (rec.on()) {
     json outs = json::array();
     for (auto& h : res.decode.hypotheses) outs.push_back({{"tokens", h.tokens}, {"score", h.score}, {"sum_logprobs", h.sum_logprobs}});
     json metrics = m.to_json();
-    metrics.erase("seconds");
     metrics["sampling"] = res.sampling.to_json();
     metrics["dsbd"] = st.to_json();
-    trace->record({{"kind", "summary"}, {"outputs", outs}, {"metrics", metrics}, {"seconds", m.seconds}});
+    rec.summary(std::move(outs), std::move(metrics), m.seconds, tree, slots.num_slots());
   }
   return result;
 }

@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "core/common/error.h"
+#include "core/trace/trace_recorder.h"
 #include "core/decode/tree_step.h"
 #include "core/decode/trie_beam_search.h"
 #include "core/kv/kv_cache.h"
@@ -22,9 +23,7 @@ nlohmann::json LookaheadMetrics::to_json() const {
           {"peak_slots", peak_slots}};
 }
 
-namespace {
-
-const char* verify_name(LookaheadVerify v) {
+const char* lookahead_verify_name(LookaheadVerify v) {
   switch (v) {
     case LookaheadVerify::greedy_only: return "greedy_only";
     case LookaheadVerify::independent: return "independent";
@@ -32,6 +31,8 @@ const char* verify_name(LookaheadVerify v) {
   }
   return "?";
 }
+
+namespace {
 
 // n-gram pool keyed by the first token; most recent continuation first.
 class NgramPool {
@@ -79,6 +80,8 @@ json feed(Model& model, Fed& f, const std::vector<int32_t>& nodes, bool want_jso
   return want_json ? tree_step_json(nodes, in) : json();
 }
 
+json kv_json(const KvSlots& slots) { return {{"slots", slots.num_slots()}, {"peak", slots.peak()}}; }
+
 json added_json(const TokenTree& t, const std::vector<int32_t>& nodes) {
   json a = json::array();
   for (int32_t id : nodes) a.push_back(trace_node(t.node(id)));
@@ -96,13 +99,12 @@ LookaheadResult greedy_decode(Model& model, const std::vector<int32_t>& prompt, 
   model.reset();
   LookaheadResult res;
   Fed f;
-  if (trace)
-    trace->record(trace_header("greedy", opt.backend, {{"max_new_tokens", max_new_tokens}, {"eos_token", eos_token},
-                                                           {"prompt", prompt}},
-                               model.describe(), model.vocab_strings()));
+  TraceRecorder rec(trace, opt.keyframe_interval);
+  rec.header("greedy", opt.backend, {{"max_new_tokens", max_new_tokens}, {"eos_token", eos_token}, {"prompt", prompt}},
+             model.describe(), model.vocab_strings());
   std::vector<int32_t> nodes = f.tree.add_chain(kNoNode, prompt);
-  json fwd = feed(model, f, nodes, trace);
-  if (trace) trace->record({{"kind", "step"}, {"step", 0}, {"phase", "prefill"}, {"added", added_json(f.tree, nodes)}, {"forward", fwd}});
+  json fwd = feed(model, f, nodes, rec.on());
+  if (rec.on()) rec.step(0, "prefill", {{"added", added_json(f.tree, nodes)}, {"forward", fwd}, {"kv", kv_json(f.slots)}}, f.tree, f.slots.num_slots());
   int32_t last = nodes.back(), row = f.logits.rows - 1;
   res.metrics.prompt_len = static_cast<int32_t>(prompt.size());
   for (int32_t step = 1;; ++step) {
@@ -112,12 +114,11 @@ LookaheadResult greedy_decode(Model& model, const std::vector<int32_t>& prompt, 
     res.tokens.push_back(tok);
     if (tok == eos_token || static_cast<int32_t>(res.tokens.size()) >= max_new_tokens) break;
     last = f.tree.add_child(last, tok, 0.0);
-    fwd = feed(model, f, {last}, trace);
+    fwd = feed(model, f, {last}, rec.on());
     row = 0;
     res.metrics.steps = step;
-    if (trace)
-      trace->record({{"kind", "step"}, {"step", step}, {"phase", "decode"}, {"added", added_json(f.tree, {last})}, {"forward", fwd},
-                     {"kv", {{"slots", f.slots.num_slots()}, {"peak", f.slots.peak()}}}});
+    if (rec.on())
+      rec.step(step, "decode", {{"added", added_json(f.tree, {last})}, {"forward", fwd}, {"kv", kv_json(f.slots)}}, f.tree, f.slots.num_slots());
   }
   auto& m = res.metrics;
   m.generated = static_cast<int32_t>(res.tokens.size());
@@ -125,7 +126,7 @@ LookaheadResult greedy_decode(Model& model, const std::vector<int32_t>& prompt, 
   m.computed_decode = f.computed - m.prompt_len;
   m.peak_slots = f.slots.peak();
   m.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (trace) trace->record({{"kind", "summary"}, {"outputs", {{{"tokens", res.tokens}}}}, {"metrics", m.to_json()}, {"seconds", m.seconds}});
+  if (rec.on()) rec.summary({{{"tokens", res.tokens}}}, m.to_json(), m.seconds, f.tree, f.slots.num_slots());
   return res;
 }
 
@@ -145,17 +146,19 @@ LookaheadResult lookahead_decode(Model& model, const std::vector<int32_t>& promp
   m.prompt_len = static_cast<int32_t>(prompt.size());
   Fed f;
   NgramPool pool(cfg.pool_per_key);
-  if (trace) {
+  TraceRecorder rec(trace, opt.keyframe_interval);
+  if (rec.on()) {
     json c = {{"max_new_tokens", cfg.max_new_tokens}, {"eos_token", cfg.eos_token}, {"window", W}, {"ngram", N},
               {"max_candidates", cfg.max_candidates}, {"pool_per_key", cfg.pool_per_key}, {"trie_depth", cfg.trie_depth},
-              {"trie_nodes", cfg.trie_nodes}, {"seed", cfg.seed}, {"verify", verify_name(cfg.verify)}, {"prompt", prompt}};
-    trace->record(trace_header("lookahead", opt.backend, c, model.describe(), model.vocab_strings()));
+              {"trie_nodes", cfg.trie_nodes}, {"seed", cfg.seed}, {"verify", lookahead_verify_name(cfg.verify)}, {"prompt", prompt}};
+    rec.header("lookahead", opt.backend, c, model.describe(), model.vocab_strings(), kVerifyLookahead);
   }
 
   std::vector<int32_t> prompt_nodes = f.tree.add_chain(kNoNode, prompt);
-  json fwd = feed(model, f, prompt_nodes, trace);
-  if (trace)
-    trace->record({{"kind", "step"}, {"step", 0}, {"phase", "prefill"}, {"added", added_json(f.tree, prompt_nodes)}, {"forward", fwd}});
+  json fwd = feed(model, f, prompt_nodes, rec.on());
+  if (rec.on())
+    rec.step(0, "prefill", {{"added", added_json(f.tree, prompt_nodes)}, {"forward", fwd}, {"kv", kv_json(f.slots)}}, f.tree,
+             f.slots.num_slots());
   int32_t last = prompt_nodes.back();  // the last node whose KV is in the cache
   const int32_t last_row = f.logits.rows - 1;
   int32_t pending = opt.lookahead_verifier ? opt.lookahead_verifier->verify(f.logits, last_row, {}, {}, {}).greedy[static_cast<size_t>(last_row)]
@@ -172,6 +175,14 @@ LookaheadResult lookahead_decode(Model& model, const std::vector<int32_t>& promp
   res.tokens.push_back(pending);
   bool stop = pending == cfg.eos_token || cfg.max_new_tokens == 1;
   for (int32_t step = 1; !stop; ++step) {
+    if (step > 1) {
+      // Alg. 1 line 6, KV side: keep the accepted path (the last step's
+      // tail), drop the rest in one compaction before this step's pass.
+      const CompactionPlan plan = kv_collect_garbage(f.tree, {last}, f.slots.num_slots());
+      model.compact(plan);
+      f.slots.apply(plan);
+      rec.gc(step, plan);
+    }
     const int32_t p = f.tree.node(last).depth + 1;  // position of the pending token
     const int32_t root = f.tree.add_child(last, pending, 0.0);
     std::vector<int32_t> fed = {root};
@@ -215,7 +226,7 @@ LookaheadResult lookahead_decode(Model& model, const std::vector<int32_t>& promp
     }
     fed.insert(fed.end(), cand_nodes.begin(), cand_nodes.end());
     // Alg. 1 lines 2-4: every node once, parents before children, one forward pass.
-    fwd = feed(model, f, fed, trace);
+    fwd = feed(model, f, fed, rec.on());
     m.lookahead_tokens += W;
     m.verify_tokens += static_cast<int64_t>(cand_nodes.size());
     std::unordered_map<int32_t, int32_t> row_of;
@@ -296,15 +307,11 @@ LookaheadResult lookahead_decode(Model& model, const std::vector<int32_t>& promp
         }
       }
 
-    // Context and KV update (Alg. 1 line 6): keep the accepted path, drop the rest in one compaction.
+    // Context update (Alg. 1 line 6): the accepted path is kept; the next step's gc drops the rest.
     for (int32_t nd : fed) f.tree.node(nd).status = NodeStatus::rejected;
     f.tree.node(root).status = NodeStatus::accepted;
     for (int32_t nd : matched) f.tree.node(nd).status = NodeStatus::accepted;
     m.peak_slots = std::max<int64_t>(m.peak_slots, f.slots.num_slots());
-    json added = trace ? added_json(f.tree, fed) : json();
-    const CompactionPlan plan = kv_collect_garbage(f.tree, {tail}, f.slots.num_slots());
-    model.compact(plan);
-    f.slots.apply(plan);
     last = tail;
     for (int32_t t : accepted) {
       if (stop) break;
@@ -320,24 +327,21 @@ LookaheadResult lookahead_decode(Model& model, const std::vector<int32_t>& promp
           it != jac.end() ? it->second : window[static_cast<size_t>(std::max(0, W - 1))];
     }
     m.steps = step;
-    if (trace) {
-      trace->record({{"kind", "step"},
-                     {"step", step},
-                     {"phase", "verify"},
-                     {"added", added},
-                     {"forward", fwd},
-                     {"verify", {{"candidates", cands}, {"candidate_nodes", cand_nodes}, {"window_nodes", win_nodes},
-                                 {"accepted_nodes", matched}, {"accepted_tokens", accepted}}},
-                     {"kv", {{"slots", plan.old_num_slots}, {"peak", f.slots.peak()}}}});
-      trace->record(trace_gc_record(step, plan));
-    }
+    if (rec.on())
+      rec.step(step, "verify",
+               {{"added", added_json(f.tree, fed)},
+                {"forward", fwd},
+                {"verify", {{"kind", kVerifyLookahead}, {"candidates", cands}, {"candidate_nodes", cand_nodes}, {"window_nodes", win_nodes},
+                            {"accepted_nodes", matched}, {"accepted_tokens", accepted}}},
+                {"kv", kv_json(f.slots)}},
+               f.tree, f.slots.num_slots());
   }
   if (static_cast<int32_t>(res.tokens.size()) > cfg.max_new_tokens) res.tokens.resize(static_cast<size_t>(cfg.max_new_tokens));
   m.generated = static_cast<int32_t>(res.tokens.size());
   m.computed_tokens = f.computed;
   m.computed_decode = f.computed - m.prompt_len;
   m.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (trace) trace->record({{"kind", "summary"}, {"outputs", {{{"tokens", res.tokens}}}}, {"metrics", m.to_json()}, {"seconds", m.seconds}});
+  if (rec.on()) rec.summary({{{"tokens", res.tokens}}}, m.to_json(), m.seconds, f.tree, f.slots.num_slots());
   return res;
 }
 

@@ -24,6 +24,8 @@ namespace triescope {
 
 enum class LookaheadVerify { greedy_only, independent, trie };
 
+const char* lookahead_verify_name(LookaheadVerify v);  // trie, independent, greedy_only
+
 struct LookaheadConfig {
   int32_t max_new_tokens = 64;
   int32_t eos_token = -1;

@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "core/common/error.h"
+#include "core/trace/trace_recorder.h"
 #include "core/decode/tree_step.h"
 #include "core/decode/trie_beam_search.h"
 
@@ -63,32 +64,47 @@ MultiGenResult multigen_decode(Model& model, const std::vector<int32_t>& prompt,
   MultiGenMetrics& m = res.metrics;
   m.prompt_len = n;
   const int64_t bps = model.kv_shape().bytes_per_slot();
-  if (trace) {
+  TraceRecorder rec(trace, opt.keyframe_interval);
+  if (rec.on()) {
     json c = {{"num_samples", k}, {"max_new_tokens", cfg.max_new_tokens}, {"eos_token", cfg.eos_token},
               {"sampling", cfg.sampling.to_json()}, {"method", multigen_method_name(cfg.method)}, {"prompt", prompt}};
-    trace->record(trace_header("multigen", opt.backend, c, model.describe(), model.vocab_strings()));
+    rec.header("multigen", opt.backend, c, model.describe(), model.vocab_strings());
   }
   std::vector<char> done(static_cast<size_t>(k), 0);
   Logits logits;
+  TokenTree tree;
+  int32_t num_slots = 0;  // the layout's slot count (for keyframes)
 
   if (cfg.method == MultiGenMethod::copy) {
     // Method 1: region i = slots [i * cap, (i + 1) * cap), each a causal copy.
+    // The trace's tree is the layout itself: k chains, region i's tokens in
+    // slots [i * cap, i * cap + length).
     const int32_t cap = n + cfg.max_new_tokens;
+    num_slots = k * cap;
     std::vector<int32_t> row_of(static_cast<size_t>(k));
-    std::vector<int32_t> last_tok(static_cast<size_t>(k));
-    int32_t len = n;  // tokens per region in the cache after this step's writes
+    std::vector<int32_t> tip(static_cast<size_t>(k), kNoNode);  // each region's last node: written, or drawn and written next
+    int32_t len = n;  // tokens per live region in the cache after this step's writes
+    int64_t held = 0;  // slots written or reserved for a drawn token that the next step writes
     for (int32_t step = 0; step <= cfg.max_new_tokens; ++step) {
       StepInput in;
-      in.num_slots = k * cap;
-      std::vector<int32_t> who;
-      const int32_t first = step == 0 ? 0 : len - 1, count = step == 0 ? n : 1;
+      in.num_slots = num_slots;
+      std::vector<int32_t> who, queries;
       for (int32_t i = 0; i < k; ++i) {
         if (done[static_cast<size_t>(i)]) continue;
-        for (int32_t p = first; p < first + count; ++p) {
-          in.tokens.push_back(step == 0 ? prompt[static_cast<size_t>(p)] : last_tok[static_cast<size_t>(i)]);
-          in.positions.push_back(p);
-          in.slots.push_back(i * cap + p);
+        std::vector<int32_t> nodes;
+        if (step == 0) {
+          nodes = tree.add_chain(kNoNode, prompt);
+          for (int32_t p = 0; p < n; ++p) tree.node(nodes[static_cast<size_t>(p)]).slot = i * cap + p;
+          held += n;
+        } else {
+          nodes = {tip[static_cast<size_t>(i)]};
+        }
+        for (int32_t id : nodes) {
+          in.tokens.push_back(tree.node(id).token);
+          in.positions.push_back(tree.node(id).depth);
+          in.slots.push_back(tree.node(id).slot);
           who.push_back(i);
+          queries.push_back(id);
         }
       }
       if (in.tokens.empty()) break;
@@ -99,35 +115,43 @@ MultiGenResult multigen_decode(Model& model, const std::vector<int32_t>& prompt,
       count_cells(m, in);
       int64_t live = 0;
       for (int32_t i = 0; i < k; ++i) live += done[static_cast<size_t>(i)] ? 0 : 1;
-      m.peak_slots = std::max<int64_t>(m.peak_slots, int64_t{k} * len);  // every region holds its copy
       json fwd;
-      if (trace) fwd = {{"positions", in.positions}, {"slots", in.slots}, {"mask", trace_mask(in.mask)}};
+      if (rec.on()) fwd = {{"queries", queries}, {"positions", in.positions}, {"slots", in.slots}, {"mask", trace_mask(in.mask)}};
       // Each live sample's row: the last query of its region.
       for (int32_t r = 0; r < in.mask.rows; ++r) row_of[static_cast<size_t>(who[static_cast<size_t>(r)])] = r;
-      json chosen = json::array();
-      if (step == cfg.max_new_tokens) {
-        if (trace) trace->record({{"kind", "step"}, {"step", step}, {"phase", "decode"}, {"forward", fwd}, {"chosen", chosen}});
-        break;
+      json chosen = json::array(), added = json::array();
+      if (rec.on() && step == 0)
+        for (int32_t id : queries) added.push_back(trace_node(tree.node(id)));
+      if (step < cfg.max_new_tokens) {
+        for (int32_t i = 0; i < k; ++i) {
+          if (done[static_cast<size_t>(i)]) continue;
+          const int32_t tok = draw(logits.row(row_of[static_cast<size_t>(i)]), V, cfg.sampling, step, i);
+          res.samples[static_cast<size_t>(i)].push_back(tok);
+          const int32_t id = tree.add_child(step == 0 ? queries[static_cast<size_t>((i + 1) * n - 1)] : tip[static_cast<size_t>(i)], tok, 0.0);
+          tip[static_cast<size_t>(i)] = id;
+          chosen.push_back({{"sample", i}, {"node", id}, {"token", tok}});
+          if (tok == cfg.eos_token || static_cast<int32_t>(res.samples[static_cast<size_t>(i)].size()) >= cfg.max_new_tokens) {
+            done[static_cast<size_t>(i)] = 1;
+            tree.node(id).status = NodeStatus::finished;  // never written: no slot
+          } else {
+            tree.node(id).slot = i * cap + len;  // written by the next step's forward
+            ++held;
+          }
+          if (rec.on()) added.push_back(trace_node(tree.node(id)));
+        }
+        ++len;
       }
-      for (int32_t i = 0; i < k; ++i) {
-        if (done[static_cast<size_t>(i)]) continue;
-        const int32_t tok = draw(logits.row(row_of[static_cast<size_t>(i)]), V, cfg.sampling, step, i);
-        res.samples[static_cast<size_t>(i)].push_back(tok);
-        last_tok[static_cast<size_t>(i)] = tok;
-        chosen.push_back({{"sample", i}, {"token", tok}});
-        if (tok == cfg.eos_token || static_cast<int32_t>(res.samples[static_cast<size_t>(i)].size()) >= cfg.max_new_tokens)
-          done[static_cast<size_t>(i)] = 1;
-      }
-      ++len;
+      m.peak_slots = std::max<int64_t>(m.peak_slots, held);
       m.steps = step + 1;
-      if (trace)
-        trace->record({{"kind", "step"}, {"step", step}, {"phase", step == 0 ? "prefill" : "decode"}, {"forward", fwd},
-                       {"chosen", chosen},
-                       {"kv", {{"slots", int64_t{k} * len}, {"batch_slots", int64_t{k} * len}, {"live_samples", live}}}});
+      if (rec.on())
+        rec.step(step, step == 0 ? "prefill" : "decode",
+                 {{"added", added}, {"forward", fwd}, {"chosen", chosen},
+                  {"kv", {{"slots", held}, {"peak", m.peak_slots}, {"batch_slots", int64_t{k} * len}, {"live_samples", live}}}},
+                 tree, num_slots);
+      if (step == cfg.max_new_tokens) break;
     }
   } else {
     // Methods 2 and 3: one star tree, one cache.
-    TokenTree tree;
     KvSlots slots;
     IncrementalAncestorMask mask;
     std::vector<int32_t> fed = tree.add_chain(kNoNode, prompt);
@@ -141,18 +165,22 @@ MultiGenResult multigen_decode(Model& model, const std::vector<int32_t>& prompt,
       model.forward(in, logits);
       count_cells(m, in);
       m.peak_slots = std::max<int64_t>(m.peak_slots, slots.num_slots());
-      json fwd = trace ? tree_step_json(fed, in) : json();
+      json fwd = rec.on() ? tree_step_json(fed, in) : json();
       if (step > 0)
         for (size_t r = 0; r < fed.size(); ++r)
           for (int32_t i = 0; i < k; ++i)
             if (tip[static_cast<size_t>(i)] == fed[r]) row_of[static_cast<size_t>(i)] = static_cast<int32_t>(r);
+      auto kv = [&] {
+        return json{{"slots", slots.num_slots()}, {"peak", slots.peak()}, {"batch_slots", int64_t{k} * (n + std::min(step + 1, cfg.max_new_tokens))}};
+      };
+      num_slots = slots.num_slots();
       if (step == cfg.max_new_tokens) {
-        if (trace) trace->record({{"kind", "step"}, {"step", step}, {"phase", "decode"}, {"forward", fwd}});
+        if (rec.on()) rec.step(step, "decode", {{"forward", fwd}, {"kv", kv()}}, tree, num_slots);
         break;
       }
       std::vector<int32_t> next;
       json added = json::array(), chosen = json::array();
-      if (trace && step == 0)
+      if (rec.on() && step == 0)
         for (int32_t id : fed) added.push_back(trace_node(tree.node(id)));
       for (int32_t i = 0; i < k; ++i) {
         if (done[static_cast<size_t>(i)]) continue;
@@ -168,14 +196,14 @@ MultiGenResult multigen_decode(Model& model, const std::vector<int32_t>& prompt,
           tree.node(id).slot = slots.allocate();  // blocked layout: the k tokens of a step sit side by side
           next.push_back(id);
         }
-        if (trace) added.push_back(trace_node(tree.node(id)));
+        if (rec.on()) added.push_back(trace_node(tree.node(id)));
       }
       m.steps = step + 1;
-      if (trace)
-        trace->record({{"kind", "step"}, {"step", step}, {"phase", step == 0 ? "prefill" : "decode"}, {"added", added},
-                       {"forward", fwd}, {"chosen", chosen},
-                       {"kv", {{"slots", slots.num_slots()}, {"peak", slots.peak()},
-                               {"batch_slots", int64_t{k} * (n + step + 1)}}}});
+      num_slots = slots.num_slots();
+      m.peak_slots = std::max<int64_t>(m.peak_slots, slots.peak());
+      if (rec.on())
+        rec.step(step, step == 0 ? "prefill" : "decode", {{"added", added}, {"forward", fwd}, {"chosen", chosen}, {"kv", kv()}}, tree,
+                 num_slots);
       if (next.empty()) break;
       mask.retain(fed);
       fed = next;
@@ -183,10 +211,10 @@ MultiGenResult multigen_decode(Model& model, const std::vector<int32_t>& prompt,
   }
   m.peak_bytes = m.peak_slots * bps;
   m.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (trace) {
+  if (rec.on()) {
     json outs = json::array();
     for (auto& s : res.samples) outs.push_back({{"tokens", s}});
-    trace->record({{"kind", "summary"}, {"outputs", outs}, {"metrics", m.to_json()}, {"seconds", m.seconds}});
+    rec.summary(std::move(outs), m.to_json(), m.seconds, tree, num_slots);
   }
   return res;
 }

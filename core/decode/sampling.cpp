@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "core/common/error.h"
+#include "core/trace/trace_recorder.h"
 #include "core/decode/trie_beam_search.h"
 #include "core/mask/ancestor_mask.h"
 
@@ -164,25 +165,28 @@ SamplingDecodeResult beam_sampling(Model& model, const std::vector<int32_t>& pro
   DecodeMetrics& m = res.decode.metrics;
   m.prompt_len = n;
   const int64_t bps = model.kv_shape().bytes_per_slot();
-  if (trace) {
+  TraceRecorder rec(trace, opt.keyframe_interval);
+  if (rec.on()) {
     json config = {{"beam", cfg.to_json()}, {"sampling", sampling.to_json()}, {"prompt", prompt}};
-    trace->record(trace_header("beam_sampling", opt.backend, config, model.describe(), model.vocab_strings()));
+    rec.header("beam_sampling", opt.backend, config, model.describe(), model.vocab_strings());
   }
   std::vector<double> lp;
   std::vector<int32_t> row_of;
   const std::vector<int32_t> prompt_nodes = tree.add_chain(kNoNode, prompt);
   for (int32_t id : prompt_nodes) tree.node(id).slot = slots.allocate();
-  json fwd = feeder.feed(tree, slots.num_slots(), prompt_nodes, lp, row_of, trace != nullptr);
+  json fwd = feeder.feed(tree, slots.num_slots(), prompt_nodes, lp, row_of, rec.on());
   auto kv_json = [&](int32_t step, int32_t live) {
-    const int64_t batch = batch_baseline_slots(live, n, step);
+    // The batch layout holds W rows from the prefill on (every beam a copy of
+    // the prompt), as trie beam search counts it.
+    const int64_t batch = batch_baseline_slots(W, n, step);
     m.batch_peak_slots = std::max(m.batch_peak_slots, batch);
     return json{{"slots", slots.num_slots()}, {"peak", slots.peak()}, {"bytes", slots.num_slots() * bps},
                 {"batch_slots", batch},       {"batch_bytes", batch * bps}, {"live_beams", live}};
   };
-  if (trace) {
+  if (rec.on()) {
     json added = json::array();
     for (int32_t id : prompt_nodes) added.push_back(trace_node(tree.node(id)));
-    trace->record({{"kind", "step"}, {"step", 0}, {"phase", "prefill"}, {"added", added}, {"forward", fwd}, {"kv", kv_json(0, 1)}});
+    rec.step(0, "prefill", {{"added", added}, {"forward", fwd}, {"kv", kv_json(0, 1)}}, tree, slots.num_slots());
   } else {
     kv_json(0, 1);
   }
@@ -217,8 +221,8 @@ SamplingDecodeResult beam_sampling(Model& model, const std::vector<int32_t>& pro
       if (tree.node(node).depth < n || tree.node(node).status != NodeStatus::live ||
           std::find(kept_parents.begin(), kept_parents.end(), node) != kept_parents.end())
         continue;  // the prompt is never pruned; a beam drawn again lives on
-      for (int32_t id : tree.prune_upwards(node))
-        if (trace) status.push_back({{"node", id}, {"status", "pruned"}});
+      for (int32_t id : tree.prune_upwards(node, n))
+        if (rec.on()) status.push_back({{"node", id}, {"status", "pruned"}});
     }
     if (feeds && cfg.gc_interval > 0 && step % cfg.gc_interval == 0) {
       std::vector<int32_t> live;
@@ -227,9 +231,7 @@ SamplingDecodeResult beam_sampling(Model& model, const std::vector<int32_t>& pro
       model.compact(plan);
       slots.apply(plan);
       ++m.gc_runs;
-      if (trace) {
-        trace->record(trace_gc_record(step, plan));
-      }
+      rec.gc(step, plan);
     }
     std::map<std::pair<int32_t, int32_t>, int32_t> made;  // (parent node, token) -> node: equal beams share a node
     std::vector<Beam> next;
@@ -243,21 +245,20 @@ SamplingDecodeResult beam_sampling(Model& model, const std::vector<int32_t>& pro
         it->second = tree.add_child(beams[bi].node, tok, l);
         tree.node(it->second).slot = slots.allocate();
         new_nodes.push_back(it->second);
-        if (trace) added.push_back(trace_node(tree.node(it->second)));
+        if (rec.on()) added.push_back(trace_node(tree.node(it->second)));
       }
       next.push_back({it->second, l});
-      if (trace) chosen.push_back({{"beam", k}, {"from_beam", bi}, {"node", it->second}, {"token", tok}, {"score", l},
+      if (rec.on()) chosen.push_back({{"beam", k}, {"from_beam", bi}, {"node", it->second}, {"token", tok}, {"score", l},
                                    {"prob", prob[static_cast<size_t>(picks[k])]}});
     }
     beams = std::move(next);
     m.steps = step;
-    if (feeds) fwd = feeder.feed(tree, slots.num_slots(), new_nodes, lp, row_of, trace != nullptr);
+    if (feeds) fwd = feeder.feed(tree, slots.num_slots(), new_nodes, lp, row_of, rec.on());
     json kv = kv_json(step, static_cast<int32_t>(beams.size()));
-    if (trace) {
-      json rec = {{"kind", "step"}, {"step", step}, {"phase", "sample"}, {"added", added}, {"status", status}, {"chosen", chosen}, {"kv", kv}};
-      if (feeds) rec["forward"] = fwd;
-      trace->record(std::move(rec));
-      if (opt.keyframe_interval > 0 && step % opt.keyframe_interval == 0) trace->record(trace_keyframe(step, tree, slots.num_slots()));
+    if (rec.on()) {
+      json fields = {{"added", added}, {"status", status}, {"chosen", chosen}, {"kv", kv}};
+      if (feeds) fields["forward"] = fwd;
+      rec.step(step, "sample", std::move(fields), tree, slots.num_slots());
     }
   }
   // Hypotheses: the distinct final beams, highest target log-likelihood first.
@@ -287,14 +288,12 @@ SamplingDecodeResult beam_sampling(Model& model, const std::vector<int32_t>& pro
   res.sampling.target_tokens = feeder.tokens;
   res.sampling.log_likelihood = res.decode.hypotheses.empty() ? 0.0 : res.decode.hypotheses.front().sum_logprobs;
   m.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (trace) {
+  if (rec.on()) {
     json outs = json::array();
     for (auto& h : res.decode.hypotheses) outs.push_back({{"tokens", h.tokens}, {"score", h.score}, {"sum_logprobs", h.sum_logprobs}});
-    if (opt.keyframe_interval <= 0 || m.steps % opt.keyframe_interval != 0) trace->record(trace_keyframe(m.steps, tree, slots.num_slots()));
     json metrics = m.to_json();
-    metrics.erase("seconds");
     metrics["sampling"] = res.sampling.to_json();
-    trace->record({{"kind", "summary"}, {"outputs", outs}, {"metrics", metrics}, {"seconds", m.seconds}});
+    rec.summary(std::move(outs), std::move(metrics), m.seconds, tree, slots.num_slots());
   }
   return res;
 }

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "core/common/error.h"
+#include "core/trace/trace_recorder.h"
 #include "core/decode/trie_beam_search.h"
 
 namespace triescope {
@@ -67,11 +68,12 @@ SamplingDecodeResult speculative_decode(Model& target, Model& draft, const std::
   DecodeMetrics& m = res.decode.metrics;
   m.prompt_len = n;
   const int64_t bps = target.kv_shape().bytes_per_slot();
-  if (trace) {
+  TraceRecorder rec(trace, opt.keyframe_interval);
+  if (rec.on()) {
     json config = cfg.to_json();
     config["prompt"] = prompt;
     config["draft_model"] = draft.describe();
-    trace->record(trace_header("speculative", opt.backend, config, target.describe(), target.vocab_strings()));
+    rec.header("speculative", opt.backend, config, target.describe(), target.vocab_strings(), kVerifySpeculativeChain);
   }
   std::vector<double> tlp, dlp;
   std::vector<int32_t> trow, drow;
@@ -82,17 +84,17 @@ SamplingDecodeResult speculative_decode(Model& target, Model& draft, const std::
     // Prefill all but the last prompt token: that one is the first query of
     // the first draft and of the first verification.
     const std::vector<int32_t> pre(prompt_nodes.begin(), prompt_nodes.end() - 1);
-    json rec = {{"kind", "step"}, {"step", 0}, {"phase", "prefill"}};
+    json fields = json::object();
     if (!pre.empty()) {
-      rec["forward"] = tf.feed(tree, slots.num_slots(), pre, tlp, trow, trace != nullptr);
-      rec["draft_forward"] = df.feed(tree, slots.num_slots(), pre, dlp, drow, trace != nullptr);
+      fields["forward"] = tf.feed(tree, slots.num_slots(), pre, tlp, trow, rec.on());
+      fields["draft_forward"] = df.feed(tree, slots.num_slots(), pre, dlp, drow, rec.on());
     }
-    if (trace) {
+    if (rec.on()) {
       json added = json::array();
       for (int32_t id : prompt_nodes) added.push_back(trace_node(tree.node(id)));
-      rec["added"] = added;
-      rec["kv"] = {{"slots", slots.num_slots()}, {"peak", slots.peak()}, {"bytes", slots.num_slots() * bps}};
-      trace->record(std::move(rec));
+      fields["added"] = added;
+      fields["kv"] = {{"slots", slots.num_slots()}, {"peak", slots.peak()}, {"bytes", slots.num_slots() * bps}};
+      rec.step(0, "prefill", std::move(fields), tree, slots.num_slots());
     }
   }
   int32_t cur = prompt_nodes.back();
@@ -110,17 +112,15 @@ SamplingDecodeResult speculative_decode(Model& target, Model& draft, const std::
       draft.compact(plan);
       slots.apply(plan);
       ++m.gc_runs;
-      if (trace) {
-        trace->record(trace_gc_record(step + 1, plan));
-      }
+      rec.gc(step + 1, plan);
     }
     // Draft: g tokens, one draft forward each.
     std::vector<int32_t> chain = {cur};
     std::vector<std::vector<double>> q(static_cast<size_t>(g));
     json added = json::array(), dfw = json::array();
     for (int32_t j = 1; j <= g; ++j) {
-      json f = df.feed(tree, slots.num_slots(), {chain.back()}, dlp, drow, trace != nullptr);
-      if (trace) dfw.push_back(f);
+      json f = df.feed(tree, slots.num_slots(), {chain.back()}, dlp, drow, rec.on());
+      if (rec.on()) dfw.push_back(f);
       const int32_t r = drow[static_cast<size_t>(chain.back())];
       q[static_cast<size_t>(j - 1)] = beam_distribution({0.0}, std::vector<double>(dlp.begin() + static_cast<std::ptrdiff_t>(r) * V,
                                                                             dlp.begin() + static_cast<std::ptrdiff_t>(r + 1) * V),
@@ -130,13 +130,16 @@ SamplingDecodeResult speculative_decode(Model& target, Model& draft, const std::
       const int32_t id = tree.add_child(chain.back(), x, 0.0);
       tree.node(id).slot = slots.allocate();
       chain.push_back(id);
-      if (trace) added.push_back(trace_node(tree.node(id)));
+      if (rec.on()) added.push_back(trace_node(tree.node(id)));
     }
-    if (trace)
-      trace->record({{"kind", "step"}, {"step", ++step}, {"phase", "draft"}, {"added", added}, {"draft_forwards", dfw},
-                     {"kv", {{"slots", slots.num_slots()}, {"peak", slots.peak()}, {"bytes", slots.num_slots() * bps}}}});
+    ++step;
+    if (rec.on())
+      rec.step(step, "draft",
+               {{"added", added}, {"draft_forwards", dfw},
+                {"kv", {{"slots", slots.num_slots()}, {"peak", slots.peak()}, {"bytes", slots.num_slots() * bps}}}},
+               tree, slots.num_slots());
     // Verify: the target scores cur and every draft in one pass.
-    json fwd = tf.feed(tree, slots.num_slots(), chain, tlp, trow, trace != nullptr);
+    json fwd = tf.feed(tree, slots.num_slots(), chain, tlp, trow, rec.on());
     auto p_at = [&](int32_t node) {
       const int32_t r = trow[static_cast<size_t>(node)];
       return std::vector<double>(tlp.begin() + static_cast<std::ptrdiff_t>(r) * V, tlp.begin() + static_cast<std::ptrdiff_t>(r + 1) * V);
@@ -157,17 +160,17 @@ SamplingDecodeResult speculative_decode(Model& target, Model& draft, const std::
       const int32_t j = static_cast<int32_t>(i) + 1;
       const int32_t node = chain[static_cast<size_t>(j)];
       const SpecDecision& d = vr.tested[i];
-      if (trace) decisions.push_back({{"layer", j}, {"node", node}, {"accept_prob", d.accept_prob}, {"u", d.u}, {"accepted", d.accepted}});
+      if (rec.on()) decisions.push_back({{"layer", j}, {"node", node}, {"accept_prob", d.accept_prob}, {"u", d.u}, {"accepted", d.accepted}});
       if (d.accepted) {
         tree.node(node).status = NodeStatus::accepted;
         tree.node(node).logprob = cur_lp + lps[static_cast<size_t>(j - 1)][static_cast<size_t>(tokens[i])];
         cur_lp = tree.node(node).logprob;
-        if (trace) status.push_back({{"node", node}, {"status", "accepted"}});
+        if (rec.on()) status.push_back({{"node", node}, {"status", "accepted"}});
         continue;
       }
       for (int32_t k = j; k <= g; ++k) {
         tree.node(chain[static_cast<size_t>(k)]).status = NodeStatus::rejected;
-        if (trace) status.push_back({{"node", chain[static_cast<size_t>(k)]}, {"status", "rejected"}});
+        if (rec.on()) status.push_back({{"node", chain[static_cast<size_t>(k)]}, {"status", "rejected"}});
       }
     }
     // The next token: from the residual under the rejected draft's parent, or
@@ -176,16 +179,20 @@ SamplingDecodeResult speculative_decode(Model& target, Model& draft, const std::
     cur_lp += lps[static_cast<size_t>(accepted)][static_cast<size_t>(vr.next_token)];
     const int32_t next = tree.add_child(parent, vr.next_token, cur_lp);
     tree.node(next).slot = slots.allocate();
-    if (trace) added.push_back(trace_node(tree.node(next)));
-    res.sampling.layers_verified += g;
+    if (rec.on()) added.push_back(trace_node(tree.node(next)));
+    // Verification decisions made (a rejection ends the chain's tests), as DSBD counts them.
+    res.sampling.layers_verified += static_cast<int64_t>(vr.tested.size());
     res.sampling.layers_accepted += accepted;
     generated += accepted + 1;
     cur = next;
-    if (trace)
-      trace->record({{"kind", "step"}, {"step", ++step}, {"phase", "verify"}, {"added", added}, {"status", status}, {"forward", fwd},
-                     {"verify", {{"iteration", iteration}, {"decisions", decisions}, {"accepted", accepted}, {"steps", accepted + 1}}},
-                     {"chosen", json::array({{{"beam", 0}, {"node", next}, {"score", cur_lp}}})},
-                     {"kv", {{"slots", slots.num_slots()}, {"peak", slots.peak()}, {"bytes", slots.num_slots() * bps}}}});
+    ++step;
+    if (rec.on())
+      rec.step(step, "verify",
+               {{"added", added}, {"status", status}, {"forward", fwd},
+                {"verify", {{"kind", kVerifySpeculativeChain}, {"iteration", iteration}, {"decisions", decisions}, {"accepted", accepted}, {"steps", accepted + 1}}},
+                {"chosen", json::array({{{"beam", 0}, {"node", next}, {"score", cur_lp}}})},
+                {"kv", {{"slots", slots.num_slots()}, {"peak", slots.peak()}, {"bytes", slots.num_slots() * bps}}}},
+               tree, slots.num_slots());
   }
   Hypothesis h;
   h.tokens = tree.path_tokens(cur);
@@ -208,13 +215,11 @@ SamplingDecodeResult speculative_decode(Model& target, Model& draft, const std::
   m.output_len = static_cast<int32_t>(h.tokens.size());
   m.mem_per_token = mem_per_token(m.peak_bytes, n, m.output_len);
   m.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (trace) {
-    trace->record(trace_keyframe(step, tree, slots.num_slots()));
+  if (rec.on()) {
     json metrics = m.to_json();
-    metrics.erase("seconds");
     metrics["sampling"] = res.sampling.to_json();
-    trace->record({{"kind", "summary"}, {"outputs", json::array({{{"tokens", h.tokens}, {"score", h.score}, {"sum_logprobs", h.sum_logprobs}}})},
-                   {"metrics", metrics}, {"seconds", m.seconds}});
+    rec.summary(json::array({{{"tokens", h.tokens}, {"score", h.score}, {"sum_logprobs", h.sum_logprobs}}}), std::move(metrics), m.seconds,
+                tree, slots.num_slots());
   }
   return res;
 }

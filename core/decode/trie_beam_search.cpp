@@ -6,6 +6,7 @@
 
 #include "core/common/error.h"
 #include "core/decode/tree_step.h"
+#include "core/trace/trace_recorder.h"
 
 namespace triescope {
 
@@ -82,10 +83,11 @@ DecodeResult trie_beam_search(Model& model, const std::vector<int32_t>& prompt, 
   DecodeMetrics& m = res.metrics;
   m.prompt_len = n;
 
-  if (trace) {
+  TraceRecorder rec(trace, opt.keyframe_interval);
+  if (rec.on()) {
     json config = {{"beam", cfg.to_json()}, {"prompt", prompt}};
     if (constraint) config["constraint"] = constraint->describe();
-    trace->record(trace_header("trie_beam_search", opt.backend, config, model.describe(), model.vocab_strings()));
+    rec.header("trie_beam_search", opt.backend, config, model.describe(), model.vocab_strings());
   }
 
   Logits logits;
@@ -94,7 +96,7 @@ DecodeResult trie_beam_search(Model& model, const std::vector<int32_t>& prompt, 
     model.forward(in, logits);
     ++m.model_calls;
     m.computed_tokens += static_cast<int64_t>(nodes.size());
-    return trace ? tree_step_json(nodes, in) : json();
+    return rec.on() ? tree_step_json(nodes, in) : json();
   };
   auto kv_json = [&](int32_t step, int32_t live_beams) {
     const int64_t batch = batch_baseline_slots(b, n, step);
@@ -108,11 +110,10 @@ DecodeResult trie_beam_search(Model& model, const std::vector<int32_t>& prompt, 
   mask.reset(n + b * cfg.max_new_tokens);
   {
     json fwd = feed(prompt_nodes);
-    if (trace) {
+    if (rec.on()) {
       json added = json::array();
       for (int32_t id : prompt_nodes) added.push_back(trace_node(tree.node(id)));
-      trace->record({{"kind", "step"}, {"step", 0}, {"phase", "prefill"}, {"added", added}, {"forward", fwd},
-                     {"kv", kv_json(0, 1)}});
+      rec.step(0, "prefill", {{"added", added}, {"forward", fwd}, {"kv", kv_json(0, 1)}}, tree, slots.num_slots());
     }
   }
 
@@ -138,7 +139,7 @@ DecodeResult trie_beam_search(Model& model, const std::vector<int32_t>& prompt, 
       std::vector<int64_t> states;
       for (auto& bm : beams) states.push_back(bm.cstate);
       cinfo = json::array();
-      constraint->apply(states, step - 1, lp.data(), V, trace ? &cinfo : nullptr);
+      constraint->apply(states, step - 1, lp.data(), V, rec.on() ? &cinfo : nullptr);
     }
     cands.clear();
     const size_t keep = static_cast<size_t>(2 * b);
@@ -174,7 +175,7 @@ DecodeResult trie_beam_search(Model& model, const std::vector<int32_t>& prompt, 
         finished.offer(std::move(gen), cands[rank].score, step);
         const int32_t id = tree.add_child(parent, tok, cands[rank].score);
         tree.node(id).status = NodeStatus::finished;
-        if (trace) added.push_back(trace_node(tree.node(id)));
+        if (rec.on()) added.push_back(trace_node(tree.node(id)));
         continue;
       }
       picks.push_back({bi, tok, cands[rank].score});
@@ -197,9 +198,7 @@ DecodeResult trie_beam_search(Model& model, const std::vector<int32_t>& prompt, 
       slots.apply(plan);
       mask.reset(slots.num_slots() + b * (cfg.max_new_tokens - step + 1));  // Alg. 2 line 7: recompute
       ++m.gc_runs;
-      if (trace) {
-        trace->record(trace_gc_record(step, plan));
-      }
+      rec.gc(step, plan);
     }
 
     // Alg. 2 line 10: grow the trie.
@@ -217,7 +216,7 @@ DecodeResult trie_beam_search(Model& model, const std::vector<int32_t>& prompt, 
       next.push_back({id, p.score, constraint ? constraint->next_state(from.cstate, p.token, step - 1) : 0,
                       static_cast<int32_t>(new_nodes.size())});
       new_nodes.push_back(id);
-      if (trace) {
+      if (rec.on()) {
         added.push_back(trace_node(tree.node(id)));
         chosen.push_back({{"beam", next.size() - 1}, {"from_beam", p.beam}, {"node", id}, {"token", p.token}, {"score", p.score}});
       }
@@ -225,10 +224,8 @@ DecodeResult trie_beam_search(Model& model, const std::vector<int32_t>& prompt, 
     for (int32_t i = 0; i < nb; ++i)
       if (!has_child[static_cast<size_t>(i)]) {
         const int32_t dead = beams[static_cast<size_t>(i)].node;
-        if (tree.node(dead).depth >= n) {  // never prune the prompt
-          for (int32_t id : tree.prune_upwards(dead))
-            if (trace) status.push_back({{"node", id}, {"status", "pruned"}});
-        }
+        for (int32_t id : tree.prune_upwards(dead, n))  // never prune the prompt
+          if (rec.on()) status.push_back({{"node", id}, {"status", "pruned"}});
       }
     beams = std::move(next);
     m.steps = step;
@@ -238,14 +235,11 @@ DecodeResult trie_beam_search(Model& model, const std::vector<int32_t>& prompt, 
       mask.retain(parents);  // a new row = its parent's row + its own bit
       fwd = feed(new_nodes);
     }
-    if (trace) {
-      json rec = {{"kind", "step"}, {"step", step},    {"phase", "expand"},  {"added", added},
-                  {"status", status}, {"chosen", chosen}, {"kv", kv_json(step, static_cast<int32_t>(beams.size()))}};
-      if (feeds) rec["forward"] = fwd;
-      if (constraint) rec["constraint"] = cinfo;
-      trace->record(std::move(rec));
-      if (opt.keyframe_interval > 0 && step % opt.keyframe_interval == 0)
-        trace->record(trace_keyframe(step, tree, slots.num_slots()));
+    if (rec.on()) {
+      json fields = {{"added", added}, {"status", status}, {"chosen", chosen}, {"kv", kv_json(step, static_cast<int32_t>(beams.size()))}};
+      if (feeds) fields["forward"] = fwd;
+      if (constraint) fields["constraint"] = cinfo;
+      rec.step(step, "expand", std::move(fields), tree, slots.num_slots());
     }
   }
 
@@ -267,14 +261,10 @@ DecodeResult trie_beam_search(Model& model, const std::vector<int32_t>& prompt, 
   m.mem_per_token = mem_per_token(m.peak_bytes, n, m.output_len);
   m.batch_mem_per_token = mem_per_token(m.batch_peak_bytes, n, m.output_len);
   m.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (trace) {
+  if (rec.on()) {
     json outs = json::array();
     for (auto& h : res.hypotheses) outs.push_back({{"tokens", h.tokens}, {"score", h.score}, {"sum_logprobs", h.sum_logprobs}});
-    if (opt.keyframe_interval <= 0 || m.steps % opt.keyframe_interval != 0)
-      trace->record(trace_keyframe(m.steps, tree, slots.num_slots()));
-    json metrics = m.to_json();
-    metrics.erase("seconds");  // wall time is not part of the reproducible trace
-    trace->record({{"kind", "summary"}, {"outputs", outs}, {"metrics", metrics}, {"seconds", m.seconds}});
+    rec.summary(std::move(outs), m.to_json(), m.seconds, tree, slots.num_slots());
   }
   return res;
 }

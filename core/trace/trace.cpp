@@ -96,11 +96,26 @@ std::vector<json> trace_read(const std::string& path) {
 }
 
 json trace_header(const std::string& algorithm, const std::string& backend, const json& config, const json& model,
-                  const std::vector<std::string>& vocab) {
+                  const std::vector<std::string>& vocab, const std::string& verify_kind) {
   json h = {{"kind", "header"}, {"schema", kTraceFormat}, {"version", kTraceVersion}, {"algorithm", algorithm},
             {"backend", backend}, {"config", config}, {"model", model}};
+  if (!verify_kind.empty()) h["verify_kind"] = verify_kind;
   if (!vocab.empty()) h["vocab"] = vocab;
   return h;
+}
+
+std::string trace_verify_kind(const json& header) {
+  const int version = header.contains("version") && header["version"].is_number_integer() ? header["version"].get<int>() : 0;
+  if (version >= 2) {
+    const auto it = header.find("verify_kind");
+    return it != header.end() && it->is_string() ? it->get<std::string>() : std::string();
+  }
+  // Version 1 wrote no kind: its three verifying decoders are known by name.
+  const std::string algo = header.value("algorithm", std::string());
+  if (algo == "speculative") return kVerifySpeculativeChain;
+  if (algo == "dsbd") return kVerifyDsbdLayers;
+  if (algo == "lookahead") return kVerifyLookahead;
+  return "";
 }
 
 json trace_node(const TreeNode& n) {

@@ -17,8 +17,14 @@ namespace triescope {
 using json = nlohmann::json;
 
 inline constexpr const char* kTraceFormat = "triescope.trace";
-inline constexpr int kTraceVersion = 1;
+inline constexpr int kTraceVersion = 2;
 inline constexpr int kTraceMinVersion = 1;
+
+// verify.kind of a v2 step record: what its verify object holds (v1 traces
+// have no kind; readers tell the shapes apart by the header's algorithm).
+inline constexpr const char* kVerifySpeculativeChain = "speculative_chain";  // speculative decoding
+inline constexpr const char* kVerifyDsbdLayers = "dsbd_layers";              // DSBD, Algorithm 1
+inline constexpr const char* kVerifyLookahead = "lookahead_candidates";      // lookahead, trie-merged or independent
 
 // Where decoders send records. Implementations: a file, memory, the GUI.
 class TraceSink {
@@ -58,9 +64,14 @@ void file_write_atomic(const std::string& path, const std::string& text);
 std::vector<json> trace_read(const std::string& path);
 std::vector<json> trace_parse(const std::string& text, const std::string& origin);
 
+// The verification kind of a trace's verify records: v2 headers name it
+// ("verify_kind", absent when the algorithm verifies nothing); for v1 it
+// follows from the algorithm (speculative, dsbd, lookahead). "" for none.
+std::string trace_verify_kind(const json& header);
+
 // --- record helpers shared by every decoder ---
 json trace_header(const std::string& algorithm, const std::string& backend, const json& config, const json& model,
-                  const std::vector<std::string>& vocab);
+                  const std::vector<std::string>& vocab, const std::string& verify_kind = "");
 json trace_node(const TreeNode& n);
 json trace_mask(const BitMask& m);  // {"cols": N, "rows": ["hex", ...]}
 BitMask trace_mask_parse(const json& j, const std::string& where);

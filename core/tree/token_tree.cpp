@@ -104,13 +104,13 @@ std::vector<int32_t> TokenTree::order_dfs() const {
   return out;
 }
 
-std::vector<int32_t> TokenTree::prune_upwards(int32_t id) {
+std::vector<int32_t> TokenTree::prune_upwards(int32_t id, int32_t floor_depth) {
   std::vector<int32_t> changed;
-  for (int32_t n = id; n != kNoNode; n = node(n).parent) {
+  for (int32_t n = id; n != kNoNode && node(n).depth >= floor_depth; n = node(n).parent) {
     if (n != id) {
       const bool keep = std::any_of(children(n).begin(), children(n).end(), [&](int32_t c) {
         const auto st = node(c).status;
-        return st == NodeStatus::live || st == NodeStatus::finished || st == NodeStatus::accepted;
+        return st == NodeStatus::live || st == NodeStatus::accepted;
       });
       if (keep) break;
     }

@@ -52,10 +52,13 @@ class TokenTree {
   std::vector<int32_t> order_insertion() const;
   std::vector<int32_t> order_dfs() const;
 
-  // Marks `id` and every ancestor whose children are all non-live as pruned,
-  // stopping at the first ancestor that still has a live or finished child.
+  // Marks `id` and every ancestor whose children are all neither live nor
+  // accepted as pruned, stopping at the first ancestor that still has one and
+  // at depth `floor_depth` (nodes above it, e.g. the prompt, are never pruned).
+  // A finished child (EOS) keeps no ancestor alive: its hypothesis is stored,
+  // and garbage collection frees the branch's slots like any pruned branch.
   // Returns the nodes whose status changed (a trace must record all of them).
-  std::vector<int32_t> prune_upwards(int32_t id);
+  std::vector<int32_t> prune_upwards(int32_t id, int32_t floor_depth = 0);
 
  private:
   std::vector<TreeNode> nodes_;

@@ -1,5 +1,7 @@
 #include "gui/panes/trie_view.h"
 
+#include "core/decode/algorithm.h"
+
 #include <QCheckBox>
 #include <QCoreApplication>
 #include <QGraphicsItem>
@@ -418,8 +420,10 @@ void TrieView::rebuild() {
         first_child[static_cast<size_t>(p)] = static_cast<int32_t>(i);
     }
     const int32_t fold_limit = std::max(doc->prompt_len, 3);
-    const std::string algo = doc->algorithm();
-    const bool scoreless = algo == "lookahead" || algo == "greedy" || algo == "multigen";
+    // Node logprobs are scores unless the registry says the algorithm draws
+    // tokens unscored; an algorithm this build does not know is taken as scored.
+    const AlgorithmSpec* spec = algorithm_find(doc->algorithm());
+    const bool scoreless = spec && !spec->scored;
     if (collapse_)
       for (size_t i = 0; i < n; ++i) {
         if (v.nodes[i].id < 0 || v.nodes[i].parent >= 0) continue;

@@ -135,7 +135,7 @@ TEST_CASE("samples: Figure 1 and the constrained synthetic beam search run with 
     CAPTURE(os.str());
     CHECK(os.str().find("(100%)") != std::string::npos);
     CHECK(os.str().find("VIOLATION") == std::string::npos);
-    for (auto& h : run.result.hypotheses) CHECK(s.constraint->set().contains(h.tokens));
+    for (auto& h : run.outputs) CHECK(s.constraint->set().contains(h.tokens));
   }
 }
 

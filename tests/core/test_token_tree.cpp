@@ -39,3 +39,19 @@ TEST_CASE("token tree: pruning climbs until a live sibling keeps the branch", "[
   CHECK(t.node(r).status == NodeStatus::live);  // y is still live
   CHECK(t.node(y).status == NodeStatus::live);
 }
+
+TEST_CASE("token tree: a finished (EOS) child keeps no ancestor alive; the floor depth keeps the prompt", "[tree]") {
+  // Trie beam search with EOS (issue 15, defect 1): P's children are one
+  // EOS-finished node and one beam that dies; P must be pruned, not left live.
+  TokenTree t;
+  const std::vector<int32_t> prompt = t.add_chain(kNoNode, {0, 1});
+  const int32_t p = t.add_child(prompt.back(), 2, 0);
+  const int32_t eos = t.add_child(p, 9, 0), c = t.add_child(p, 3, 0);
+  t.node(eos).status = NodeStatus::finished;
+  const std::vector<int32_t> changed = t.prune_upwards(c, 2);
+  CHECK(changed == std::vector<int32_t>{c, p});
+  CHECK(t.node(p).status == NodeStatus::pruned);
+  CHECK(t.node(eos).status == NodeStatus::finished);
+  CHECK(t.node(prompt.back()).status == NodeStatus::live);  // above the floor depth
+  CHECK(t.node(prompt.front()).status == NodeStatus::live);
+}

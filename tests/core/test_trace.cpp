@@ -163,8 +163,8 @@ TEST_CASE("trace reader: names the file, line and field of bad input", "[trace]"
   CHECK_THAT(msg(""), Catch::Contains("t.jsonl: empty trace"));
   CHECK_THAT(msg("{not json\n"), Catch::Contains("t.jsonl:1: malformed JSON"));
   CHECK_THAT(msg("{\"kind\":\"header\",\"schema\":\"other\",\"version\":1}\n"), Catch::Contains("field schema"));
-  CHECK_THAT(msg("{\"kind\":\"header\",\"schema\":\"triescope.trace\",\"version\":2}\n"),
-             Catch::Contains("field version is 2"));
+  CHECK_THAT(msg("{\"kind\":\"header\",\"schema\":\"triescope.trace\",\"version\":3}\n"),
+             Catch::Contains("field version is 3"));
   CHECK_THAT(msg("{\"kind\":\"header\",\"schema\":\"triescope.trace\",\"version\":0}\n"),
              Catch::Contains("field version is 0"));
   CHECK_THAT(msg("{\"kind\":\"step\",\"step\":0}\n"), Catch::Contains("first record must be the header"));

@@ -257,7 +257,7 @@ TEST_CASE("constraint and verify panes show the step record's extras", "[gui][co
   for (auto& r : recs)
     if (r["kind"] == "step" && r["step"] == 1) {
       r["constraint"] = {{"beams", json::array({{{"state", 2}, {"valid", 5}, {"path", "dense"}}})}};
-      r["verify"] = {{"layers", json::array({{{"width", 3}, {"accepted", 2}}})}};
+      r["verify"] = {{"kind", "dsbd_layers"}, {"layers", json::array({{{"width", 3}, {"accepted", 2}}})}};
     }
   Window win;
   TraceContext& ctx = win.w.context();

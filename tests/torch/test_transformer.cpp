@@ -239,7 +239,7 @@ TEST_CASE("transformer_tiny sample runs trie and batch to the same outputs", "[m
   CAPTURE(report.str());
   CHECK(report.str().find("outputs identical to batch beam search: yes") != std::string::npos);
   REQUIRE(r.baseline);
-  CHECK(r.result.metrics.peak_slots < r.baseline->metrics.peak_slots);
+  CHECK(r.metrics["peak_slots"].get<int64_t>() < r.baseline->metrics.peak_slots);
 }
 
 TEST_CASE("transformer model object: bad fields get named errors", "[model]") {

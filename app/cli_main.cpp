@@ -1,0 +1,81 @@
+#include <cstdio>
+#include <iostream>
+#include <string>
+
+#include "app/commands.h"
+#include "core/common/error.h"
+#include "core/decode/algorithm.h"
+#include "core/decode/backend.h"
+#ifdef TRIESCOPE_WITH_TORCH
+#include "core/model/torch/torch_transformer.h"
+#endif
+#ifdef TRIESCOPE_WITH_CUDA
+#include "cuda/cuda_backend.h"
+#include "cuda/tree_attention.cuh"
+#endif
+
+namespace triescope::cli {
+
+namespace {
+void usage() {
+  std::cout << "usage: triescope <command> [args]\n"
+               "  run <sample.json> [--out trace.jsonl] [--backend " << backend_names_bar() << "] [--prompt TEXT]  decode a sample, write its trace\n"
+               "  diff <a.jsonl> <b.jsonl> [--tolerance 1e-6]             first divergence of two traces (exit 1)\n"
+               "  inspect <trace.jsonl> [--step N]                         text view of one step\n"
+               "  make-checkpoint <config.json> <outdir> [--seed N] [--init-std 0.02] [--dtype F32]  random Llama checkpoint (LibTorch builds)\n"
+               "  simulate [--beams 3,9,15] [--lengths 64,256] [--csv F]  trie vs batch KV slots per step\n"
+               "  constraint build|stats|check|csr|random ...            STATIC constraint sets and CSR indexes\n"
+               "algorithms (a sample's \"algorithm\"):\n";
+  for (const AlgorithmSpec* a : algorithms()) std::cout << "  " << a->name << ": " << a->description << "\n";
+}
+}  // namespace
+
+void register_backends() {
+#ifdef TRIESCOPE_WITH_CUDA
+  cuda::backend_register();
+  // Transformer attention "tree_kernel" / "auto" on device "cuda". The host
+  // runtime's kernel reads CPU tensors, so it is registered only when
+  // --backend cuda-emu builds a model (cuda::model_build), never for --backend cpu.
+  if (!cuda::kEmulated) cuda::tree_attention_register();
+#endif
+#ifdef TRIESCOPE_WITH_TORCH
+  torch_models_register();
+#endif
+}
+
+std::string backend_names_bar() {
+  std::string out;
+  for (const BackendSpec* b : backends()) out += (out.empty() ? "" : "|") + b->name;
+  return out;
+}
+
+int cli_main(int argc, char** argv) {
+  register_backends();
+  if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
+    usage();
+    return argc < 2 ? 2 : 0;
+  }
+  const std::string cmd = argv[1];
+  Args args(argv + 2, argv + argc);
+  try {
+#ifdef TRIESCOPE_WITH_TORCH
+    if (cmd == "make-checkpoint") return cmd_make_checkpoint(args);
+#endif
+    if (cmd == "run") return cmd_run(args);
+    if (cmd == "diff") return cmd_diff(args);
+    if (cmd == "inspect") return cmd_inspect(args);
+    if (cmd == "simulate") return cmd_simulate(args);
+    if (cmd == "constraint") return cmd_constraint(args);
+    std::cerr << "triescope: unknown command '" << cmd << "'\n";
+    usage();
+    return 2;
+  } catch (const Error& e) {
+    std::cerr << "triescope " << cmd << ": error: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "triescope " << cmd << ": internal error: " << e.what() << "\n";
+    return 3;
+  }
+}
+
+}  // namespace triescope::cli

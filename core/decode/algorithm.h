@@ -1,0 +1,98 @@
+// The algorithm registry: one spec per decoding algorithm, so the CLI, the
+// CUDA backend, the GUI and the tests iterate it instead of naming
+// algorithms. Adding an algorithm is one more file that defines its spec and
+// registers it with TRIESCOPE_REGISTER_ALGORITHM (core/decode/algorithms/
+// holds the built-in ones; tests/core/test_toy_algorithm.cpp adds one).
+#pragma once
+#include <functional>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/config/json_reader.h"
+#include "core/decode/beam_config.h"
+#include "core/trace/trace.h"
+
+namespace triescope {
+
+struct Sample;
+
+// What a sample may hold beside schema, name, model, prompt and trace.
+struct AlgorithmAccepts {
+  bool constraint = false;   // a STATIC "constraint" object (core/constraint/)
+  bool draft_model = false;  // a "draft_model" object: required when true, refused otherwise
+  bool sampling = false;     // a top-level "sampling" object (warp and seed)
+};
+
+// An algorithm's parsed sections of a sample; each algorithm derives its own.
+struct AlgorithmConfig {
+  virtual ~AlgorithmConfig() = default;
+};
+
+// The config of every beam algorithm derives from this: its "beam" section.
+struct BeamSection : AlgorithmConfig {
+  BeamConfig beam;
+};
+
+// What one run of a sample produced, the same for every algorithm.
+struct SampleRun {
+  // Best first: the hypotheses (beam algorithms), the one sequence (greedy,
+  // lookahead, speculative), one entry per sample (multigen).
+  std::vector<Hypothesis> outputs;
+  // The decoder's own metrics (its result's to_json(), without seconds): the
+  // property tests compare them with what the trace's records add up to.
+  nlohmann::json metrics;
+  // Filled by trie_beam_search: the batch baseline on the same model, so the
+  // report prints both layouts' KV figures from one invocation.
+  std::unique_ptr<DecodeResult> baseline;
+};
+
+struct AlgorithmSpec {
+  std::string name;         // the sample's "algorithm" and the trace header's
+  std::string description;  // one line: the paper and what the algorithm does
+  AlgorithmAccepts accepts;
+  // The sample objects parse() reads (its sections), for messages and docs.
+  std::vector<std::string> sections;
+  // Node logprobs in the trace are scores (false: greedy, lookahead,
+  // multigen draw tokens without scoring them).
+  bool scored = true;
+  // The trace holds a token tree and keyframes (false: batch beam search,
+  // whose layout is b full rows).
+  bool has_tree = true;
+  // verify.kind of its step records (kVerify* in core/trace/trace.h); empty: none.
+  std::string verify_kind;
+  // Reads the algorithm's sections from the sample (marking them used in
+  // `sample`); every error names the file and the field. `s` already holds
+  // the path, model, draft model and prompt.
+  std::function<std::shared_ptr<const AlgorithmConfig>(JsonObjectReader& sample, const Sample& s)> parse;
+  // Runs the sample (models already on their backend), recording to `trace`
+  // (may be null), and writes a readable report.
+  std::function<SampleRun(const Sample& s, TraceSink* trace, std::ostream& report)> run;
+};
+
+// Adds a spec; throws Error when the name is taken or a field is missing.
+void algorithm_register(AlgorithmSpec spec);
+// The spec named `name`, or null.
+const AlgorithmSpec* algorithm_find(std::string_view name);
+// Every registered spec, by name.
+std::vector<const AlgorithmSpec*> algorithms();
+// "a, b, c": the registered names, for error messages.
+std::string algorithm_names();
+// The names of the registered algorithms accepting what `pred` says.
+std::string algorithm_names_if(const std::function<bool(const AlgorithmSpec&)>& pred);
+
+struct AlgorithmRegistrar {
+  explicit AlgorithmRegistrar(AlgorithmSpec spec) { algorithm_register(std::move(spec)); }
+};
+
+}  // namespace triescope
+
+#define TRIESCOPE_ALGORITHM_CAT2(a, b) a##b
+#define TRIESCOPE_ALGORITHM_CAT(a, b) TRIESCOPE_ALGORITHM_CAT2(a, b)
+// At namespace scope in the algorithm's file: TRIESCOPE_REGISTER_ALGORITHM(spec_function());
+#define TRIESCOPE_REGISTER_ALGORITHM(spec) \
+  static const ::triescope::AlgorithmRegistrar TRIESCOPE_ALGORITHM_CAT(triescope_algorithm_registrar_, __LINE__)(spec)

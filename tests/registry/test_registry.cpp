@@ -1,0 +1,228 @@
+// The algorithm registry end to end: a toy algorithm registered in one file
+// (toy_algorithm.cpp) runs through the CLI, writes a complete trace, is
+// inspected and diffed; every registered algorithm's traces, on every
+// bundled sample it can run, pass the trace properties; a sample asking for
+// something its algorithm does not accept is refused by name.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "app/commands.h"
+#include "core/common/error.h"
+#include "core/config/json_reader.h"
+#include "core/decode/run_sample.h"
+#include "core/trace/trace.h"
+#include "core/trace/trace_replay.h"
+#include "tests/registry/trace_properties.h"
+
+using namespace triescope;
+using nlohmann::json;
+
+namespace {
+
+namespace fs = std::filesystem;
+
+int run_cli(std::vector<std::string> args) {
+  args.insert(args.begin(), "triescope");
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  return cli::cli_main(static_cast<int>(argv.size()), argv.data());
+}
+
+fs::path work_dir(const std::string& name) {
+  const fs::path d = fs::path(TRIESCOPE_BINARY_DIR) / "tests" / "registry_work" / name;
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+json toy_sample() {
+  json j = json_load_file(TRIESCOPE_SOURCE_DIR "/samples/lookahead_repetitive.json");
+  j.erase("lookahead");
+  j["algorithm"] = "toy_two_branch";
+  j["name"] = "toy";
+  j["toy"] = {{"max_new_tokens", 12}};
+  j["trace"] = {{"keyframe_interval", 5}};
+  return j;
+}
+
+void write(const fs::path& p, const json& j) {
+  std::ofstream(p) << j.dump(1);
+}
+
+struct Variant {
+  std::string label;
+  json sample;
+  std::string origin = TRIESCOPE_SOURCE_DIR "/samples/variant.json";  // relative paths resolve in samples/
+};
+
+// Every bundled sample that runs here, plus the same files re-targeted at
+// the algorithms sharing their sections, so every registered algorithm runs.
+std::vector<Variant> variants() {
+  std::vector<Variant> out;
+  std::vector<fs::path> paths;
+  for (const auto& e : fs::directory_iterator(TRIESCOPE_SOURCE_DIR "/samples"))
+    if (e.path().extension() == ".json") paths.push_back(e.path());
+  std::sort(paths.begin(), paths.end());
+  for (const fs::path& p : paths) {
+    json j = json_load_file(p.string());
+    const json& model = j["model"];
+    if (model.contains("path") && !fs::is_directory(p.parent_path() / model["path"].get<std::string>()) &&
+        !fs::is_directory(model["path"].get<std::string>()))
+      continue;  // bring-your-own model, not installed here
+    const std::string name = p.filename().string(), algo = j["algorithm"];
+    out.push_back({name, j});
+    if (algo == "trie_beam_search" || algo == "batch_beam_search") {
+      json o = j;
+      o["algorithm"] = algo == "trie_beam_search" ? "batch_beam_search" : "trie_beam_search";
+      if (o["algorithm"] == "batch_beam_search") o.erase("trace");
+      out.push_back({name + " as " + o["algorithm"].get<std::string>(), o});
+    }
+    if (algo == "lookahead") {
+      json g = j;
+      g["algorithm"] = "greedy";
+      g["greedy"] = {{"max_new_tokens", j["lookahead"]["max_new_tokens"]}};
+      g.erase("lookahead");
+      out.push_back({name + " as greedy", g});
+      for (const char* v : {"independent", "greedy_only"}) {
+        json l = j;
+        l["lookahead"]["verify"] = v;
+        out.push_back({name + " verify " + v, l});
+      }
+    }
+    if (algo == "multigen")
+      for (const char* m : {"copy", "structured", "hybrid"})
+        for (int eos : {-1, 1}) {
+          json g = j;
+          g["multigen"]["method"] = m;
+          g["multigen"]["eos_token"] = eos;
+          out.push_back({name + " " + m + (eos >= 0 ? " with EOS" : ""), g});
+        }
+  }
+  // Trie beam search, b = 4, with EOS drawn half the time (issue 15, defect 1).
+  json eos = json_load_file(TRIESCOPE_SOURCE_DIR "/samples/synthetic_long.json");
+  eos["model"] = {{"type", "synthetic"}, {"vocab_size", 32}, {"seed", 7}, {"eos_token", 31}, {"eos_rate", 0.5}};
+  eos["prompt"] = {1, 2, 3};
+  eos["beam"] = {{"num_beams", 4}, {"max_new_tokens", 12}, {"eos_token", 31}, {"early_stopping", "never"}, {"gc_interval", 1}};
+  eos["trace"] = {{"keyframe_interval", 1}};
+  out.push_back({"trie b=4 EOS 0.5", eos});
+  out.push_back({"toy", toy_sample()});
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("registry: a toy algorithm in one file runs through the CLI, writes a complete trace, is inspected and diffed",
+          "[registry][cli]") {
+  cli::register_backends();
+  REQUIRE(algorithm_find("toy_two_branch"));
+  const fs::path d = work_dir("toy_cli");
+  write(d / "toy.json", toy_sample());
+  const std::string a = (d / "a.jsonl").string(), b = (d / "b.jsonl").string();
+  REQUIRE(run_cli({"run", (d / "toy.json").string(), "--out", a, "--quiet"}) == 0);
+  REQUIRE(run_cli({"run", (d / "toy.json").string(), "--out", b, "--quiet"}) == 0);
+  const std::vector<json> records = trace_read(a);
+  testing::check_trace_properties(records, *algorithm_find("toy_two_branch"), 5, records.back()["metrics"]);
+  CHECK(run_cli({"diff", a, b}) == 0);
+  CHECK(run_cli({"inspect", a, "--step", "7"}) == 0);
+  // Replay agrees with every keyframe the recorder wrote.
+  TraceReplay replay(records, a);
+  CHECK(replay.steps().size() == 13);
+  // A changed decode diverges.
+  json other = toy_sample();
+  other["toy"]["max_new_tokens"] = 11;
+  write(d / "other.json", other);
+  const std::string c = (d / "c.jsonl").string();
+  REQUIRE(run_cli({"run", (d / "other.json").string(), "--out", c, "--quiet"}) == 0);
+  CHECK(run_cli({"diff", a, c}) == 1);
+  // The CLI's help lists it with the built-in ones.
+  std::ostringstream names;
+  for (const AlgorithmSpec* s : algorithms()) names << s->name << " ";
+  CHECK_THAT(names.str(), Catch::Contains("toy_two_branch") && Catch::Contains("trie_beam_search"));
+}
+
+TEST_CASE("registry: every algorithm's traces on every sample it runs keep the trace properties", "[registry][trace]") {
+  cli::register_backends();
+  std::set<std::string> covered;
+  for (const Variant& v : variants()) {
+    CAPTURE(v.label);
+    Sample s = sample_parse(v.sample, v.origin);
+    MemoryTraceSink sink;
+    std::ostringstream report;
+    const SampleRun run = run_sample(s, &sink, report);
+    testing::check_trace_properties(sink.records, *s.spec, s.options.keyframe_interval, run.metrics);
+    // The recorded trace reads back and replays at every step.
+    TraceReplay replay(sink.records, v.label);
+    for (int32_t step : replay.steps()) CHECK_NOTHROW(replay.at(step));
+    covered.insert(s.algorithm);
+  }
+  for (const AlgorithmSpec* a : algorithms()) {
+    CAPTURE(a->name);
+    CHECK(covered.count(a->name));
+  }
+}
+
+TEST_CASE("registry: beam sampling and trie beam search count the batch layout's prefill alike (defect 4)", "[registry][trace]") {
+  json j = json_load_file(TRIESCOPE_SOURCE_DIR "/samples/beam_sampling_synthetic.json");
+  auto prefill_batch = [&](const json& sample) {
+    Sample s = sample_parse(sample, "prefill");
+    MemoryTraceSink sink;
+    std::ostringstream os;
+    run_sample(s, &sink, os);
+    return sink.records.at(1)["kv"]["batch_slots"].get<int64_t>();
+  };
+  const int64_t b = j["beam"]["num_beams"], n = static_cast<int64_t>(j["prompt"].size());
+  CHECK(prefill_batch(j) == b * n);
+  json t = j;
+  t["algorithm"] = "trie_beam_search";
+  t.erase("sampling");
+  CHECK(prefill_batch(t) == b * n);
+}
+
+TEST_CASE("registry: trie beam search prunes a node whose children are EOS-finished and pruned (defect 1)", "[registry][trace]") {
+  // samples/synthetic_long.json, step 144: nodes 2126 and 2139 were left
+  // live with their slots collected.
+  Sample s = sample_load(TRIESCOPE_SOURCE_DIR "/samples/synthetic_long.json");
+  MemoryTraceSink sink;
+  std::ostringstream os;
+  run_sample(s, &sink, os);
+  TraceReplay replay(sink.records, "synthetic_long");
+  const StepView v = replay.at(144);
+  for (int32_t id : {2126, 2139}) {
+    CAPTURE(id);
+    REQUIRE(static_cast<size_t>(id) < v.nodes.size());
+    CHECK(v.nodes[static_cast<size_t>(id)].status == NodeStatus::pruned);
+  }
+  for (const TreeNode& n : v.nodes)
+    if (n.status == NodeStatus::live) CHECK(n.slot >= 0);
+}
+
+TEST_CASE("registry: a sample asking for what its algorithm does not accept is refused by name", "[registry][samples]") {
+  const json look = json_load_file(TRIESCOPE_SOURCE_DIR "/samples/lookahead_repetitive.json");
+  auto refuse = [](json j, const std::string& what) {
+    CAPTURE(what);
+    CHECK_THROWS_WITH(sample_parse(j, "x.json"), Catch::Contains("x.json") && Catch::Contains(what));
+  };
+  json c = look;
+  c["constraint"] = {{"type", "static"}};
+  refuse(c, "constraint: algorithm lookahead does not accept a constraint (algorithms that do: batch_beam_search, trie_beam_search)");
+  json d = json_load_file(TRIESCOPE_SOURCE_DIR "/samples/figure1_once_upon_a_time.json");
+  d["draft_model"] = d["model"];
+  refuse(d, "draft_model: algorithm trie_beam_search does not accept a draft_model (algorithms that do: dsbd, speculative)");
+  json m = json_load_file(TRIESCOPE_SOURCE_DIR "/samples/multigen_figure1.json");
+  m["sampling"] = {{"seed", 1}};
+  refuse(m, "sampling: algorithm multigen does not accept a sampling");
+  json bb = json_load_file(TRIESCOPE_SOURCE_DIR "/samples/figure1_once_upon_a_time.json");
+  bb["algorithm"] = "batch_beam_search";
+  bb["trace"] = {{"keyframe_interval", 4}};
+  refuse(bb, "trace.keyframe_interval: algorithm batch_beam_search records no token tree");
+  json sp = json_load_file(TRIESCOPE_SOURCE_DIR "/samples/speculative_synthetic.json");
+  sp.erase("draft_model");
+  refuse(sp, "algorithm speculative needs a draft_model object");
+  json u = look;
+  u["algorithm"] = "no_such";
+  refuse(u, "algorithm must be one of batch_beam_search, beam_sampling, dsbd, greedy, lookahead, multigen");
+}
