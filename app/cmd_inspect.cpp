@@ -2,6 +2,7 @@
 #include <iostream>
 
 #include "app/commands.h"
+#include "core/analysis/forward_layout.h"
 #include "core/common/error.h"
 #include "core/trace/trace.h"
 #include "core/trace/trace_replay.h"
@@ -9,6 +10,37 @@
 namespace triescope::cli {
 
 namespace {
+void print_layout(const TraceReplay& t, const StepView& v, const std::vector<int32_t>& slot_to_node, const char* title) {
+  std::cout << "\n" << title << " (slot: token):";
+  for (size_t s = 0; s < slot_to_node.size(); ++s) {
+    if (s % 8 == 0) std::cout << "\n ";
+    const int32_t id = slot_to_node[s];
+    std::cout << " " << std::setw(3) << s << ":" << std::left << std::setw(10)
+              << (id < 0 || static_cast<size_t>(id) >= v.nodes.size() ? std::string("(free)") : t.token_text(v.nodes[static_cast<size_t>(id)].token))
+              << std::right;
+  }
+  std::cout << "\n";
+}
+
+// Rows whose bits differ from the ancestry of their query in `layout`.
+int32_t rows_off_ancestry(const StepView& v, const ForwardLayout& layout) {
+  const ForwardView& f = *v.forward;
+  int32_t bad = 0;
+  for (int32_t r = 0; r < f.mask.rows && static_cast<size_t>(r) < f.queries.size(); ++r) {
+    std::vector<char> anc(v.nodes.size(), 0);
+    for (int32_t a = f.queries[static_cast<size_t>(r)]; a >= 0 && static_cast<size_t>(a) < v.nodes.size(); a = v.nodes[static_cast<size_t>(a)].parent)
+      anc[static_cast<size_t>(a)] = 1;
+    for (int32_t c = 0; c < f.mask.cols; ++c) {
+      const int32_t k = layout.node_in_slot(c);
+      if (k >= 0 && static_cast<size_t>(k) < anc.size() && (anc[static_cast<size_t>(k)] != 0) != f.mask.test(r, c)) {
+        ++bad;
+        break;
+      }
+    }
+  }
+  return bad;
+}
+
 void print_subtree(const TraceReplay& t, const StepView& v, const std::vector<std::vector<int32_t>>& children, int32_t id,
                    int depth) {
   const TreeNode& n = v.nodes[static_cast<size_t>(id)];
@@ -34,6 +66,7 @@ int cmd_inspect(const Args& args) {
     TS_CHECK(step >= 0 && step <= t.last_step(), "inspect: --step " << step << " outside [0, " << t.last_step() << "]");
   }
   const StepView v = t.at(step);
+  const ForwardLayout layout = forward_layout(v, trace_gc_after_forward_steps(t.records()).count(step) > 0);
   std::cout << p.positional[0] << ": " << t.header().value("algorithm", "?") << " on " << t.header().value("backend", "?")
             << ", step " << step << " of " << t.last_step() << (v.phase.empty() ? "" : " (" + v.phase + ")") << "\n";
 
@@ -79,17 +112,15 @@ int cmd_inspect(const Args& args) {
     std::cout << "position ids:";
     for (int32_t x : f.positions) std::cout << " " << x;
     std::cout << "\n";
-  }
-  if (!v.slot_to_node.empty() && !v.nodes.empty()) {
-    std::cout << "\nKV layout (slot: token):";
-    for (size_t s = 0; s < v.slot_to_node.size(); ++s) {
-      if (s % 8 == 0) std::cout << "\n ";
-      const int32_t id = v.slot_to_node[s];
-      std::cout << " " << std::setw(3) << s << ":" << std::left << std::setw(10)
-                << (id < 0 ? std::string("(free)") : t.token_text(v.nodes[static_cast<size_t>(id)].token)) << std::right;
+    if (!f.queries.empty() && !v.nodes.empty()) {
+      const int32_t bad = rows_off_ancestry(v, layout);
+      std::cout << "mask rows equal to their query's ancestors in the layout the pass read: "
+                << (bad == 0 ? std::string("all") : std::to_string(bad) + " rows differ") << "\n";
     }
-    std::cout << "\n";
   }
+  if (layout.before_gc && !v.nodes.empty())  // a v1 lookahead trace: the gc ran after the pass
+    print_layout(t, v, layout.slot_to_node, "KV layout the forward pass read, before this step's gc");
+  if (!v.slot_to_node.empty() && !v.nodes.empty()) print_layout(t, v, v.slot_to_node, layout.before_gc ? "KV layout after the gc" : "KV layout");
   if (!v.kv.empty()) {
     std::cout << "\nKV slots " << v.kv.value("slots", 0) << " (peak " << v.kv.value("peak", 0) << ")";
     if (v.kv.contains("batch_slots")) std::cout << ", batch layout " << v.kv.value("batch_slots", 0);

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <regex>
 
 #include <QTimer>
 #include <QtConcurrent/QtConcurrent>
@@ -154,8 +153,7 @@ void TraceContext::computeView() {
   viewA_ = StepView{};
   viewB_.reset();
   viewsValid_ = false;
-  fwdSlotToNode_.clear();
-  fwdSlotOfNode_.clear();
+  fwd_ = ForwardLayout{};
   if (!a_) return;
   lastReplayMs_ = 0;
   auto done = [&](ViewSource src) {
@@ -244,38 +242,19 @@ void TraceContext::makeSpare() {
 }
 
 void TraceContext::computeForwardSlots() {
-  fwdSlotToNode_.clear();
-  fwdSlotOfNode_.clear();
+  fwd_ = ForwardLayout{};
   const TraceDocument* d = shownDoc();
-  const StepView& v = view();
   const int32_t idx = d ? d->step_index(step_) : -1;
-  if (idx < 0 || static_cast<size_t>(idx) >= d->stats.size() || !d->stats[static_cast<size_t>(idx)].gc_after_forward || !v.forward ||
-      v.gc_slots_before < 0)
-    return;
-  // Before the gc, old slot `o` held what new slot `n` holds now (moves are
-  // (old, new) for every kept slot); the queries wrote their own slots.
-  fwdSlotToNode_.assign(static_cast<size_t>(std::max(v.gc_slots_before, v.forward->mask.cols)), kNoNode);
-  for (const auto& [o, n] : v.gc_moves)
-    if (o >= 0 && static_cast<size_t>(o) < fwdSlotToNode_.size() && n >= 0 && static_cast<size_t>(n) < v.slot_to_node.size())
-      fwdSlotToNode_[static_cast<size_t>(o)] = v.slot_to_node[static_cast<size_t>(n)];
-  const auto& f = *v.forward;
-  for (size_t r = 0; r < f.queries.size() && r < f.slots.size(); ++r)
-    if (f.slots[r] >= 0 && static_cast<size_t>(f.slots[r]) < fwdSlotToNode_.size()) fwdSlotToNode_[static_cast<size_t>(f.slots[r])] = f.queries[r];
-  fwdSlotOfNode_.assign(v.nodes.size(), -1);
-  for (size_t s = 0; s < fwdSlotToNode_.size(); ++s) {
-    const int32_t n = fwdSlotToNode_[s];
-    if (n >= 0 && static_cast<size_t>(n) < fwdSlotOfNode_.size()) fwdSlotOfNode_[static_cast<size_t>(n)] = static_cast<int32_t>(s);
-  }
+  if (idx < 0 || static_cast<size_t>(idx) >= d->stats.size()) return;
+  fwd_ = forward_layout(view(), d->stats[static_cast<size_t>(idx)].gc_after_forward);
 }
 
 int32_t TraceContext::forwardSlotOfNode(int32_t node) const {
-  if (fwdSlotToNode_.empty()) return slotOfNode(node);
-  return node >= 0 && static_cast<size_t>(node) < fwdSlotOfNode_.size() ? fwdSlotOfNode_[static_cast<size_t>(node)] : -1;
+  return fwd_.before_gc ? fwd_.slot_of(node) : slotOfNode(node);
 }
 
 int32_t TraceContext::nodeInForwardSlot(int32_t slot) const {
-  if (fwdSlotToNode_.empty()) return nodeInSlot(slot);
-  return slot >= 0 && static_cast<size_t>(slot) < fwdSlotToNode_.size() ? fwdSlotToNode_[static_cast<size_t>(slot)] : -1;
+  return fwd_.before_gc ? fwd_.node_in_slot(slot) : nodeInSlot(slot);
 }
 
 void TraceContext::setStep(int32_t step) {
@@ -339,21 +318,17 @@ int32_t TraceContext::nodeOfRow(int32_t row) const {
 }
 
 namespace {
-// "added[3].token" -> ("added", 3, "token"); "forward.mask.rows[1]" -> ("forward.mask.rows", 1, "").
-bool split_field(const std::string& f, std::string& head, size_t& idx, std::string& rest) {
-  static const std::regex re(R"(^([A-Za-z_.]+)\[(\d+)\](?:\.(.*))?$)");
-  static const std::regex re_nested(R"(^([A-Za-z_.]+)\[(\d+)\]\[(\d+)\]$)");
-  std::smatch m;
-  if (std::regex_match(f, m, re_nested)) {
-    head = m[1];
-    idx = std::stoul(m[2]);
-    rest = "[" + std::string(m[3]) + "]";
-    return true;
-  }
-  if (!std::regex_match(f, m, re)) return false;
-  head = m[1];
-  idx = std::stoul(m[2]);
-  rest = m[3];
+// A divergence's path as (the keys before its first array index, joined
+// with dots; that index; the key after it, or "[j]" for a nested index):
+// {added}[3]{token} -> ("added", 3, "token"); {forward}{mask}{rows}[1] -> ("forward.mask.rows", 1, "").
+bool split_path(const std::vector<TracePathStep>& path, std::string& head, size_t& idx, std::string& rest) {
+  size_t k = 0;
+  head.clear();
+  for (; k < path.size() && path[k].index < 0; ++k) head += (head.empty() ? "" : ".") + path[k].key;
+  if (k == path.size() || head.empty()) return false;
+  idx = static_cast<size_t>(path[k].index);
+  rest.clear();
+  if (k + 1 < path.size()) rest = path[k + 1].index >= 0 ? "[" + std::to_string(path[k + 1].index) + "]" : path[k + 1].key;
   return true;
 }
 int32_t int_at(const json& rec, const char* arr, size_t i, const char* key) {
@@ -381,7 +356,7 @@ void TraceContext::computeMarks() {
     const json& rec = ra[d.record];
     std::string head, rest;
     size_t i = 0;
-    if (!split_field(d.field, head, i, rest)) continue;
+    if (!split_path(d.path, head, i, rest)) continue;
     if (head == "forward.mask.rows") {
       m.mask_cells.emplace(static_cast<int32_t>(i), static_cast<int32_t>(d.index));
       const int32_t q = rec.contains("forward") ? int_at(rec["forward"], "queries", i, nullptr) : -1;

@@ -12,6 +12,7 @@
 #include <set>
 #include <vector>
 
+#include "core/analysis/forward_layout.h"
 #include "core/trace/trace_diff.h"
 #include "gui/trace_document.h"
 
@@ -95,7 +96,7 @@ class TraceContext : public QObject {
   // the slots the queries wrote; -1 for a slot whose node is not known.
   int32_t forwardSlotOfNode(int32_t node) const;
   int32_t nodeInForwardSlot(int32_t slot) const;
-  bool forwardBeforeGc() const { return !fwdSlotToNode_.empty(); }
+  bool forwardBeforeGc() const { return fwd_.before_gc; }
 
   const std::vector<TraceDivergence>& divergences() const { return divergences_; }
   const StepMarks& marks() const;  // for the current step
@@ -115,7 +116,7 @@ class TraceContext : public QObject {
   void computeView();
   void computeMarks();
   void computeForwardSlots();
-  std::vector<int32_t> fwdSlotToNode_, fwdSlotOfNode_;
+  ForwardLayout fwd_;  // the layout the shown step's forward pass read (core/analysis/forward_layout.h)
   // Replays the steps next to the shown one in the background, so stepping
   // to a neighbour costs no replay on the UI thread (docs/benchmarks-gui.md).
   struct Views {

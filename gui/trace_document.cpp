@@ -1,5 +1,9 @@
 #include "gui/trace_document.h"
 
+#include "core/analysis/forward_layout.h"
+
+#include <set>
+
 #include <chrono>
 #include <fstream>
 #include <sstream>
@@ -31,6 +35,7 @@ TraceDocumentPtr trace_document_from_records(std::vector<json> records, const st
     doc->prompt_len = static_cast<int32_t>(h["config"]["prompt"].size());
   // One pass over the records for the plots; the state itself comes from
   // TraceReplay::at() when a step is shown.
+  const std::set<int32_t> gc_after = trace_gc_after_forward_steps(doc->replay->records());
   for (const json& r : doc->replay->records()) {
     const std::string kind = r.value("kind", "");
     if (kind != "step" && kind != "gc") continue;
@@ -39,7 +44,7 @@ TraceDocumentPtr trace_document_from_records(std::vector<json> records, const st
     StepStat& st = doc->stats.back();
     if (kind == "gc") {
       st.gc = true;
-      st.gc_after_forward = !st.phase.empty();  // its step record came first
+      st.gc_after_forward = gc_after.count(s) > 0;
       continue;
     }
     st.phase = r.value("phase", "");

@@ -28,6 +28,7 @@ struct Walker {
   std::vector<TraceDivergence>& out;
   size_t limit;
   TraceDivergence base;
+  std::vector<TracePathStep> path;  // where walk() is now
 
   bool full() const { return out.size() >= limit; }
 
@@ -35,6 +36,7 @@ struct Walker {
     if (full()) return;
     TraceDivergence d = base;
     d.field = field;
+    d.path = path;
     d.index = index;
     d.a = std::move(a);
     d.b = std::move(b);
@@ -82,19 +84,27 @@ struct Walker {
       for (const auto& k : keys) {
         if (k == "seconds" || (field.empty() && base.kind == "header" && k == "backend")) continue;
         const std::string f = field.empty() ? k : field + "." + k;
-        if (!a.contains(k)) { emit(f, -1, "<missing>", b[k].dump()); continue; }
-        if (!b.contains(k)) { emit(f, -1, a[k].dump(), "<missing>"); continue; }
-        walk(a[k], b[k], f, k == "rows" && field.size() >= 4 && field.compare(field.size() - 4, 4, "mask") == 0);
+        path.push_back({k, -1});
+        if (!a.contains(k)) emit(f, -1, "<missing>", b[k].dump());
+        else if (!b.contains(k)) emit(f, -1, a[k].dump(), "<missing>");
+        else walk(a[k], b[k], f, k == "rows" && field.size() >= 4 && field.compare(field.size() - 4, 4, "mask") == 0);
+        path.pop_back();
       }
       return;
     }
     if (a.is_array()) {
-      if (a.size() != b.size()) emit(field + ".size", -1, std::to_string(a.size()), std::to_string(b.size()));
+      if (a.size() != b.size()) {
+        path.push_back({"size", -1});
+        emit(field + ".size", -1, std::to_string(a.size()), std::to_string(b.size()));
+        path.pop_back();
+      }
       const size_t n = std::min(a.size(), b.size());
       for (size_t i = 0; i < n && !full(); ++i) {
         const std::string f = field + "[" + std::to_string(i) + "]";
+        path.push_back({"", static_cast<int64_t>(i)});
         if (in_mask_rows && a[i].is_string() && b[i].is_string()) mask_row(f, a[i].get<std::string>(), b[i].get<std::string>());
         else walk(a[i], b[i], f, false);
+        path.pop_back();
       }
       return;
     }
@@ -107,7 +117,7 @@ struct Walker {
 std::vector<TraceDivergence> trace_diff_all(const std::vector<json>& a, const std::vector<json>& b,
                                             const TraceDiffOptions& opt, size_t limit) {
   std::vector<TraceDivergence> out;
-  Walker w{opt, out, limit, {}};
+  Walker w{opt, out, limit, {}, {}};
   const size_t n = std::min(a.size(), b.size());
   for (size_t i = 0; i < n && !w.full(); ++i) {
     w.base = TraceDivergence{};

@@ -10,12 +10,20 @@
 
 namespace triescope {
 
+// One step of a field path: an object member (key) or an array element (index).
+struct TracePathStep {
+  std::string key;     // empty for an array element
+  int64_t index = -1;  // -1 for an object member
+  bool operator==(const TracePathStep&) const = default;
+};
+
 struct TraceDivergence {
   int64_t step = -1;      // -1: header or summary
   size_t record = 0;      // index of the record in both traces
   std::string kind;       // record kind (header, step, gc, keyframe, summary)
   std::string phase;      // step phase, when the record has one
-  std::string field;      // dotted path inside the record, e.g. forward.mask.rows[1]
+  std::string field;      // dotted path inside the record, e.g. forward.mask.rows[1] (for people)
+  std::vector<TracePathStep> path;  // the same path as data: {forward}, {mask}, {rows}, [1] (for code)
   int64_t index = -1;     // bit (column) index for mask rows, else -1
   std::string a, b;       // the two values as text
   std::string describe() const;

@@ -6,7 +6,7 @@
 #include <QWidget>
 
 #include "gui/trace_context.h"
-#include "gui/verify_info.h"
+#include "core/analysis/verify_info.h"
 
 class QChart;
 class QChartView;

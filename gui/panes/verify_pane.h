@@ -5,12 +5,12 @@
 // the residual or the target; for lookahead the pending token, the Jacobi
 // window, each pool candidate with the nodes that computed it and the
 // accepted path. A drawing, a table of the same entries and the raw record.
-// Built from gui/verify_info.h (the records as written).
+// Built from core/analysis/verify_info.h (the records as written).
 #pragma once
 #include <QWidget>
 
 #include "gui/trace_context.h"
-#include "gui/verify_info.h"
+#include "core/analysis/verify_info.h"
 
 class QLabel;
 class QTabWidget;

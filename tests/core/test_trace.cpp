@@ -119,6 +119,7 @@ TEST_CASE("trace diff: names the first planted divergence exactly", "[trace]") {
     CHECK(d->step == 3);
     CHECK(d->kind == "step");
     CHECK(d->field == "forward.mask.rows[1]");
+    CHECK(d->path == std::vector<TracePathStep>{{"forward", -1}, {"mask", -1}, {"rows", -1}, {"", 1}});
     CHECK(d->index == 2);
     CHECK(d->describe().find("step 3") != std::string::npos);
   }
@@ -134,6 +135,7 @@ TEST_CASE("trace diff: names the first planted divergence exactly", "[trace]") {
     auto d = trace_diff(a, b, {1e-6});
     REQUIRE(d);
     CHECK(d->field == "chosen[0].score");
+    CHECK(d->path == std::vector<TracePathStep>{{"chosen", -1}, {"", 0}, {"score", -1}});
   }
   SECTION("the backend and wall time are not compared") {
     auto b = a;

@@ -21,7 +21,7 @@
 #include "gui/panes/plots_pane.h"
 #include "gui/panes/trie_view.h"
 #include "gui/panes/verify_pane.h"
-#include "gui/verify_info.h"
+#include "core/analysis/verify_info.h"
 
 using namespace triescope;
 using namespace triescope::gui;

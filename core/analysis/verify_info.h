@@ -1,14 +1,15 @@
-// What the verification pane draws, read from the step records of a
-// speculative trace (no Qt, no widgets: tested headless). Three record
-// shapes exist, all written by core's decoders:
-//  - DSBD (core/decode/dsbd.cpp): a "draft" step with draft_layers[] (the W_S
+// Trace analysis (no Qt): what a step's verification did, read from the step
+// records of a speculative trace; the GUI's verification pane and plots draw
+// it. The verify kind comes from the record (trace v2: verify.kind) or, for a
+// v1 trace, from the header's algorithm (trace_verify_kind). Three kinds:
+//  - dsbd_layers (core/decode/dsbd.cpp): a "draft" step with draft_layers[] (the W_S
 //    draft beams per layer), then a "verify" step whose verify.layers[] holds
 //    W_L^(l), the tested drafts with accept_prob / u / p / q, the drafts
 //    rejected because their parent was, the beams sampled when the layer was
 //    short, verify.stopped_at_layer and verify.extra_layer;
-//  - speculative decoding (core/decode/speculative.cpp): a draft chain, then
+//  - speculative_chain (core/decode/speculative.cpp): a draft chain, then
 //    verify.decisions[] per layer;
-//  - lookahead (core/decode/lookahead.cpp): one "verify" step per pass with
+//  - lookahead_candidates (core/decode/lookahead.cpp): one "verify" step per pass with
 //    the pool candidates, the candidate and window nodes it computed and the
 //    accepted path.
 // Everything is taken from the records as written; nothing is recomputed.
@@ -22,7 +23,7 @@
 
 #include "core/trace/trace_replay.h"
 
-namespace triescope::gui {
+namespace triescope {
 
 // How one draft (or one computed node) came out of verification.
 enum class Decision {
@@ -108,4 +109,4 @@ struct AcceptanceSeries {
 };
 AcceptanceSeries acceptance_series(const TraceReplay& replay);
 
-}  // namespace triescope::gui
+}  // namespace triescope

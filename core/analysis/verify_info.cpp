@@ -1,4 +1,4 @@
-#include "gui/verify_info.h"
+#include "core/analysis/verify_info.h"
 
 #include "core/trace/trace.h"
 
@@ -6,7 +6,7 @@
 #include <map>
 #include <set>
 
-namespace triescope::gui {
+namespace triescope {
 
 using nlohmann::json;
 
@@ -457,4 +457,4 @@ AcceptanceSeries acceptance_series(const TraceReplay& replay) {
   return s;
 }
 
-}  // namespace triescope::gui
+}  // namespace triescope
