@@ -205,435 +205,520 @@ json kv_record(const KvSlots& slots, int64_t bps, int64_t paper, int32_t live) {
           {"batch_slots", paper},       {"batch_bytes", paper * bps}, {"live_beams", live}};
 }
 
-}  // namespace
 
-DsbdResult dsbd_decode(Model& target, Model& draft, const std::vector<int32_t>& prompt, const DsbdConfig& cfg,
-                       TraceSink* trace, const DecodeOptions& opt) {
-  const auto t0 = std::chrono::steady_clock::now();
-  const int32_t V = target.vocab_size();
-  const int32_t n = static_cast<int32_t>(prompt.size());
-  prompt_check(prompt, V, "dsbd");
-  TS_CHECK(draft.vocab_size() == V, "dsbd: draft vocabulary " << draft.vocab_size() << " != target vocabulary " << V);
-  TS_CHECK(cfg.draft_width >= 1 && cfg.gamma >= 1 && cfg.width >= 1 && cfg.min_width >= 1,
-           "dsbd: draft_width, gamma, width and min_width must be >= 1");
-  TS_CHECK(cfg.max_new_tokens >= 1, "dsbd: max_new_tokens must be >= 1, got " << cfg.max_new_tokens);
-  TS_CHECK(!cfg.sampling.deterministic, "dsbd: sampling.deterministic is not supported (verification is stochastic)");
-  TS_CHECK(cfg.threshold >= 0.0 && cfg.threshold <= 1.0, "dsbd: threshold must be in [0, 1], got " << cfg.threshold);
-  target.reset();
-  draft.reset();
-  TokenTree tree;
-  KvSlots slots;
-  TreeFeeder tf(target), df(draft);
-  const PhiloxKey key{cfg.sampling.seed};
-  DsbdResult result;
-  SamplingDecodeResult& res = result.out;
-  DsbdStats& st = result.stats;
-  st.layer_verified.assign(static_cast<size_t>(cfg.gamma), 0);
-  st.layer_accepted.assign(static_cast<size_t>(cfg.gamma), 0);
-  DecodeMetrics& m = res.decode.metrics;
-  m.prompt_len = n;
-  const int64_t bps = target.kv_shape().bytes_per_slot();
-  TraceRecorder rec(trace, opt.keyframe_interval);
-  if (rec.on()) {
-    json config = cfg.to_json();
-    config["prompt"] = prompt;
-    config["draft_model"] = draft.describe();
-    rec.header("dsbd", opt.backend, config, target.describe(), target.vocab_strings(), kVerifyDsbdLayers);
-  }
+// The decode, in the phases of Algorithm 1: one DsbdDecoder per call holds
+// the state the phases share; the math the CUDA backend twins (beam
+// distributions, the width rule, layer verification) stays in the plain
+// functions above.
+class DsbdDecoder {
+ public:
+  DsbdDecoder(Model& target, Model& draft, const std::vector<int32_t>& prompt, const DsbdConfig& cfg, TraceSink* trace,
+              const DecodeOptions& opt)
+      : target_(target), draft_(draft), prompt_(prompt), cfg_(cfg), opt_(opt), V_(target.vocab_size()),
+        n_(static_cast<int32_t>(prompt.size())), tf_(target), df_(draft), key_{cfg.sampling.seed}, rec_(trace, opt.keyframe_interval),
+        bps_(target.kv_shape().bytes_per_slot()) {}
+
+  DsbdResult run();
+
+ private:
+  // What one draft/verify iteration builds and decides.
+  struct Iteration {
+    uint32_t it32 = 0;
+    int32_t g = 0;                        // draft layers this iteration (gamma, or fewer near the end)
+    std::vector<int32_t> distinct_beams;  // the input beams without repeats
+    std::vector<DraftLayer> layers;       // [g + 1]: layer 0 = the input beams
+    std::vector<char> in_forest;          // [nodes] drafted this iteration, or an input beam
+    int64_t paper = 0;                    // the paper's layout: one cache per input beam
+    json forward, target_lp;              // the forest pass (trace)
+    std::vector<Accepted> accepted;       // A: the accepted beams of the last layer verified
+    std::vector<int32_t> outputs;         // the next input beams
+    int32_t l_last = 0;                   // tokens this iteration produced
+    std::map<std::pair<int32_t, int32_t>, int32_t> sampled_made;  // (parent, token) -> sampled node
+    json status = json::array(), added = json::array(), vlayers = json::array(), extra;
+  };
+
+  void grow();
+  double dlp_of(int32_t node);
+  void set_status(Iteration& it, int32_t node, NodeStatus s);
+  int32_t child_for(Iteration& it, int32_t parent, int32_t tok, double tl);
+  const double* target_row(int32_t node) const;
+
+  void prefill();                                        // all but the last prompt token
+  void collect_garbage(const Iteration& it);             // the input beams' ancestors only
+  void draft_forest(Iteration& it);                      // Section 3.1, Figure 2a
+  void score_forest(Iteration& it);                      // Section 3.3, Figure 3: one target pass
+  bool verify_layer(Iteration& it, int32_t l);           // Algorithm 1 lines 10-31; false: stop
+  void extra_layer(Iteration& it);                       // lines 32-34
+  void choose_outputs(Iteration& it);                    // Section 3.4, and pruning the dead
+  void record_verify(const Iteration& it);
+  DsbdResult finish(double seconds);
+
+  Model& target_;
+  Model& draft_;
+  const std::vector<int32_t>& prompt_;
+  const DsbdConfig& cfg_;
+  const DecodeOptions& opt_;
+  const int32_t V_, n_;
+  TokenTree tree_;
+  KvSlots slots_;
+  TreeFeeder tf_, df_;
+  const PhiloxKey key_;
+  TraceRecorder rec_;
+  const int64_t bps_;
+  DsbdResult result_;
   // Per-node joint log-likelihoods: under the target (known once the parent's
   // target row is) and under the draft (q_beam's weights, Section 3.1).
-  std::vector<double> node_tlp, node_dlp;
-  std::vector<char> has_dlp;
-  auto grow = [&] {
-    node_tlp.resize(static_cast<size_t>(tree.size()), 0.0);
-    node_dlp.resize(static_cast<size_t>(tree.size()), 0.0);
-    has_dlp.resize(static_cast<size_t>(tree.size()), 0);
-  };
-  std::vector<double> tlp_rows, dlp_rows;
-  std::vector<int32_t> trow, drow;
-  const std::vector<int32_t> prompt_nodes = tree.add_chain(kNoNode, prompt);
-  for (int32_t id : prompt_nodes) tree.node(id).slot = slots.allocate();
-  grow();
-  has_dlp[static_cast<size_t>(prompt_nodes.back())] = 1;  // likelihoods are conditioned on the prompt
-  int32_t step = 0;
-  {
-    // Prefill all but the last prompt token: that token is the root of the
-    // first forest and is scored by the first forest pass.
-    const std::vector<int32_t> pre(prompt_nodes.begin(), prompt_nodes.end() - 1);
-    json fields = json::object();
-    if (!pre.empty()) {
-      fields["forward"] = tf.feed(tree, slots.num_slots(), pre, tlp_rows, trow, rec.on());
-      fields["draft_forward"] = df.feed(tree, slots.num_slots(), pre, dlp_rows, drow, rec.on());
-    }
-    if (rec.on()) {
-      json added = json::array();
-      for (int32_t id : prompt_nodes) added.push_back(trace_node(tree.node(id)));
-      fields["added"] = added;
-      fields["kv"] = kv_record(slots, bps, n, 1);
-      rec.step(0, "prefill", std::move(fields), tree, slots.num_slots());
-    }
-  }
-
-  std::vector<int32_t> beams = {prompt_nodes.back()};  // input beams (multiset of nodes)
-  int32_t generated = 0;
-  int64_t iteration = 0;
+  std::vector<double> node_tlp_, node_dlp_;
+  std::vector<char> has_dlp_;
+  std::vector<double> tlp_rows_, dlp_rows_;
+  std::vector<int32_t> trow_, drow_;
   // Draft log-softmax rows of this iteration's draft forwards: node -> row.
-  std::unordered_map<int32_t, std::vector<double>> drafted_rows;
-  auto dlp_of = [&](int32_t node) -> double {
-    if (has_dlp[static_cast<size_t>(node)]) return node_dlp[static_cast<size_t>(node)];
-    const int32_t parent = tree.node(node).parent;
-    auto it = drafted_rows.find(parent);
-    TS_CHECK(it != drafted_rows.end() && has_dlp[static_cast<size_t>(parent)],
-             "dsbd: internal: draft likelihood of node " << node << " is unknown");
-    node_dlp[static_cast<size_t>(node)] = node_dlp[static_cast<size_t>(parent)] + it->second[static_cast<size_t>(tree.node(node).token)];
-    has_dlp[static_cast<size_t>(node)] = 1;
-    return node_dlp[static_cast<size_t>(node)];
-  };
+  std::unordered_map<int32_t, std::vector<double>> drafted_rows_;
+  std::vector<int32_t> beams_;  // input beams (a multiset of nodes)
+  int32_t step_ = 0;
+  int64_t iteration_ = 0;
+};
 
-  while (generated < cfg.max_new_tokens) {
-    ++iteration;
-    const auto it32 = static_cast<uint32_t>(iteration);
-    const int32_t g = std::min(cfg.gamma, cfg.max_new_tokens - generated - 1);
-    std::vector<int32_t> distinct_beams;
-    for (int32_t b : beams)
-      if (std::find(distinct_beams.begin(), distinct_beams.end(), b) == distinct_beams.end()) distinct_beams.push_back(b);
-    if (iteration > 1) {
-      // Rejected branches and dropped beams give their slots back: keep the
-      // input beams' ancestors only (trie paper 3.5, one gather per model).
-      const CompactionPlan plan = kv_collect_garbage(tree, distinct_beams, slots.num_slots());
-      target.compact(plan);
-      draft.compact(plan);
-      slots.apply(plan);
-      ++m.gc_runs;
-      rec.gc(step + 1, plan);
-    }
+void DsbdDecoder::grow() {
+  node_tlp_.resize(static_cast<size_t>(tree_.size()), 0.0);
+  node_dlp_.resize(static_cast<size_t>(tree_.size()), 0.0);
+  has_dlp_.resize(static_cast<size_t>(tree_.size()), 0);
+}
 
-    // ---- draft (Section 3.1, Figure 2a): beam sampling of width W_S for g steps
-    drafted_rows.clear();
-    std::vector<DraftLayer> layers(static_cast<size_t>(g) + 1);
-    layers[0].nodes = beams;
-    json draft_added = json::array(), draft_fw = json::array(), draft_layers = json::array();
-    std::vector<char> in_forest(static_cast<size_t>(tree.size()), 0);
-    for (int32_t b : beams) in_forest[static_cast<size_t>(b)] = 1;
-    for (int32_t j = 1; j <= g; ++j) {
-      const DraftLayer& prev = layers[static_cast<size_t>(j - 1)];
-      std::vector<int32_t> q_nodes;
-      for (int32_t b : prev.nodes)
-        if (std::find(q_nodes.begin(), q_nodes.end(), b) == q_nodes.end()) q_nodes.push_back(b);
-      json f = df.feed(tree, slots.num_slots(), q_nodes, dlp_rows, drow, rec.on());
-      if (rec.on()) draft_fw.push_back(f);
-      for (int32_t id = 0; id < tree.size(); ++id) {
-        const int32_t r = drow[static_cast<size_t>(id)];
-        if (r >= 0) drafted_rows[id].assign(dlp_rows.begin() + static_cast<std::ptrdiff_t>(r) * V,
-                                            dlp_rows.begin() + static_cast<std::ptrdiff_t>(r + 1) * V);
-      }
-      const size_t w = prev.nodes.size();
-      std::vector<double> beam_lp(w), token_lp(w * static_cast<size_t>(V));
-      for (size_t i = 0; i < w; ++i) {
-        beam_lp[i] = dlp_of(prev.nodes[i]);
-        const auto& row = drafted_rows.at(prev.nodes[i]);
-        std::copy(row.begin(), row.end(), token_lp.begin() + static_cast<std::ptrdiff_t>(i) * V);
-      }
-      DraftLayer& cur = layers[static_cast<size_t>(j)];
-      cur.q_full = beam_distribution(beam_lp, token_lp, V, cfg.sampling);  // q_beam (Section 3.1)
-      std::map<std::pair<int32_t, int32_t>, int32_t> made;
-      json lj = json::array();
-      for (int32_t i = 0; i < cfg.draft_width; ++i) {
-        const int64_t pair = sample_index(cur.q_full, philox_uniform(key, it32, static_cast<uint32_t>(j), 0, static_cast<uint32_t>(i),
-                                                                    RandStream::draft_sample));
-        const auto pi = static_cast<int32_t>(pair / V);
-        const auto tok = static_cast<int32_t>(pair % V);
-        const int32_t parent = prev.nodes[static_cast<size_t>(pi)];
-        auto [mit, fresh] = made.try_emplace({parent, tok}, -1);
-        if (fresh) {
-          const double dl = beam_lp[static_cast<size_t>(pi)] + token_lp[static_cast<size_t>(pair)];
-          mit->second = tree.add_child(parent, tok, dl);
-          tree.node(mit->second).slot = slots.allocate();
-          grow();
-          in_forest.resize(static_cast<size_t>(tree.size()), 0);
-          in_forest[static_cast<size_t>(mit->second)] = 1;
-          node_dlp[static_cast<size_t>(mit->second)] = dl;
-          has_dlp[static_cast<size_t>(mit->second)] = 1;
-          if (rec.on()) draft_added.push_back(trace_node(tree.node(mit->second)));
-        }
-        cur.nodes.push_back(mit->second);
-        cur.parent.push_back(pi);
-        if (rec.on()) lj.push_back({{"beam", i}, {"node", mit->second}, {"parent_beam", pi}, {"token", tok}, {"q_beam", cur.q_full[static_cast<size_t>(pair)]}});
-      }
-      if (rec.on()) draft_layers.push_back({{"layer", j}, {"beams", lj}});
-    }
-    // Paper layout (Section 3.3): one cache per input beam holding its whole
-    // path, plus its draft tree. Counted at the same moment as ours.
-    int64_t paper = 0;
-    for (int32_t b : beams) paper += tree.node(b).depth + 1;
-    for (int32_t id = 0; id < tree.size(); ++id)
-      if (in_forest[static_cast<size_t>(id)] && std::find(distinct_beams.begin(), distinct_beams.end(), id) == distinct_beams.end()) ++paper;
-    st.paper_peak_slots = std::max(st.paper_peak_slots, paper);
-    ++step;
-    if (rec.on())
-      rec.step(step, "draft",
-               {{"iteration", iteration}, {"added", draft_added}, {"draft_layers", draft_layers}, {"draft_forwards", draft_fw},
-                {"kv", kv_record(slots, bps, paper, static_cast<int32_t>(beams.size()))}},
-               tree, slots.num_slots());
+double DsbdDecoder::dlp_of(int32_t node) {
+  if (has_dlp_[static_cast<size_t>(node)]) return node_dlp_[static_cast<size_t>(node)];
+  const int32_t parent = tree_.node(node).parent;
+  auto it = drafted_rows_.find(parent);
+  TS_CHECK(it != drafted_rows_.end() && has_dlp_[static_cast<size_t>(parent)],
+           "dsbd: internal: draft likelihood of node " << node << " is unknown");
+  node_dlp_[static_cast<size_t>(node)] = node_dlp_[static_cast<size_t>(parent)] + it->second[static_cast<size_t>(tree_.node(node).token)];
+  has_dlp_[static_cast<size_t>(node)] = 1;
+  return node_dlp_[static_cast<size_t>(node)];
+}
 
-    // ---- the target scores the whole forest in one pass (Section 3.3, Figure 3)
-    const std::vector<int32_t> order = dsbd_forest_order(tree, beams, in_forest);
-    const json fwd = tf.feed(tree, slots.num_slots(), order, tlp_rows, trow, rec.on());
-    auto target_row = [&](int32_t node) {
-      const int32_t r = trow[static_cast<size_t>(node)];
-      TS_CHECK(r >= 0, "dsbd: internal: node " << node << " missing from the forest pass");
-      return tlp_rows.data() + static_cast<std::ptrdiff_t>(r) * V;
-    };
-    json target_lp = json::array();
-    if (rec.on())
-      for (int32_t id : order)
-        if (std::find(distinct_beams.begin(), distinct_beams.end(), id) == distinct_beams.end())
-          target_lp.push_back({id, target_row(tree.node(id).parent)[tree.node(id).token]});
+void DsbdDecoder::set_status(Iteration& it, int32_t node, NodeStatus s) {
+  tree_.node(node).status = s;
+  if (rec_.on()) it.status.push_back({{"node", node}, {"status", std::string(node_status_name(s))}});
+}
 
-    // ---- verification, layer by layer (Algorithm 1)
-    std::vector<Accepted> A;
-    for (size_t i = 0; i < beams.size(); ++i) A.push_back({beams[i], static_cast<int32_t>(i), node_tlp[static_cast<size_t>(beams[i])]});
-    json status = json::array(), added = json::array(), vlayers = json::array();
-    auto set_status = [&](int32_t node, NodeStatus s) {
-      tree.node(node).status = s;
-      if (rec.on()) status.push_back({{"node", node}, {"status", std::string(node_status_name(s))}});
-    };
-    std::map<std::pair<int32_t, int32_t>, int32_t> sampled_made;
-    auto child_for = [&](int32_t parent, int32_t tok, double tl) {
-      // A sampled beam reuses this iteration's node for the same (parent, token), drafted or sampled.
-      for (int32_t c : tree.children(parent))
-        if (tree.node(c).token == tok && static_cast<size_t>(c) < in_forest.size() && in_forest[static_cast<size_t>(c)]) {
-          node_tlp[static_cast<size_t>(c)] = tl;
-          tree.node(c).logprob = tl;
-          return c;
-        }
-      auto [sit, fresh] = sampled_made.try_emplace({parent, tok}, -1);
-      if (fresh) {
-        sit->second = tree.add_child(parent, tok, tl);
-        tree.node(sit->second).slot = slots.allocate();
-        grow();
-        node_tlp[static_cast<size_t>(sit->second)] = tl;
-        if (drafted_rows.count(parent) && has_dlp[static_cast<size_t>(parent)]) dlp_of(sit->second);
-        if (rec.on()) added.push_back(trace_node(tree.node(sit->second)));
-      }
-      return sit->second;
-    };
-    std::vector<int32_t> outputs;
-    int32_t l_last = g + 1;
-    for (int32_t l = 1; l <= g; ++l) {
-      const DraftLayer& L = layers[static_cast<size_t>(l)];
-      const size_t prev_w = layers[static_cast<size_t>(l - 1)].nodes.size();
-      std::vector<int32_t> pos_in_A(prev_w, -1);
-      for (size_t k = 0; k < A.size(); ++k) pos_in_A[static_cast<size_t>(A[k].s_idx)] = static_cast<int32_t>(k);
-      // p_beam^(l) over the accepted parents (line 12), q_beam^(l) restricted
-      // to the same parents and renormalised: the surviving drafts are iid
-      // draws from exactly that distribution (docs/dsbd.md).
-      const size_t na = A.size();
-      std::vector<double> beam_lp(na), token_lp(na * static_cast<size_t>(V)), q(na * static_cast<size_t>(V));
-      double qmass = 0.0;
-      for (size_t k = 0; k < na; ++k) {
-        beam_lp[k] = A[k].tlp;
-        std::copy_n(target_row(A[k].node), V, token_lp.begin() + static_cast<std::ptrdiff_t>(k) * V);
-        for (int32_t x = 0; x < V; ++x)
-          qmass += q[k * V + static_cast<size_t>(x)] = L.q_full[static_cast<size_t>(A[k].s_idx) * V + static_cast<size_t>(x)];
-      }
-      if (cfg.renormalize_q)
-        for (double& x : q) x /= qmass;
-      const std::vector<double> p = beam_distribution(beam_lp, token_lp, V, cfg.sampling);
-      std::vector<int64_t> drafts;
-      std::vector<int32_t> draft_of;  // surviving draft -> index in L
-      json parent_rejected = json::array();
-      for (size_t i = 0; i < L.nodes.size(); ++i) {
-        const int32_t k = pos_in_A[static_cast<size_t>(L.parent[i])];
-        if (k < 0) {  // line 10: children of rejected beams are rejected
-          if (tree.node(L.nodes[i]).status == NodeStatus::live) set_status(L.nodes[i], NodeStatus::rejected);
-          if (rec.on()) parent_rejected.push_back(L.nodes[i]);
-          continue;
-        }
-        drafts.push_back(int64_t{k} * V + tree.node(L.nodes[i]).token);
-        draft_of.push_back(static_cast<int32_t>(i));
-      }
-      const auto ms = static_cast<int32_t>(drafts.size());
-      double predicted = 0.0;
-      int32_t width = cfg.width;
-      if (cfg.dynamic) {
-        width = dsbd_width(p, q, ms, cfg.threshold, cfg.min_width, cfg.ratio, &predicted);  // line 14, Eq. 2-7
-      } else {
-        const auto P = dsbd_accept_count_probs(dsbd_alphas(p, q, ms, cfg.ratio), ms);
-        for (int32_t k = width; k <= ms; ++k) predicted += P[static_cast<size_t>(k)];
-      }
-      const LayerResult lr =
-          opt.dsbd_verifier
-              ? opt.dsbd_verifier->verify_layer(p, q, drafts, width, cfg.ratio, cfg.sampling.seed, it32, static_cast<uint32_t>(l))
-              : dsbd_verify_layer(p, q, drafts, width, cfg.ratio, [&](RandStream s, uint32_t d) {
-                  return philox_uniform(key, it32, static_cast<uint32_t>(l), 0, d, s);
-                });
-      ++st.layer_verified[static_cast<size_t>(l - 1)];
-      st.predicted_accept_sum += predicted;
-      st.width_sum += width;
-      if (lr.passed) ++st.layer_accepted[static_cast<size_t>(l - 1)];
-      std::vector<char> tested(drafts.size(), 0);
-      json dj = json::array();
-      for (const LayerDecision& d : lr.tested) {
-        tested[static_cast<size_t>(d.draft)] = 1;
-        ++st.draft_beams_tested;
-        st.draft_beams_accepted += d.accepted;
-        const int32_t node = L.nodes[static_cast<size_t>(draft_of[static_cast<size_t>(d.draft)])];
-        if (d.accepted) set_status(node, NodeStatus::accepted);
-        else if (tree.node(node).status != NodeStatus::accepted) set_status(node, NodeStatus::rejected);
-        if (rec.on()) dj.push_back({{"beam", draft_of[static_cast<size_t>(d.draft)]}, {"node", node}, {"accept_prob", d.accept_prob},
-                                 {"u", d.u}, {"accepted", d.accepted}, {"p", p[static_cast<size_t>(d.pair)]}, {"q", q[static_cast<size_t>(d.pair)]}});
-      }
-      for (size_t i = 0; i < drafts.size(); ++i)  // lines 23-24: the rest of a full layer
-        if (!tested[i]) {
-          const int32_t node = L.nodes[static_cast<size_t>(draft_of[i])];
-          if (tree.node(node).status == NodeStatus::live) set_status(node, NodeStatus::rejected);
-        }
-      json lrec = {{"layer", l}, {"width", width}, {"surviving_drafts", ms}, {"predicted_accept", predicted},
-                   {"drafts", dj}, {"parent_rejected", parent_rejected}, {"passed", lr.passed}};
-      if (lr.passed) {
-        std::vector<Accepted> next;
-        for (const LayerDecision& d : lr.tested)
-          if (d.accepted) {
-            const int32_t li = draft_of[static_cast<size_t>(d.draft)];
-            const int32_t node = L.nodes[static_cast<size_t>(li)];
-            const size_t k = static_cast<size_t>(d.pair / V);
-            const double tl = A[k].tlp + token_lp[static_cast<size_t>(d.pair)];
-            node_tlp[static_cast<size_t>(node)] = tl;
-            tree.node(node).logprob = tl;
-            next.push_back({node, li, tl});
-          }
-        A = std::move(next);
-        if (rec.on()) vlayers.push_back(lrec);
-        continue;
-      }
-      // Lines 26-31: the layer is short; accepted drafts plus sampled beams are the output.
-      json sampled = json::array();
-      size_t from_draft = 0;
-      for (const LayerDecision& d : lr.tested) from_draft += d.accepted;
-      for (size_t o = 0; o < lr.outputs.size(); ++o) {
-        const int64_t pair = lr.outputs[o];
-        const size_t k = static_cast<size_t>(pair / V);
-        const auto tok = static_cast<int32_t>(pair % V);
-        const double tl = A[k].tlp + token_lp[static_cast<size_t>(pair)];
-        const int32_t node = child_for(A[k].node, tok, tl);
-        if (o >= from_draft) {
-          if (tree.node(node).status != NodeStatus::live) set_status(node, NodeStatus::live);
-          if (rec.on()) sampled.push_back({{"node", node}, {"from", o == from_draft ? "residual" : "p_beam"}, {"prob", p[static_cast<size_t>(pair)]}});
-        }
-        outputs.push_back(node);
-      }
-      lrec["sampled"] = sampled;
-      if (rec.on()) vlayers.push_back(lrec);
-      l_last = l;
-      break;
+int32_t DsbdDecoder::child_for(Iteration& it, int32_t parent, int32_t tok, double tl) {
+  // A sampled beam reuses this iteration's node for the same (parent, token), drafted or sampled.
+  for (int32_t c : tree_.children(parent))
+    if (tree_.node(c).token == tok && static_cast<size_t>(c) < it.in_forest.size() && it.in_forest[static_cast<size_t>(c)]) {
+      node_tlp_[static_cast<size_t>(c)] = tl;
+      tree_.node(c).logprob = tl;
+      return c;
     }
-    json extra = json();
-    if (l_last == g + 1) {  // lines 32-34: every layer passed, one more layer from p_beam^(g+1)
-      const size_t na = A.size();
-      std::vector<double> beam_lp(na), token_lp(na * static_cast<size_t>(V));
-      for (size_t k = 0; k < na; ++k) {
-        beam_lp[k] = A[k].tlp;
-        std::copy_n(target_row(A[k].node), V, token_lp.begin() + static_cast<std::ptrdiff_t>(k) * V);
-      }
-      const std::vector<double> p = beam_distribution(beam_lp, token_lp, V, cfg.sampling);
-      const int32_t w = (g == 0 || !cfg.dynamic) ? cfg.width : static_cast<int32_t>(na);
-      extra = {{"layer", g + 1}, {"width", w}, {"sampled", json::array()}};
-      for (int32_t k = 0; k < w; ++k) {
-        const int64_t pair = sample_index(p, philox_uniform(key, it32, static_cast<uint32_t>(g + 1), 0, static_cast<uint32_t>(k),
-                                                            RandStream::target_sample));
-        const size_t a = static_cast<size_t>(pair / V);
-        const int32_t node = child_for(A[a].node, static_cast<int32_t>(pair % V), A[a].tlp + token_lp[static_cast<size_t>(pair)]);
-        outputs.push_back(node);
-        if (rec.on()) extra["sampled"].push_back({{"node", node}, {"prob", p[static_cast<size_t>(pair)]}});
-      }
-    }
-    if (g == cfg.gamma) {
-      ++st.full_iterations;
-      st.steps_in_full_iterations += l_last;
-    }
-    generated += l_last;
-    ++st.iterations;
-
-    // Section 3.4: keep only the lowest-perplexity output (equal lengths:
-    // the highest target log-likelihood; the first on ties).
-    if (cfg.memory_constrained) {
-      size_t best = 0;
-      for (size_t i = 1; i < outputs.size(); ++i)
-        if (node_tlp[static_cast<size_t>(outputs[i])] > node_tlp[static_cast<size_t>(outputs[best])]) best = i;
-      outputs = {outputs[best]};
-    }
-    // Nodes that lead to no output and were never decided are dead; accepted
-    // and rejected ones keep the decision the verify record shows.
-    std::vector<char> keep(static_cast<size_t>(tree.size()), 0);
-    for (int32_t o : outputs)
-      for (int32_t a = o; a != kNoNode && !keep[static_cast<size_t>(a)]; a = tree.node(a).parent) keep[static_cast<size_t>(a)] = 1;
-    // Every live node that leads to no output is dead now, whichever
-    // iteration made it (an earlier output's branch dies when no output of
-    // this one descends from it; the next gc frees its slots).
-    for (int32_t id = 0; id < tree.size(); ++id)
-      if (!keep[static_cast<size_t>(id)] && tree.node(id).depth >= n && tree.node(id).status == NodeStatus::live)
-        set_status(id, NodeStatus::pruned);
-    beams = outputs;
-    st.shared_peak_slots = slots.peak();
-    ++step;
-    if (rec.on()) {
-      json chosen = json::array();
-      for (size_t i = 0; i < beams.size(); ++i)
-        chosen.push_back({{"beam", i}, {"node", beams[i]}, {"token", tree.node(beams[i]).token}, {"score", node_tlp[static_cast<size_t>(beams[i])]}});
-      json verify = {{"kind", kVerifyDsbdLayers}, {"iteration", iteration}, {"gamma", g}, {"layers", vlayers}, {"steps", l_last},
-                     {"stopped_at_layer", l_last <= g ? json(l_last) : json()}, {"extra_layer", extra}};
-      rec.step(step, "verify",
-               {{"iteration", iteration}, {"added", added}, {"status", status}, {"chosen", chosen}, {"forward", fwd}, {"verify", verify},
-                {"target_logprob", target_lp}, {"kv", kv_record(slots, bps, paper, static_cast<int32_t>(beams.size()))}},
-               tree, slots.num_slots());
-    }
+  auto [sit, fresh] = it.sampled_made.try_emplace({parent, tok}, -1);
+  if (fresh) {
+    sit->second = tree_.add_child(parent, tok, tl);
+    tree_.node(sit->second).slot = slots_.allocate();
+    grow();
+    node_tlp_[static_cast<size_t>(sit->second)] = tl;
+    if (drafted_rows_.count(parent) && has_dlp_[static_cast<size_t>(parent)]) dlp_of(sit->second);
+    if (rec_.on()) it.added.push_back(trace_node(tree_.node(sit->second)));
   }
+  return sit->second;
+}
 
+const double* DsbdDecoder::target_row(int32_t node) const {
+  const int32_t r = trow_[static_cast<size_t>(node)];
+  TS_CHECK(r >= 0, "dsbd: internal: node " << node << " missing from the forest pass");
+  return tlp_rows_.data() + static_cast<std::ptrdiff_t>(r) * V_;
+}
+
+void DsbdDecoder::prefill() {
+  const std::vector<int32_t> prompt_nodes = tree_.add_chain(kNoNode, prompt_);
+  for (int32_t id : prompt_nodes) tree_.node(id).slot = slots_.allocate();
+  grow();
+  has_dlp_[static_cast<size_t>(prompt_nodes.back())] = 1;  // likelihoods are conditioned on the prompt
+  // Prefill all but the last prompt token: that token is the root of the
+  // first forest and is scored by the first forest pass.
+  const std::vector<int32_t> pre(prompt_nodes.begin(), prompt_nodes.end() - 1);
+  json fields = json::object();
+  if (!pre.empty()) {
+    fields["forward"] = tf_.feed(tree_, slots_.num_slots(), pre, tlp_rows_, trow_, rec_.on());
+    fields["draft_forward"] = df_.feed(tree_, slots_.num_slots(), pre, dlp_rows_, drow_, rec_.on());
+  }
+  if (rec_.on()) {
+    json added = json::array();
+    for (int32_t id : prompt_nodes) added.push_back(trace_node(tree_.node(id)));
+    fields["added"] = added;
+    fields["kv"] = kv_record(slots_, bps_, n_, 1);
+    rec_.step(0, "prefill", std::move(fields), tree_, slots_.num_slots());
+  }
+  beams_ = {prompt_nodes.back()};
+}
+
+void DsbdDecoder::collect_garbage(const Iteration& it) {
+  // Rejected branches and dropped beams give their slots back: keep the
+  // input beams' ancestors only (trie paper 3.5, one gather per model).
+  const CompactionPlan plan = kv_collect_garbage(tree_, it.distinct_beams, slots_.num_slots());
+  target_.compact(plan);
+  draft_.compact(plan);
+  slots_.apply(plan);
+  ++result_.out.decode.metrics.gc_runs;
+  rec_.gc(step_ + 1, plan);
+}
+
+void DsbdDecoder::draft_forest(Iteration& it) {
+  drafted_rows_.clear();
+  it.layers.assign(static_cast<size_t>(it.g) + 1, DraftLayer{});
+  it.layers[0].nodes = beams_;
+  json draft_added = json::array(), draft_fw = json::array(), draft_layers = json::array();
+  it.in_forest.assign(static_cast<size_t>(tree_.size()), 0);
+  for (int32_t b : beams_) it.in_forest[static_cast<size_t>(b)] = 1;
+  for (int32_t j = 1; j <= it.g; ++j) {
+    const DraftLayer& prev = it.layers[static_cast<size_t>(j - 1)];
+    std::vector<int32_t> q_nodes;
+    for (int32_t b : prev.nodes)
+      if (std::find(q_nodes.begin(), q_nodes.end(), b) == q_nodes.end()) q_nodes.push_back(b);
+    json f = df_.feed(tree_, slots_.num_slots(), q_nodes, dlp_rows_, drow_, rec_.on());
+    if (rec_.on()) draft_fw.push_back(f);
+    for (int32_t id = 0; id < tree_.size(); ++id) {
+      const int32_t r = drow_[static_cast<size_t>(id)];
+      if (r >= 0)
+        drafted_rows_[id].assign(dlp_rows_.begin() + static_cast<std::ptrdiff_t>(r) * V_, dlp_rows_.begin() + static_cast<std::ptrdiff_t>(r + 1) * V_);
+    }
+    const size_t w = prev.nodes.size();
+    std::vector<double> beam_lp(w), token_lp(w * static_cast<size_t>(V_));
+    for (size_t i = 0; i < w; ++i) {
+      beam_lp[i] = dlp_of(prev.nodes[i]);
+      const auto& row = drafted_rows_.at(prev.nodes[i]);
+      std::copy(row.begin(), row.end(), token_lp.begin() + static_cast<std::ptrdiff_t>(i) * V_);
+    }
+    DraftLayer& cur = it.layers[static_cast<size_t>(j)];
+    cur.q_full = beam_distribution(beam_lp, token_lp, V_, cfg_.sampling);  // q_beam (Section 3.1)
+    std::map<std::pair<int32_t, int32_t>, int32_t> made;
+    json lj = json::array();
+    for (int32_t i = 0; i < cfg_.draft_width; ++i) {
+      const int64_t pair = sample_index(cur.q_full, philox_uniform(key_, it.it32, static_cast<uint32_t>(j), 0, static_cast<uint32_t>(i),
+                                                                   RandStream::draft_sample));
+      const auto pi = static_cast<int32_t>(pair / V_);
+      const auto tok = static_cast<int32_t>(pair % V_);
+      const int32_t parent = prev.nodes[static_cast<size_t>(pi)];
+      auto [mit, fresh] = made.try_emplace({parent, tok}, -1);
+      if (fresh) {
+        const double dl = beam_lp[static_cast<size_t>(pi)] + token_lp[static_cast<size_t>(pair)];
+        mit->second = tree_.add_child(parent, tok, dl);
+        tree_.node(mit->second).slot = slots_.allocate();
+        grow();
+        it.in_forest.resize(static_cast<size_t>(tree_.size()), 0);
+        it.in_forest[static_cast<size_t>(mit->second)] = 1;
+        node_dlp_[static_cast<size_t>(mit->second)] = dl;
+        has_dlp_[static_cast<size_t>(mit->second)] = 1;
+        if (rec_.on()) draft_added.push_back(trace_node(tree_.node(mit->second)));
+      }
+      cur.nodes.push_back(mit->second);
+      cur.parent.push_back(pi);
+      if (rec_.on())
+        lj.push_back({{"beam", i}, {"node", mit->second}, {"parent_beam", pi}, {"token", tok}, {"q_beam", cur.q_full[static_cast<size_t>(pair)]}});
+    }
+    if (rec_.on()) draft_layers.push_back({{"layer", j}, {"beams", lj}});
+  }
+  // Paper layout (Section 3.3): one cache per input beam holding its whole
+  // path, plus its draft tree. Counted at the same moment as ours.
+  it.paper = 0;
+  for (int32_t b : beams_) it.paper += tree_.node(b).depth + 1;
+  for (int32_t id = 0; id < tree_.size(); ++id)
+    if (it.in_forest[static_cast<size_t>(id)] && std::find(it.distinct_beams.begin(), it.distinct_beams.end(), id) == it.distinct_beams.end())
+      ++it.paper;
+  DsbdStats& st = result_.stats;
+  st.paper_peak_slots = std::max(st.paper_peak_slots, it.paper);
+  ++step_;
+  if (rec_.on())
+    rec_.step(step_, "draft",
+              {{"iteration", iteration_}, {"added", draft_added}, {"draft_layers", draft_layers}, {"draft_forwards", draft_fw},
+               {"kv", kv_record(slots_, bps_, it.paper, static_cast<int32_t>(beams_.size()))}},
+              tree_, slots_.num_slots());
+}
+
+void DsbdDecoder::score_forest(Iteration& it) {
+  const std::vector<int32_t> order = dsbd_forest_order(tree_, beams_, it.in_forest);
+  it.forward = tf_.feed(tree_, slots_.num_slots(), order, tlp_rows_, trow_, rec_.on());
+  it.target_lp = json::array();
+  if (rec_.on())
+    for (int32_t id : order)
+      if (std::find(it.distinct_beams.begin(), it.distinct_beams.end(), id) == it.distinct_beams.end())
+        it.target_lp.push_back({id, target_row(tree_.node(id).parent)[tree_.node(id).token]});
+  for (size_t i = 0; i < beams_.size(); ++i)
+    it.accepted.push_back({beams_[i], static_cast<int32_t>(i), node_tlp_[static_cast<size_t>(beams_[i])]});
+}
+
+bool DsbdDecoder::verify_layer(Iteration& it, int32_t l) {
+  DsbdStats& st = result_.stats;
+  std::vector<Accepted>& A = it.accepted;
+  const DraftLayer& L = it.layers[static_cast<size_t>(l)];
+  const size_t prev_w = it.layers[static_cast<size_t>(l - 1)].nodes.size();
+  std::vector<int32_t> pos_in_A(prev_w, -1);
+  for (size_t k = 0; k < A.size(); ++k) pos_in_A[static_cast<size_t>(A[k].s_idx)] = static_cast<int32_t>(k);
+  // p_beam^(l) over the accepted parents (line 12), q_beam^(l) restricted
+  // to the same parents and renormalised: the surviving drafts are iid
+  // draws from exactly that distribution (docs/dsbd.md).
+  const size_t na = A.size();
+  std::vector<double> beam_lp(na), token_lp(na * static_cast<size_t>(V_)), q(na * static_cast<size_t>(V_));
+  double qmass = 0.0;
+  for (size_t k = 0; k < na; ++k) {
+    beam_lp[k] = A[k].tlp;
+    std::copy_n(target_row(A[k].node), V_, token_lp.begin() + static_cast<std::ptrdiff_t>(k) * V_);
+    for (int32_t x = 0; x < V_; ++x)
+      qmass += q[k * V_ + static_cast<size_t>(x)] = L.q_full[static_cast<size_t>(A[k].s_idx) * V_ + static_cast<size_t>(x)];
+  }
+  if (cfg_.renormalize_q)
+    for (double& x : q) x /= qmass;
+  const std::vector<double> p = beam_distribution(beam_lp, token_lp, V_, cfg_.sampling);
+  std::vector<int64_t> drafts;
+  std::vector<int32_t> draft_of;  // surviving draft -> index in L
+  json parent_rejected = json::array();
+  for (size_t i = 0; i < L.nodes.size(); ++i) {
+    const int32_t k = pos_in_A[static_cast<size_t>(L.parent[i])];
+    if (k < 0) {  // line 10: children of rejected beams are rejected
+      if (tree_.node(L.nodes[i]).status == NodeStatus::live) set_status(it, L.nodes[i], NodeStatus::rejected);
+      if (rec_.on()) parent_rejected.push_back(L.nodes[i]);
+      continue;
+    }
+    drafts.push_back(int64_t{k} * V_ + tree_.node(L.nodes[i]).token);
+    draft_of.push_back(static_cast<int32_t>(i));
+  }
+  const auto ms = static_cast<int32_t>(drafts.size());
+  double predicted = 0.0;
+  int32_t width = cfg_.width;
+  if (cfg_.dynamic) {
+    width = dsbd_width(p, q, ms, cfg_.threshold, cfg_.min_width, cfg_.ratio, &predicted);  // line 14, Eq. 2-7
+  } else {
+    const auto P = dsbd_accept_count_probs(dsbd_alphas(p, q, ms, cfg_.ratio), ms);
+    for (int32_t k = width; k <= ms; ++k) predicted += P[static_cast<size_t>(k)];
+  }
+  const LayerResult lr =
+      opt_.dsbd_verifier
+          ? opt_.dsbd_verifier->verify_layer(p, q, drafts, width, cfg_.ratio, cfg_.sampling.seed, it.it32, static_cast<uint32_t>(l))
+          : dsbd_verify_layer(p, q, drafts, width, cfg_.ratio, [&](RandStream s, uint32_t d) {
+              return philox_uniform(key_, it.it32, static_cast<uint32_t>(l), 0, d, s);
+            });
+  ++st.layer_verified[static_cast<size_t>(l - 1)];
+  st.predicted_accept_sum += predicted;
+  st.width_sum += width;
+  if (lr.passed) ++st.layer_accepted[static_cast<size_t>(l - 1)];
+  std::vector<char> tested(drafts.size(), 0);
+  json dj = json::array();
+  for (const LayerDecision& d : lr.tested) {
+    tested[static_cast<size_t>(d.draft)] = 1;
+    ++st.draft_beams_tested;
+    st.draft_beams_accepted += d.accepted;
+    const int32_t node = L.nodes[static_cast<size_t>(draft_of[static_cast<size_t>(d.draft)])];
+    if (d.accepted) set_status(it, node, NodeStatus::accepted);
+    else if (tree_.node(node).status != NodeStatus::accepted) set_status(it, node, NodeStatus::rejected);
+    if (rec_.on())
+      dj.push_back({{"beam", draft_of[static_cast<size_t>(d.draft)]}, {"node", node}, {"accept_prob", d.accept_prob}, {"u", d.u},
+                    {"accepted", d.accepted}, {"p", p[static_cast<size_t>(d.pair)]}, {"q", q[static_cast<size_t>(d.pair)]}});
+  }
+  for (size_t i = 0; i < drafts.size(); ++i)  // lines 23-24: the rest of a full layer
+    if (!tested[i]) {
+      const int32_t node = L.nodes[static_cast<size_t>(draft_of[i])];
+      if (tree_.node(node).status == NodeStatus::live) set_status(it, node, NodeStatus::rejected);
+    }
+  json lrec = {{"layer", l}, {"width", width}, {"surviving_drafts", ms}, {"predicted_accept", predicted},
+               {"drafts", dj}, {"parent_rejected", parent_rejected}, {"passed", lr.passed}};
+  if (lr.passed) {
+    std::vector<Accepted> next;
+    for (const LayerDecision& d : lr.tested)
+      if (d.accepted) {
+        const int32_t li = draft_of[static_cast<size_t>(d.draft)];
+        const int32_t node = L.nodes[static_cast<size_t>(li)];
+        const size_t k = static_cast<size_t>(d.pair / V_);
+        const double tl = A[k].tlp + token_lp[static_cast<size_t>(d.pair)];
+        node_tlp_[static_cast<size_t>(node)] = tl;
+        tree_.node(node).logprob = tl;
+        next.push_back({node, li, tl});
+      }
+    A = std::move(next);
+    if (rec_.on()) it.vlayers.push_back(lrec);
+    return true;
+  }
+  // Lines 26-31: the layer is short; accepted drafts plus sampled beams are the output.
+  json sampled = json::array();
+  size_t from_draft = 0;
+  for (const LayerDecision& d : lr.tested) from_draft += d.accepted;
+  for (size_t o = 0; o < lr.outputs.size(); ++o) {
+    const int64_t pair = lr.outputs[o];
+    const size_t k = static_cast<size_t>(pair / V_);
+    const auto tok = static_cast<int32_t>(pair % V_);
+    const double tl = A[k].tlp + token_lp[static_cast<size_t>(pair)];
+    const int32_t node = child_for(it, A[k].node, tok, tl);
+    if (o >= from_draft) {
+      if (tree_.node(node).status != NodeStatus::live) set_status(it, node, NodeStatus::live);
+      if (rec_.on()) sampled.push_back({{"node", node}, {"from", o == from_draft ? "residual" : "p_beam"}, {"prob", p[static_cast<size_t>(pair)]}});
+    }
+    it.outputs.push_back(node);
+  }
+  lrec["sampled"] = sampled;
+  if (rec_.on()) it.vlayers.push_back(lrec);
+  it.l_last = l;
+  return false;
+}
+
+void DsbdDecoder::extra_layer(Iteration& it) {
+  // Every layer passed: one more layer from p_beam^(g+1).
+  const std::vector<Accepted>& A = it.accepted;
+  const size_t na = A.size();
+  std::vector<double> beam_lp(na), token_lp(na * static_cast<size_t>(V_));
+  for (size_t k = 0; k < na; ++k) {
+    beam_lp[k] = A[k].tlp;
+    std::copy_n(target_row(A[k].node), V_, token_lp.begin() + static_cast<std::ptrdiff_t>(k) * V_);
+  }
+  const std::vector<double> p = beam_distribution(beam_lp, token_lp, V_, cfg_.sampling);
+  const int32_t w = (it.g == 0 || !cfg_.dynamic) ? cfg_.width : static_cast<int32_t>(na);
+  it.extra = {{"layer", it.g + 1}, {"width", w}, {"sampled", json::array()}};
+  for (int32_t k = 0; k < w; ++k) {
+    const int64_t pair = sample_index(p, philox_uniform(key_, it.it32, static_cast<uint32_t>(it.g + 1), 0, static_cast<uint32_t>(k),
+                                                        RandStream::target_sample));
+    const size_t a = static_cast<size_t>(pair / V_);
+    const int32_t node = child_for(it, A[a].node, static_cast<int32_t>(pair % V_), A[a].tlp + token_lp[static_cast<size_t>(pair)]);
+    it.outputs.push_back(node);
+    if (rec_.on()) it.extra["sampled"].push_back({{"node", node}, {"prob", p[static_cast<size_t>(pair)]}});
+  }
+}
+
+void DsbdDecoder::choose_outputs(Iteration& it) {
+  // Section 3.4: keep only the lowest-perplexity output (equal lengths:
+  // the highest target log-likelihood; the first on ties).
+  if (cfg_.memory_constrained) {
+    size_t best = 0;
+    for (size_t i = 1; i < it.outputs.size(); ++i)
+      if (node_tlp_[static_cast<size_t>(it.outputs[i])] > node_tlp_[static_cast<size_t>(it.outputs[best])]) best = i;
+    it.outputs = {it.outputs[best]};
+  }
+  // Nodes that lead to no output and were never decided are dead, whichever
+  // iteration made them (an earlier output's branch dies when no output of
+  // this one descends from it; the next gc frees its slots). Accepted and
+  // rejected ones keep the decision the verify record shows.
+  std::vector<char> keep(static_cast<size_t>(tree_.size()), 0);
+  for (int32_t o : it.outputs)
+    for (int32_t a = o; a != kNoNode && !keep[static_cast<size_t>(a)]; a = tree_.node(a).parent) keep[static_cast<size_t>(a)] = 1;
+  for (int32_t id = 0; id < tree_.size(); ++id)
+    if (!keep[static_cast<size_t>(id)] && tree_.node(id).depth >= n_ && tree_.node(id).status == NodeStatus::live)
+      set_status(it, id, NodeStatus::pruned);
+  beams_ = it.outputs;
+}
+
+void DsbdDecoder::record_verify(const Iteration& it) {
+  if (!rec_.on()) return;
+  json chosen = json::array();
+  for (size_t i = 0; i < beams_.size(); ++i)
+    chosen.push_back({{"beam", i}, {"node", beams_[i]}, {"token", tree_.node(beams_[i]).token}, {"score", node_tlp_[static_cast<size_t>(beams_[i])]}});
+  json verify = {{"kind", kVerifyDsbdLayers}, {"iteration", iteration_}, {"gamma", it.g}, {"layers", it.vlayers}, {"steps", it.l_last},
+                 {"stopped_at_layer", it.l_last <= it.g ? json(it.l_last) : json()}, {"extra_layer", it.extra}};
+  rec_.step(step_, "verify",
+            {{"iteration", iteration_}, {"added", it.added}, {"status", it.status}, {"chosen", chosen}, {"forward", it.forward},
+             {"verify", verify}, {"target_logprob", it.target_lp}, {"kv", kv_record(slots_, bps_, it.paper, static_cast<int32_t>(beams_.size()))}},
+            tree_, slots_.num_slots());
+}
+
+DsbdResult DsbdDecoder::run() {
+  const auto t0 = std::chrono::steady_clock::now();
+  prompt_check(prompt_, V_, "dsbd");
+  TS_CHECK(draft_.vocab_size() == V_, "dsbd: draft vocabulary " << draft_.vocab_size() << " != target vocabulary " << V_);
+  TS_CHECK(cfg_.draft_width >= 1 && cfg_.gamma >= 1 && cfg_.width >= 1 && cfg_.min_width >= 1,
+           "dsbd: draft_width, gamma, width and min_width must be >= 1");
+  TS_CHECK(cfg_.max_new_tokens >= 1, "dsbd: max_new_tokens must be >= 1, got " << cfg_.max_new_tokens);
+  TS_CHECK(!cfg_.sampling.deterministic, "dsbd: sampling.deterministic is not supported (verification is stochastic)");
+  TS_CHECK(cfg_.threshold >= 0.0 && cfg_.threshold <= 1.0, "dsbd: threshold must be in [0, 1], got " << cfg_.threshold);
+  target_.reset();
+  draft_.reset();
+  DsbdStats& st = result_.stats;
+  st.layer_verified.assign(static_cast<size_t>(cfg_.gamma), 0);
+  st.layer_accepted.assign(static_cast<size_t>(cfg_.gamma), 0);
+  result_.out.decode.metrics.prompt_len = n_;
+  if (rec_.on()) {
+    json config = cfg_.to_json();
+    config["prompt"] = prompt_;
+    config["draft_model"] = draft_.describe();
+    rec_.header("dsbd", opt_.backend, config, target_.describe(), target_.vocab_strings(), kVerifyDsbdLayers);
+  }
+  prefill();
+  int32_t generated = 0;
+  while (generated < cfg_.max_new_tokens) {
+    Iteration it;
+    it.it32 = static_cast<uint32_t>(++iteration_);
+    it.g = std::min(cfg_.gamma, cfg_.max_new_tokens - generated - 1);
+    it.l_last = it.g + 1;
+    for (int32_t b : beams_)
+      if (std::find(it.distinct_beams.begin(), it.distinct_beams.end(), b) == it.distinct_beams.end()) it.distinct_beams.push_back(b);
+    if (iteration_ > 1) collect_garbage(it);
+    draft_forest(it);
+    score_forest(it);
+    bool all_passed = true;
+    for (int32_t l = 1; l <= it.g && all_passed; ++l) all_passed = verify_layer(it, l);
+    if (all_passed) extra_layer(it);
+    if (it.g == cfg_.gamma) {
+      ++st.full_iterations;
+      st.steps_in_full_iterations += it.l_last;
+    }
+    generated += it.l_last;
+    ++st.iterations;
+    choose_outputs(it);
+    st.shared_peak_slots = slots_.peak();
+    ++step_;
+    record_verify(it);
+  }
+  return finish(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+}
+
+DsbdResult DsbdDecoder::finish(double seconds) {
+  SamplingDecodeResult& res = result_.out;
+  DsbdStats& st = result_.stats;
+  DecodeMetrics& m = res.decode.metrics;
   // Hypotheses: the distinct final beams, highest target log-likelihood first.
-  std::vector<int32_t> fin = beams;
-  std::stable_sort(fin.begin(), fin.end(), [&](int32_t a, int32_t b) { return node_tlp[static_cast<size_t>(a)] > node_tlp[static_cast<size_t>(b)]; });
+  std::vector<int32_t> fin = beams_;
+  std::stable_sort(fin.begin(), fin.end(), [&](int32_t a, int32_t b) { return node_tlp_[static_cast<size_t>(a)] > node_tlp_[static_cast<size_t>(b)]; });
   std::vector<int32_t> seen;
   for (int32_t b : fin) {
     if (std::find(seen.begin(), seen.end(), b) != seen.end()) continue;
     seen.push_back(b);
     Hypothesis h;
-    h.tokens = tree.path_tokens(b);
-    h.tokens.erase(h.tokens.begin(), h.tokens.begin() + n);
-    h.sum_logprobs = node_tlp[static_cast<size_t>(b)];
+    h.tokens = tree_.path_tokens(b);
+    h.tokens.erase(h.tokens.begin(), h.tokens.begin() + n_);
+    h.sum_logprobs = node_tlp_[static_cast<size_t>(b)];
     h.score = h.sum_logprobs / static_cast<double>(h.tokens.size());
     res.decode.hypotheses.push_back(std::move(h));
   }
   res.sampling.iterations = st.iterations;
-  res.sampling.target_calls = tf.calls;
-  res.sampling.draft_calls = df.calls;
-  res.sampling.target_tokens = tf.tokens;
-  res.sampling.draft_tokens = df.tokens;
+  res.sampling.target_calls = tf_.calls;
+  res.sampling.draft_calls = df_.calls;
+  res.sampling.target_tokens = tf_.tokens;
+  res.sampling.draft_tokens = df_.tokens;
   for (int64_t x : st.layer_verified) res.sampling.layers_verified += x;
   for (int64_t x : st.layer_accepted) res.sampling.layers_accepted += x;
   res.sampling.log_likelihood = res.decode.hypotheses.front().sum_logprobs;
-  st.shared_peak_slots = slots.peak();
-  m.steps = step;
-  m.model_calls = tf.calls;
-  m.computed_tokens = tf.tokens;
-  m.final_slots = slots.num_slots();
-  m.peak_slots = slots.peak();
-  m.peak_bytes = m.peak_slots * bps;
+  st.shared_peak_slots = slots_.peak();
+  m.steps = step_;
+  m.model_calls = tf_.calls;
+  m.computed_tokens = tf_.tokens;
+  m.final_slots = slots_.num_slots();
+  m.peak_slots = slots_.peak();
+  m.peak_bytes = m.peak_slots * bps_;
   m.batch_peak_slots = st.paper_peak_slots;
-  m.batch_peak_bytes = st.paper_peak_slots * bps;
+  m.batch_peak_bytes = st.paper_peak_slots * bps_;
   m.output_len = static_cast<int32_t>(res.decode.hypotheses.front().tokens.size());
-  m.mem_per_token = mem_per_token(m.peak_bytes, n, m.output_len);
-  m.batch_mem_per_token = mem_per_token(m.batch_peak_bytes, n, m.output_len);
-  m.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (rec.on()) {
+  m.mem_per_token = mem_per_token(m.peak_bytes, n_, m.output_len);
+  m.batch_mem_per_token = mem_per_token(m.batch_peak_bytes, n_, m.output_len);
+  m.seconds = seconds;
+  if (rec_.on()) {
     json outs = json::array();
     for (auto& h : res.decode.hypotheses) outs.push_back({{"tokens", h.tokens}, {"score", h.score}, {"sum_logprobs", h.sum_logprobs}});
     json metrics = m.to_json();
     metrics["sampling"] = res.sampling.to_json();
     metrics["dsbd"] = st.to_json();
-    rec.summary(std::move(outs), std::move(metrics), m.seconds, tree, slots.num_slots());
+    rec_.summary(std::move(outs), std::move(metrics), m.seconds, tree_, slots_.num_slots());
   }
-  return result;
+  return result_;
+}
+
+}  // namespace
+
+DsbdResult dsbd_decode(Model& target, Model& draft, const std::vector<int32_t>& prompt, const DsbdConfig& cfg,
+                       TraceSink* trace, const DecodeOptions& opt) {
+  return DsbdDecoder(target, draft, prompt, cfg, trace, opt).run();
 }
 
 }  // namespace triescope
