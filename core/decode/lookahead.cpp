@@ -88,6 +88,95 @@ json added_json(const TokenTree& t, const std::vector<int32_t>& nodes) {
   return a;
 }
 
+// The verification branch under the pending token `root` (Alg. 1 line 1):
+// independent chains, one per candidate, or the candidates merged into one
+// trie within the depth D and the node budget B; none for greedy_only.
+struct VerifyBranch {
+  std::vector<int32_t> nodes;                // every node, parents before children
+  std::vector<std::vector<int32_t>> chains;  // independent mode: the nodes of each candidate
+};
+
+VerifyBranch add_verify_branch(TokenTree& tree, int32_t root, const std::vector<std::vector<int32_t>>& cands, const LookaheadConfig& cfg) {
+  VerifyBranch b;
+  if (cfg.verify == LookaheadVerify::independent) {
+    for (const auto& c : cands) {
+      b.chains.emplace_back();
+      for (int32_t i = 0, parent = root; i < static_cast<int32_t>(c.size()); ++i) {
+        parent = tree.add_child(parent, c[static_cast<size_t>(i)], 0.0);
+        b.chains.back().push_back(parent);
+        b.nodes.push_back(parent);
+      }
+    }
+  } else if (cfg.verify == LookaheadVerify::trie) {
+    std::map<std::pair<int32_t, int32_t>, int32_t> child;  // (parent, token) -> node
+    for (const auto& c : cands) {
+      int32_t parent = root;
+      for (int32_t i = 0; i < std::min<int32_t>(cfg.trie_depth, static_cast<int32_t>(c.size())); ++i) {
+        auto key = std::make_pair(parent, c[static_cast<size_t>(i)]);
+        auto it = child.find(key);
+        if (it == child.end()) {
+          if (static_cast<int32_t>(b.nodes.size()) >= cfg.trie_nodes) break;
+          it = child.emplace(key, tree.add_child(parent, c[static_cast<size_t>(i)], 0.0)).first;
+          b.nodes.push_back(it->second);
+        }
+        parent = it->second;
+      }
+    }
+  }
+  return b;
+}
+
+// Alg. 1 line 5 on the CPU: the longest path under `root` whose every token is
+// the greedy prediction of its parent (the longest matching chain in
+// independent mode; one walk down the trie otherwise).
+std::vector<int32_t> longest_greedy_path(const TokenTree& tree, int32_t root, const VerifyBranch& branch, LookaheadVerify mode,
+                                         const std::function<int32_t(int32_t)>& greedy_after) {
+  std::vector<int32_t> matched;
+  if (mode == LookaheadVerify::independent) {
+    for (const auto& ch : branch.chains) {
+      std::vector<int32_t> mm;
+      int32_t g = greedy_after(root);
+      for (int32_t nd : ch) {
+        if (tree.node(nd).token != g) break;
+        mm.push_back(nd);
+        g = greedy_after(nd);
+      }
+      if (mm.size() > matched.size()) matched = mm;
+    }
+    return matched;
+  }
+  int32_t node = root;
+  for (;;) {
+    const int32_t g = greedy_after(node);
+    int32_t next = kNoNode;
+    for (int32_t c : tree.children(node))
+      if (tree.node(c).token == g && std::find(branch.nodes.begin(), branch.nodes.end(), c) != branch.nodes.end()) next = c;
+    if (next == kNoNode) break;
+    matched.push_back(next);
+    node = next;
+  }
+  return matched;
+}
+
+// The n-grams along the Jacobi trajectory's diagonal, (L0[q], L1[q+1], ...,
+// L_{N-2}[q+N-2], J[q+N-1]), into the pool keyed by their first token.
+void collect_ngrams(const std::deque<std::map<int32_t, int32_t>>& history, const std::map<int32_t, int32_t>& jac, int32_t N,
+                    NgramPool& pool) {
+  for (const auto& [q, key] : history.front()) {
+    std::vector<int32_t> cont;
+    for (int32_t l = 1; l < N - 1; ++l) {
+      auto it = history[static_cast<size_t>(l)].find(q + l);
+      if (it == history[static_cast<size_t>(l)].end()) break;
+      cont.push_back(it->second);
+    }
+    auto jt = jac.find(q + N - 1);
+    if (static_cast<int32_t>(cont.size()) == N - 2 && jt != jac.end()) {
+      cont.push_back(jt->second);
+      pool.add(key, std::move(cont));
+    }
+  }
+}
+
 }  // namespace
 
 LookaheadResult greedy_decode(Model& model, const std::vector<int32_t>& prompt, int32_t max_new_tokens,
@@ -196,34 +285,8 @@ LookaheadResult lookahead_decode(Model& model, const std::vector<int32_t>& promp
     // Verification branch.
     const auto cands = cfg.verify == LookaheadVerify::greedy_only ? std::vector<std::vector<int32_t>>{}
                                                                   : pool.get(pending, cfg.max_candidates);
-    std::vector<std::vector<int32_t>> chains;  // node ids per candidate (independent mode)
-    std::vector<int32_t> cand_nodes;
-    if (cfg.verify == LookaheadVerify::independent) {
-      for (const auto& c : cands) {
-        chains.emplace_back();
-        for (int32_t i = 0, parent = root; i < static_cast<int32_t>(c.size()); ++i) {
-          parent = f.tree.add_child(parent, c[static_cast<size_t>(i)], 0.0);
-          chains.back().push_back(parent);
-          cand_nodes.push_back(parent);
-        }
-      }
-    } else if (cfg.verify == LookaheadVerify::trie) {
-      // Alg. 1 line 1: merge into a trie under the pending token, within D and B.
-      std::map<std::pair<int32_t, int32_t>, int32_t> child;  // (parent, token) -> node
-      for (const auto& c : cands) {
-        int32_t parent = root;
-        for (int32_t i = 0; i < std::min<int32_t>(cfg.trie_depth, static_cast<int32_t>(c.size())); ++i) {
-          auto key = std::make_pair(parent, c[static_cast<size_t>(i)]);
-          auto it = child.find(key);
-          if (it == child.end()) {
-            if (static_cast<int32_t>(cand_nodes.size()) >= cfg.trie_nodes) break;
-            it = child.emplace(key, f.tree.add_child(parent, c[static_cast<size_t>(i)], 0.0)).first;
-            cand_nodes.push_back(it->second);
-          }
-          parent = it->second;
-        }
-      }
-    }
+    const VerifyBranch branch = add_verify_branch(f.tree, root, cands, cfg);
+    const std::vector<int32_t>& cand_nodes = branch.nodes;
     fed.insert(fed.end(), cand_nodes.begin(), cand_nodes.end());
     // Alg. 1 lines 2-4: every node once, parents before children, one forward pass.
     fwd = feed(model, f, fed, rec.on());
@@ -252,30 +315,7 @@ LookaheadResult lookahead_decode(Model& model, const std::vector<int32_t>& promp
       greedy_after = [&](int32_t node) { return device_greedy[static_cast<size_t>(row_of.at(node))]; };
     } else {
       greedy_after = [&](int32_t node) { return argmax_row(f.logits.row(row_of.at(node)), V); };
-      // Alg. 1 line 5: the longest path whose every token is the greedy prediction of its parent.
-      if (cfg.verify == LookaheadVerify::independent) {
-        for (const auto& ch : chains) {
-          std::vector<int32_t> mm;
-          int32_t g = greedy_after(root);
-          for (int32_t nd : ch) {
-            if (f.tree.node(nd).token != g) break;
-            mm.push_back(nd);
-            g = greedy_after(nd);
-          }
-          if (mm.size() > matched.size()) matched = mm;
-        }
-      } else {
-        int32_t node = root;
-        for (;;) {
-          const int32_t g = greedy_after(node);
-          int32_t next = kNoNode;
-          for (int32_t c : f.tree.children(node))
-            if (f.tree.node(c).token == g && std::find(cand_nodes.begin(), cand_nodes.end(), c) != cand_nodes.end()) next = c;
-          if (next == kNoNode) break;
-          matched.push_back(next);
-          node = next;
-        }
-      }
+      matched = longest_greedy_path(f.tree, root, branch, cfg.verify, greedy_after);
     }
     std::vector<int32_t> accepted;
     for (int32_t nd : matched) accepted.push_back(f.tree.node(nd).token);
@@ -291,21 +331,7 @@ LookaheadResult lookahead_decode(Model& model, const std::vector<int32_t>& promp
     for (int32_t i = 0; i < W; ++i) state[p + 1 + i] = window[static_cast<size_t>(i)];
     history.push_back(std::move(state));
     while (static_cast<int32_t>(history.size()) > N - 1) history.pop_front();
-    // n-grams along the trajectory's diagonal: (L0[q], L1[q+1], ..., L_{N-2}[q+N-2], J[q+N-1]).
-    if (static_cast<int32_t>(history.size()) == N - 1)
-      for (const auto& [q, key] : history.front()) {
-        std::vector<int32_t> cont;
-        for (int32_t l = 1; l < N - 1; ++l) {
-          auto it = history[static_cast<size_t>(l)].find(q + l);
-          if (it == history[static_cast<size_t>(l)].end()) break;
-          cont.push_back(it->second);
-        }
-        auto jt = jac.find(q + N - 1);
-        if (static_cast<int32_t>(cont.size()) == N - 2 && jt != jac.end()) {
-          cont.push_back(jt->second);
-          pool.add(key, std::move(cont));
-        }
-      }
+    if (static_cast<int32_t>(history.size()) == N - 1) collect_ngrams(history, jac, N, pool);
 
     // Context update (Alg. 1 line 6): the accepted path is kept; the next step's gc drops the rest.
     for (int32_t nd : fed) f.tree.node(nd).status = NodeStatus::rejected;

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "core/common/error.h"
+#include "core/decode/topk_candidates.h"
 #include "core/decode/tree_step.h"
 #include "core/trace/trace_recorder.h"
 
@@ -18,11 +19,6 @@ void prompt_check(const std::vector<int32_t>& prompt, int32_t vocab_size, const 
 }
 
 namespace {
-
-struct Candidate {
-  double score;
-  int64_t flat;  // beam rank * vocab + token: the tie-break, lower first
-};
 
 // The finished hypotheses, kept as the num_beams best (HF BeamHypotheses).
 class FinishedSet {
@@ -59,6 +55,17 @@ class FinishedSet {
   double worst_ = 1e9;
   std::vector<Hypothesis> items_;
 };
+
+// HF's stopping rule: the finished set is full and no running beam can beat
+// its worst (early_stopping true: as soon as it is full; "never": measured at
+// the longest possible length).
+bool search_done(const BeamConfig& cfg, const FinishedSet& finished, const std::vector<ScoredCandidate>& cands, int32_t step) {
+  if (!finished.full() || cands.empty()) return false;
+  if (cfg.early_stopping == EarlyStopping::yes) return true;
+  const double best = cands.front().score;
+  const double len = (cfg.early_stopping == EarlyStopping::never && cfg.length_penalty > 0.0) ? cfg.max_new_tokens : step;
+  return finished.worst() >= best / std::pow(len, cfg.length_penalty);
+}
 
 }  // namespace
 
@@ -127,7 +134,7 @@ DecodeResult trie_beam_search(Model& model, const std::vector<int32_t>& prompt, 
   FinishedSet finished(b, cfg.length_penalty);
   bool done = false;
   std::vector<double> lp;
-  std::vector<Candidate> cands;
+  std::vector<ScoredCandidate> cands;
 
   for (int32_t step = 1; step <= cfg.max_new_tokens && !done; ++step) {
     // Alg. 2 line 9: score every (beam, token) and keep the top 2b.
@@ -141,25 +148,10 @@ DecodeResult trie_beam_search(Model& model, const std::vector<int32_t>& prompt, 
       cinfo = json::array();
       constraint->apply(states, step - 1, lp.data(), V, rec.on() ? &cinfo : nullptr);
     }
-    cands.clear();
-    const size_t keep = static_cast<size_t>(2 * b);
-    for (int32_t i = 0; i < nb; ++i) {
-      const size_t first = cands.size();
-      for (int32_t v = 0; v < V; ++v) {
-        const double l = lp[static_cast<size_t>(i) * V + static_cast<size_t>(v)];
-        if (std::isinf(l)) continue;  // masked by a constraint
-        cands.push_back({beams[static_cast<size_t>(i)].score + l, int64_t{i} * V + v});
-      }
-      auto better = [](const Candidate& a, const Candidate& c) { return a.score > c.score || (a.score == c.score && a.flat < c.flat); };
-      const size_t k = std::min(keep, cands.size() - first);
-      std::partial_sort(cands.begin() + static_cast<std::ptrdiff_t>(first), cands.begin() + static_cast<std::ptrdiff_t>(first + k), cands.end(), better);
-      cands.resize(first + k);
-      if (i + 1 == nb) {
-        const size_t kk = std::min(keep, cands.size());
-        std::partial_sort(cands.begin(), cands.begin() + static_cast<std::ptrdiff_t>(kk), cands.end(), better);
-        cands.resize(kk);
-      }
-    }
+    std::vector<double> beam_scores;
+    for (const Beam& bm : beams) beam_scores.push_back(bm.score);
+    // Alg. 2 line 9: the top 2b (beam, token) pairs, ties to the lower flat index.
+    cands = topk_candidates(lp.data(), nb, V, beam_scores.data(), 2 * b);
 
     // Process the candidates in rank order (HF BeamSearchScorer.process).
     struct Pick { int32_t beam; int32_t token; double score; };
@@ -180,12 +172,7 @@ DecodeResult trie_beam_search(Model& model, const std::vector<int32_t>& prompt, 
       }
       picks.push_back({bi, tok, cands[rank].score});
     }
-    done = finished.full() && !cands.empty() && [&] {
-      if (cfg.early_stopping == EarlyStopping::yes) return true;
-      const double best = cands.front().score;
-      const double len = (cfg.early_stopping == EarlyStopping::never && cfg.length_penalty > 0.0) ? cfg.max_new_tokens : step;
-      return finished.worst() >= best / std::pow(len, cfg.length_penalty);
-    }();
+    done = search_done(cfg, finished, cands, step);
     if (picks.empty()) done = true;  // a constraint left nothing to extend
 
     // GC before the new nodes take slots (Alg. 2 lines 5-7): keep the
