@@ -16,6 +16,8 @@
 #include "core/common/error.h"
 #include "core/config/json_reader.h"
 #include "core/decode/run_sample.h"
+#include "core/model/model_factory.h"
+#include "core/model/synthetic_model.h"
 #include "core/trace/trace.h"
 #include "core/trace/trace_replay.h"
 #include "tests/registry/trace_properties.h"
@@ -282,4 +284,33 @@ TEST_CASE("registry: a version-1 lookahead trace (gc after its pass) reads, veri
     for (const json& r : v1) f << r.dump() << "\n";
   }
   CHECK(run_cli({"inspect", (d / "v1.jsonl").string(), "--step", "5"}) == 0);
+}
+
+namespace {
+int g_models_built = 0;
+// A "counted" model: the synthetic model, counting how often one is built.
+std::unique_ptr<Model> build_counted(JsonObjectReader& r) {
+  ++g_models_built;
+  SyntheticConfig c;
+  c.vocab_size = static_cast<int32_t>(r.get_int("vocab_size", 2, 1 << 20));
+  c.seed = static_cast<uint64_t>(r.get_int("seed", 0, INT32_MAX, 1));
+  r.finish();
+  return std::make_unique<SyntheticModel>(c);
+}
+}  // namespace
+
+TEST_CASE("registry: each model of a sample is built once, draft included", "[registry][samples]") {
+  model_type_register("counted", &build_counted);
+  for (const char* name : {"speculative_synthetic.json", "dsbd_synthetic.json", "synthetic_long.json"}) {
+    CAPTURE(name);
+    json j = json_load_file(std::string(TRIESCOPE_SOURCE_DIR "/samples/") + name);
+    j["model"] = {{"type", "counted"}, {"vocab_size", j["model"]["vocab_size"]}, {"seed", 3}};
+    if (j.contains("draft_model")) j["draft_model"] = {{"type", "counted"}, {"vocab_size", j["model"]["vocab_size"]}, {"seed", 4}};
+    if (j.contains("beam")) j["beam"]["max_new_tokens"] = 4;
+    g_models_built = 0;
+    Sample s = sample_parse(j, std::string(TRIESCOPE_SOURCE_DIR "/samples/") + name);
+    std::ostringstream os;
+    run_sample(s, nullptr, os);
+    CHECK(g_models_built == (j.contains("draft_model") ? 2 : 1));
+  }
 }
