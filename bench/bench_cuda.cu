@@ -27,11 +27,11 @@
 
 #include "bench/cuda_event_timer.cuh"
 #include "cuda/ancestor_mask.cuh"
-#include "cuda/beam_select.cuh"
+#include "cuda/topk_candidates.cuh"
 #include "cuda/cuda_common.cuh"
 #include "bench/static_bench_cpu.h"
 #include "cuda/kv_compact.cuh"
-#include "cuda/static_constraint_cuda.h"
+#include "cuda/static/static_constraint_cuda.h"
 #include "cuda/synthetic_logits.cuh"
 
 using namespace triescope;

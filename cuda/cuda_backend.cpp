@@ -8,7 +8,7 @@
 #include "core/model/model_factory.h"
 #include "cuda/cuda_synthetic_model.h"
 #include "cuda/incremental_ancestor_mask.h"
-#include "cuda/static_constraint_index.h"
+#include "cuda/static/static_constraint_index.h"
 #include "cuda/tree_attention.cuh"
 
 namespace triescope::cuda {

@@ -62,7 +62,7 @@ std::unique_ptr<Model> model_build(const JsonObjectReader& model_obj);
 
 // Installs the device seams into a sample whose models are built: the device
 // mask builder, the device verifiers and, for a STATIC constraint with the
-// VNTK index, the device index (cuda/static_constraint_index.h); sets
+// VNTK index, the device index (cuda/static/static_constraint_index.h); sets
 // s.options.backend.
 void sample_install(Sample& s);
 

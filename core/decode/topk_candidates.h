@@ -1,5 +1,5 @@
 // The beam step's candidate selection as a separately callable function: the
-// CPU twin of cuda/beam_select.cuh's topk_candidates. Same order as both beam
+// CPU twin of cuda/topk_candidates.cuh's topk_candidates. Same order as both beam
 // decoders: score descending, then flat index (row * vocab + token)
 // ascending, which is torch.topk's tie-break.
 #pragma once

@@ -1,5 +1,5 @@
 // Device-side pieces of the top-k candidate selection, shared by
-// beam_select.cu (topk_candidates) and static_step.cu (the fused STATIC step):
+// topk_candidates.cu (topk_candidates) and static_step.cu (the fused STATIC step):
 // the candidate order and the block-wide best. .cu files only.
 #pragma once
 #ifndef __CUDACC__

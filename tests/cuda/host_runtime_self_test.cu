@@ -66,7 +66,7 @@ __global__ void neighbour_kernel(float* out, bool planted) {
 
 __global__ void write_kernel(int* p, int value) { p[threadIdx.x] = value; }
 
-// log_softmax_kernel's sum reduction (cuda/beam_select.cu) over one row, as
+// log_softmax_kernel's sum reduction (cuda/topk_candidates.cu) over one row, as
 // written (planted = false) or with the barrier after the shared store
 // removed (planted = true): the first round then reads neighbours' slots
 // while they are being written.

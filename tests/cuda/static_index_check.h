@@ -21,7 +21,7 @@
 #include "core/model/synthetic_model.h"
 #include "core/trace/trace.h"
 #include "core/trace/trace_diff.h"
-#include "cuda/static_constraint_index.h"
+#include "cuda/static/static_constraint_index.h"
 #include "test_util.h"
 
 namespace triescope::testing {

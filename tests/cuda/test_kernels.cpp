@@ -15,7 +15,7 @@
 #include "core/mask/ancestor_mask.h"
 #include "core/model/synthetic_model.h"
 #include "cuda/ancestor_mask.cuh"
-#include "cuda/beam_select.cuh"
+#include "cuda/topk_candidates.cuh"
 #include "cuda/cuda_synthetic_model.h"
 #include "cuda/incremental_ancestor_mask.h"
 #include "cuda/kv_compact.cuh"

@@ -1,6 +1,6 @@
 // The cuda backend's STATIC index (cuda::StaticIndexCuda) with the kernel's
 // row algorithm run on the host (VerifyExec::host_twin): the same
-// cuda/static_mask_rows.h functions the kernel runs, and the same host
+// cuda/static/static_mask_rows.h functions the kernel runs, and the same host
 // bookkeeping (next-state lookup, rows read for the trace) the device path
 // uses, against core's VntkIndex; then every STATIC sample and random
 // constrained decodes, whose traces must equal the CPU reference's.

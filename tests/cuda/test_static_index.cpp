@@ -1,4 +1,4 @@
-// The fused STATIC step's index arithmetic (cuda/static_step_index.h) on the
+// The fused STATIC step's index arithmetic (cuda/static/static_step_index.h) on the
 // CPU: composed the way static_row_kernel / static_merge_kernel compose it
 // (one row at a time, slot by slot, then the per-row best k and the per-group
 // merge), over host copies of the arrays, and checked against core's
@@ -15,8 +15,8 @@
 #include "core/constraint/vntk.h"
 #include "core/decode/beam_config.h"
 #include "core/decode/topk_candidates.h"
-#include "cuda/static_constraint_cuda.h"
-#include "cuda/static_step_index.h"
+#include "cuda/static/static_constraint_cuda.h"
+#include "cuda/static/static_step_index.h"
 #include "test_util.h"
 
 using namespace triescope;

@@ -1,4 +1,4 @@
-// The fused STATIC step on the device (cuda/static_step.cuh via
+// The fused STATIC step on the device (cuda/static/static_step.cuh via
 // cuda::StaticStepCuda) against its CPU twin composed of core's
 // log_softmax_row + dense_lookup / vntk_sparse + topk_candidates (per group)
 // + static_next_state: masks and valid counts and next states exact, top-k ids
@@ -14,7 +14,7 @@
 #include "core/constraint/vntk.h"
 #include "core/decode/beam_config.h"
 #include "core/decode/topk_candidates.h"
-#include "cuda/static_constraint_cuda.h"
+#include "cuda/static/static_constraint_cuda.h"
 #include "device_util.h"
 #include "test_util.h"
 

@@ -1,6 +1,6 @@
 #include <math_constants.h>
 
-#include "cuda/beam_select.cuh"
+#include "cuda/topk_candidates.cuh"
 #include "cuda/detail/device_status.h"
 #include "cuda/detail/topk_select.cuh"
 

@@ -1,12 +1,12 @@
-// Launcher of the STATIC masking kernel (cuda/static_mask_rows.h): a block
+// Launcher of the STATIC masking kernel (cuda/static/static_mask_rows.h): a block
 // per beam row over the decoder's log-probs, for the cuda backend's
-// ConstraintIndex (cuda/static_constraint_index.h).
+// ConstraintIndex (cuda/static/static_constraint_index.h).
 #pragma once
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
 
-#include "cuda/static_step_index.h"
+#include "cuda/static/static_step_index.h"
 
 namespace triescope::cuda {
 

@@ -18,7 +18,7 @@
 #include <cstdint>
 
 #include "cuda/cuda_common.cuh"
-#include "cuda/static_step_index.h"
+#include "cuda/static/static_step_index.h"
 
 namespace triescope::cuda {
 

@@ -1,11 +1,11 @@
-// The masking part of the fused STATIC step (cuda/static_step.cuh), fed the
+// The masking part of the fused STATIC step (cuda/static/static_step.cuh), fed the
 // decoder's own log-probs instead of raw logits: per beam row, the allowed
 // tokens (dense bit row for t < d, Alg. 2's B_t-wide VNTK slice for t >= d),
 // the projection (-inf, then the allowed values copied unchanged, so the
 // masked row is bit-identical to core's dense_lookup / vntk_sparse), the
 // valid count, and the next state of every allowed token (the Gather of
 // Alg. 1 phase 4, computed before the decoder chooses). One definition used
-// by the kernel (cuda/static_mask.cu, a block per row: `tid`/`stride` are
+// by the kernel (cuda/static/static_mask.cu, a block per row: `tid`/`stride` are
 // the thread index and block size) and by its host run (tid 0, stride 1),
 // which the CPU tests drive through whole decodes.
 //
@@ -13,7 +13,7 @@
 #pragma once
 #include <cstdint>
 
-#include "cuda/static_step_index.h"
+#include "cuda/static/static_step_index.h"
 
 namespace triescope::cuda {
 

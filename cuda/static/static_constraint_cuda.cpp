@@ -1,4 +1,4 @@
-#include "cuda/static_constraint_cuda.h"
+#include "cuda/static/static_constraint_cuda.h"
 
 #include <cstring>
 

@@ -1,4 +1,4 @@
-// Host side of the fused STATIC step (cuda/static_step.cuh): the
+// Host side of the fused STATIC step (cuda/static/static_step.cuh): the
 // TransitionMatrix uploaded once (DeviceTransitionMatrix), and a stepper that
 // owns the beams' device state (states, scores, step, workspace, outputs) and
 // runs a step either as two plain launches or as a CUDA graph captured once
@@ -13,8 +13,8 @@
 
 #include "core/constraint/transition_matrix.h"
 #include "cuda/cuda_common.cuh"
-#include "cuda/static_step.cuh"
-#include "cuda/static_step_index.h"
+#include "cuda/static/static_step.cuh"
+#include "cuda/static/static_step_index.h"
 
 namespace triescope::cuda {
 

@@ -2,7 +2,7 @@
 
 #include "cuda/detail/device_status.h"
 #include "cuda/detail/topk_select.cuh"
-#include "cuda/static_step.cuh"
+#include "cuda/static/static_step.cuh"
 
 namespace triescope::cuda {
 

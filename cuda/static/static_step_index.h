@@ -1,4 +1,4 @@
-// Index arithmetic of the fused STATIC step (cuda/static_step.cuh) over a
+// Index arithmetic of the fused STATIC step (cuda/static/static_step.cuh) over a
 // TransitionMatrix's arrays seen as raw pointers: one definition used by the
 // kernel (device pointers) and by a CPU test (host pointers), which composes
 // these functions into masks and next states and checks them against core's

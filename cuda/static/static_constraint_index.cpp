@@ -1,4 +1,4 @@
-#include "cuda/static_constraint_index.h"
+#include "cuda/static/static_constraint_index.h"
 
 #include <cuda_runtime_api.h>
 
@@ -7,9 +7,9 @@
 
 #include "core/common/error.h"
 #include "cuda/cuda_common.cuh"
-#include "cuda/static_constraint_cuda.h"
-#include "cuda/static_mask.cuh"
-#include "cuda/static_mask_rows.h"
+#include "cuda/static/static_constraint_cuda.h"
+#include "cuda/static/static_mask.cuh"
+#include "cuda/static/static_mask_rows.h"
 
 namespace triescope::cuda {
 

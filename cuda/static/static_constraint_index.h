@@ -1,7 +1,7 @@
 // STATIC's VNTK index for the cuda backend: a ConstraintIndex whose masks,
 // valid counts, CSR rows read and next states come from the device masking
-// kernel (cuda/static_mask.cuh, the masking part of the fused step in
-// cuda/static_step.cuh) fed the decoder's own log-probs, so the decoders keep
+// kernel (cuda/static/static_mask.cuh, the masking part of the fused step in
+// cuda/static/static_step.cuh) fed the decoder's own log-probs, so the decoders keep
 // their selection and a cuda trace stays comparable record for record with
 // the CPU's. cuda::sample_use_cuda installs it for a sample whose constraint
 // has impl "vntk" (either layout, any d).

@@ -2,8 +2,8 @@
 
 #include "core/common/error.h"
 #include "cuda/cuda_common.cuh"
-#include "cuda/static_mask.cuh"
-#include "cuda/static_mask_rows.h"
+#include "cuda/static/static_mask.cuh"
+#include "cuda/static/static_mask_rows.h"
 
 namespace triescope::cuda {
 
