@@ -5,6 +5,7 @@
 
 #include "app/commands.h"
 #include "core/common/error.h"
+#include "core/common/file_io.h"
 #include "core/decode/batch_beam_search.h"
 #include "core/decode/run_sample.h"
 #include "core/decode/trie_beam_search.h"

@@ -29,7 +29,7 @@
 #include "core/constraint/static_constraint.h"
 #include "core/constraint/vntk.h"
 #ifdef TRIESCOPE_BENCH_TORCH
-#include "core/constraint/static_torch.h"
+#include "bench/static_torch.h"
 #endif
 
 using namespace triescope;
@@ -211,7 +211,7 @@ void run_steps(benchmark::State& state, const std::string& key) {
 }
 
 #ifdef TRIESCOPE_BENCH_TORCH
-// STATIC's LibTorch tensor-op formulation (core/constraint/static_torch.h) on
+// STATIC's LibTorch tensor-op formulation (bench/static_torch.h) on
 // the CPU, one intra-op thread, over the same set, states and logits as the
 // VNTK rows: one step = log-softmax, mask, top-M per batch, next states of the
 // chosen (the same work as run_steps). The logits/states upload of each step is

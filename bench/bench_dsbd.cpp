@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/common/error.h"
+#include "core/common/file_io.h"
 #include "core/decode/dsbd.h"
 #include "core/decode/philox.h"
 #include "core/decode/sampling.h"

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "core/common/error.h"
+#include "core/common/file_io.h"
 #include "bench/bench_llama.h"
 #include "core/decode/dsbd.h"
 #include "core/decode/philox.h"

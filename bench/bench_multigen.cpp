@@ -13,6 +13,7 @@
 #include <string>
 
 #include "core/common/error.h"
+#include "core/common/file_io.h"
 #include "core/decode/multigen.h"
 #include "bench/bench_llama.h"
 #include "core/model/torch/torch_transformer.h"

@@ -10,7 +10,7 @@
 #include "core/decode/beam_config.h"
 #include "core/decode/topk_candidates.h"
 #ifdef TRIESCOPE_BENCH_TORCH
-#include "core/constraint/static_torch.h"
+#include "bench/static_torch.h"
 #endif
 
 namespace triescope::bench {

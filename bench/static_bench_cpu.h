@@ -32,7 +32,7 @@ StaticProblem static_problem(const ConstraintSet& set, int32_t dense_levels, Csr
 // median of `reps` passes.
 double static_cpu_step_ms(const StaticProblem& p, int32_t groups, int32_t k, int reps, int32_t only_step = -1);
 
-// The LibTorch formulation (core/constraint/static_torch.h) on `device`, same
+// The LibTorch formulation (bench/static_torch.h) on `device`, same
 // steps and timing (wall clock, synchronised after every step). Returns < 0
 // with `why` when this build has no LibTorch or the device is unusable.
 double static_torch_step_ms(const StaticProblem& p, const std::string& device, int32_t groups, int32_t k, int reps, std::string* why,

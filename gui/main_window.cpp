@@ -38,6 +38,7 @@
 #include <iostream>
 
 #include "core/common/error.h"
+#include "core/common/file_io.h"
 #include "gui/panes/beams_pane.h"
 #include "gui/panes/diff_pane.h"
 #include "gui/panes/json_pane.h"

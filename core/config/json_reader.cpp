@@ -1,9 +1,7 @@
 #include "core/config/json_reader.h"
 
-#include <fstream>
-#include <sstream>
-
 #include "core/common/error.h"
+#include "core/common/file_io.h"
 
 namespace triescope {
 
@@ -20,13 +18,7 @@ json json_parse_text(const std::string& text, const std::string& origin) {
   }
 }
 
-json json_load_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  TS_CHECK(in, path << ": cannot open for reading");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return json_parse_text(ss.str(), path);
-}
+json json_load_file(const std::string& path) { return json_parse_text(file_read_all(path), path); }
 
 JsonObjectReader::JsonObjectReader(const json& obj, std::string origin, std::string prefix)
     : obj_(obj), origin_(std::move(origin)), prefix_(std::move(prefix)) {

@@ -3,13 +3,12 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
-#include <fstream>
 #include <numeric>
 #include <random>
 #include <sstream>
 
 #include "core/common/error.h"
-#include "core/trace/trace.h"
+#include "core/common/file_io.h"
 
 namespace triescope {
 
@@ -61,14 +60,6 @@ void sort_unique(ConstraintSet& c) {
     }
   }
   c.tokens = std::move(out);
-}
-
-std::string read_all(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  TS_CHECK(f, path << ": cannot open constraint set file");
-  std::ostringstream os;
-  os << f.rdbuf();
-  return os.str();
 }
 
 }  // namespace
@@ -147,7 +138,7 @@ ConstraintSet constraint_set_parse_text(const std::string& text, int32_t vocab_s
 }
 
 ConstraintSet constraint_set_read_text(const std::string& path, int32_t vocab_size) {
-  return constraint_set_parse_text(read_all(path), vocab_size, path);
+  return constraint_set_parse_text(file_read_all(path), vocab_size, path);
 }
 
 namespace {
@@ -250,7 +241,7 @@ ConstraintSet constraint_set_parse_npy(const std::string& b, int32_t vocab_size,
 }
 
 ConstraintSet constraint_set_read_npy(const std::string& path, int32_t vocab_size) {
-  return constraint_set_parse_npy(read_all(path), vocab_size, path);
+  return constraint_set_parse_npy(file_read_all(path), vocab_size, path);
 }
 
 ConstraintSet constraint_set_read(const std::string& path, const std::string& format, int32_t vocab_size) {

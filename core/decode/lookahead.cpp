@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "core/common/error.h"
+#include "core/common/hash.h"
 #include "core/trace/trace_recorder.h"
 #include "core/decode/tree_step.h"
 #include "core/decode/trie_beam_search.h"
@@ -56,13 +57,6 @@ class NgramPool {
   int32_t per_key_;
   std::unordered_map<int32_t, std::deque<std::vector<int32_t>>> pool_;
 };
-
-uint64_t mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
 
 struct Fed {
   TokenTree tree;
@@ -257,7 +251,7 @@ LookaheadResult lookahead_decode(Model& model, const std::vector<int32_t>& promp
   // seeded with prompt tokens (as the official implementation does).
   std::vector<int32_t> window(static_cast<size_t>(W));
   for (int32_t i = 0; i < W; ++i)
-    window[static_cast<size_t>(i)] = prompt[mix(cfg.seed ^ static_cast<uint64_t>(i)) % prompt.size()];
+    window[static_cast<size_t>(i)] = prompt[splitmix64(cfg.seed ^ static_cast<uint64_t>(i)) % prompt.size()];
   // Trajectory: the last N - 1 window states, each as position -> token.
   std::deque<std::map<int32_t, int32_t>> history;
 

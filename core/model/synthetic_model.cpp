@@ -4,17 +4,11 @@
 #include <limits>
 
 #include "core/common/error.h"
+#include "core/common/hash.h"
 
 namespace triescope {
 
 namespace {
-// splitmix64 finaliser: a good integer mix with no floating point.
-inline uint64_t mix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
 constexpr uint64_t kTok = 0x100000001b3ull, kPos = 0xc2b2ae3d27d4eb4full, kRel = 0x165667b19e3779f9ull;
 }  // namespace
 
@@ -26,28 +20,28 @@ void synthetic_logits_fixed(const SyntheticConfig& cfg, const int32_t* tokens, c
   uint64_t full = 0, local = 0;
   for (int32_t i = 0; i < num_visible; ++i) {
     const uint64_t t = static_cast<uint32_t>(tokens[i]), p = static_cast<uint32_t>(positions[i]);
-    full += mix64(cfg.seed ^ (t * kTok) ^ (p * kPos));
+    full += splitmix64(cfg.seed ^ (t * kTok) ^ (p * kPos));
     const int64_t rel = int64_t{query_position} - positions[i];
-    if (rel >= 0 && rel < cfg.ngram) local += mix64((cfg.seed * 31u) ^ (t * kTok) ^ (static_cast<uint64_t>(rel) * kRel));
+    if (rel >= 0 && rel < cfg.ngram) local += splitmix64((cfg.seed * 31u) ^ (t * kTok) ^ (static_cast<uint64_t>(rel) * kRel));
   }
   const int64_t r = cfg.repetitiveness_q8;
   int32_t best = std::numeric_limits<int32_t>::min();
   for (int32_t v = 0; v < cfg.vocab_size; ++v) {
     const uint64_t vv = static_cast<uint64_t>(v) * 0x9e3779b97f4a7c15ull;
-    const int64_t raw_full = static_cast<int64_t>(mix64(full ^ vv) & 0xffff);
-    const int64_t raw_local = static_cast<int64_t>(mix64(local ^ vv ^ 0x5bd1e995ull) & 0xffff);
+    const int64_t raw_full = static_cast<int64_t>(splitmix64(full ^ vv) & 0xffff);
+    const int64_t raw_local = static_cast<int64_t>(splitmix64(local ^ vv ^ 0x5bd1e995ull) & 0xffff);
     int64_t base = (raw_local * r + raw_full * (256 - r)) >> 8;
     // Always a small full-context term, so any visible slot moves the logits
     // even at repetitiveness 1.
-    base += static_cast<int64_t>(mix64(full ^ vv ^ 0xabcdefull) & 0x3);
+    base += static_cast<int64_t>(splitmix64(full ^ vv ^ 0xabcdefull) & 0x3);
     if (cfg.perturb_q8 != 0)
-      base += ((static_cast<int64_t>(mix64(full ^ vv ^ cfg.perturb_seed) & 0xffff) - 32768) * cfg.perturb_q8) >> 8;
+      base += ((static_cast<int64_t>(splitmix64(full ^ vv ^ cfg.perturb_seed) & 0xffff) - 32768) * cfg.perturb_q8) >> 8;
     const int64_t fixed = (base * cfg.peakiness_q8) >> 8;
     out[v] = static_cast<int32_t>(fixed);
     best = std::max(best, out[v]);
   }
   if (cfg.eos_token >= 0) {
-    const bool hit = static_cast<int64_t>(mix64(full ^ 0xe05e05ull) % 1000000u) < cfg.eos_per_million;
+    const bool hit = static_cast<int64_t>(splitmix64(full ^ 0xe05e05ull) % 1000000u) < cfg.eos_per_million;
     out[cfg.eos_token] = hit ? best + 4096 : 0;  // top by one logit unit, or at the floor
   }
 }

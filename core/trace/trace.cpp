@@ -1,17 +1,16 @@
 #include "core/trace/trace.h"
 
 #include <cstdio>
-#include <fstream>
 #include <set>
 #include <sstream>
-#include <unistd.h>
 
 #include "core/common/error.h"
+#include "core/common/file_io.h"
 
 namespace triescope {
 
 TraceFileWriter::TraceFileWriter(std::string path) : path_(std::move(path)) {
-  tmp_ = path_ + ".tmp." + std::to_string(::getpid());
+  tmp_ = file_temp_path(path_);
   f_ = std::fopen(tmp_.c_str(), "wb");
   TS_CHECK(f_ != nullptr, path_ << ": cannot open for writing (temporary " << tmp_ << ")");
 }
@@ -31,18 +30,6 @@ void TraceFileWriter::commit() {
   f_ = nullptr;
   TS_CHECK(std::rename(tmp_.c_str(), path_.c_str()) == 0, path_ << ": cannot rename temporary " << tmp_ << " into place");
   committed_ = true;
-}
-
-void file_write_atomic(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  std::FILE* f = std::fopen(tmp.c_str(), "wb");
-  TS_CHECK(f != nullptr, path << ": cannot open for writing");
-  const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-  const bool closed = std::fclose(f) == 0;
-  if (!ok || !closed || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    TS_FAIL(path << ": write failed");
-  }
 }
 
 std::vector<json> trace_parse(const std::string& text, const std::string& origin) {
@@ -87,13 +74,7 @@ std::vector<json> trace_parse(const std::string& text, const std::string& origin
   return out;
 }
 
-std::vector<json> trace_read(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  TS_CHECK(in, path << ": cannot open for reading");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return trace_parse(ss.str(), path);
-}
+std::vector<json> trace_read(const std::string& path) { return trace_parse(file_read_all(path), path); }
 
 json trace_header(const std::string& algorithm, const std::string& backend, const json& config, const json& model,
                   const std::vector<std::string>& vocab, const std::string& verify_kind) {

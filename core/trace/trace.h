@@ -56,9 +56,6 @@ class TraceFileWriter final : public TraceSink {
   bool committed_ = false;
 };
 
-// Writes `text` to `path` atomically (temp + rename). Throws Error naming the path.
-void file_write_atomic(const std::string& path, const std::string& text);
-
 // Reads a whole trace; checks format, version and record kinds. Errors name
 // the file, the line and the field.
 std::vector<json> trace_read(const std::string& path);

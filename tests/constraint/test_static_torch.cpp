@@ -1,4 +1,4 @@
-// STATIC's LibTorch tensor-op formulation (core/constraint/static_torch.h)
+// STATIC's LibTorch tensor-op formulation (bench/static_torch.h)
 // against core's CPU reference (vntk_sparse, dense_lookup, static_next_state,
 // log_softmax_row, topk_candidates): exact masks, valid counts and next
 // states, top-k ids equal. Runs on the CPU LibTorch here; the same code runs
@@ -9,7 +9,7 @@
 #include <iostream>
 #include <random>
 
-#include "core/constraint/static_torch.h"
+#include "bench/static_torch.h"
 #include "core/constraint/transition_matrix.h"
 #include "core/constraint/vntk.h"
 #include "core/decode/beam_config.h"

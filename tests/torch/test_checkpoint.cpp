@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "core/common/file_io.h"
 #include "core/decode/trie_beam_search.h"
 #include "core/model/model_factory.h"
 #include "core/trace/trace.h"

@@ -5,8 +5,9 @@
 #include <iterator>
 
 #include "core/common/error.h"
+#include "core/common/file_io.h"
+#include "core/common/hash.h"
 #include "core/config/json_reader.h"
-#include "core/trace/trace.h"
 
 namespace triescope {
 
@@ -156,14 +157,7 @@ void llama_weights_check(const LlamaConfig& c, const TensorMap& w, const std::st
 }
 
 TensorMap llama_random_weights(const LlamaConfig& c, uint64_t seed, double init_std) {
-  uint64_t state = seed;
-  auto next = [&state]() {
-    uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  };
-  auto uniform = [&]() { return (static_cast<double>(next() >> 11) + 0.5) * (1.0 / 9007199254740992.0); };  // (0, 1)
+  SplitMix64 rng{seed};
   TensorMap w;
   for (const auto& [name, shape] : llama_tensor_shapes(c)) {
     HostTensor t;
@@ -173,7 +167,7 @@ TensorMap llama_random_weights(const LlamaConfig& c, uint64_t seed, double init_
       std::fill(t.data.begin(), t.data.end(), 1.0f);
     } else {
       for (size_t i = 0; i < t.data.size(); i += 2) {  // Box-Muller: two normals per draw
-        const double r = std::sqrt(-2.0 * std::log(uniform())), a = 2.0 * M_PI * uniform();
+        const double r = std::sqrt(-2.0 * std::log(rng.uniform())), a = 2.0 * M_PI * rng.uniform();
         t.data[i] = static_cast<float>(init_std * r * std::cos(a));
         if (i + 1 < t.data.size()) t.data[i + 1] = static_cast<float>(init_std * r * std::sin(a));
       }
@@ -184,17 +178,6 @@ TensorMap llama_random_weights(const LlamaConfig& c, uint64_t seed, double init_
 }
 
 namespace {
-// splitmix64 (the stream llama_random_weights uses) and a Box-Muller normal.
-struct SplitMix {
-  uint64_t state;
-  uint64_t next() {
-    uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
-  double uniform() { return (static_cast<double>(next() >> 11) + 0.5) * (1.0 / 9007199254740992.0); }  // (0, 1)
-};
 uint64_t fnv1a(const std::string& s) {
   uint64_t h = 0xcbf29ce484222325ull;
   for (unsigned char ch : s) h = (h ^ ch) * 0x100000001b3ull;
@@ -223,7 +206,7 @@ void llama_weights_perturb(TensorMap& w, double rel_std, uint64_t seed) {
     mean /= static_cast<double>(n);
     for (float v : t.data) var += (v - mean) * (v - mean);
     const double sd = rel_std * std::sqrt(var / static_cast<double>(n));
-    SplitMix g{seed ^ fnv1a(name)};
+    SplitMix64 g{seed ^ fnv1a(name)};
     for (size_t i = 0; i < n; i += 2) {
       const double r = std::sqrt(-2.0 * std::log(g.uniform())), a = 2.0 * M_PI * g.uniform();
       t.data[i] = static_cast<float>(t.data[i] + sd * r * std::cos(a));

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/common/error.h"
+#include "core/common/file_io.h"
 #include "core/config/json_reader.h"
 #include "core/trace/trace.h"
 

@@ -1,4 +1,4 @@
-#include "core/constraint/static_torch.h"
+#include "bench/static_torch.h"
 
 #include <torch/cuda.h>
 #include <torch/torch.h>
