@@ -4,6 +4,7 @@
 
 #include "app/commands.h"
 #include "core/common/error.h"
+#include "core/common/file_io.h"
 #include "core/decode/algorithm.h"
 #include "core/decode/backend.h"
 #ifdef TRIESCOPE_WITH_TORCH
@@ -51,6 +52,7 @@ std::string backend_names_bar() {
 
 int cli_main(int argc, char** argv) {
   register_backends();
+  file_temp_remove_on_signals();  // Ctrl-C during `run` leaves no trace.jsonl.tmp.<pid>
   if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
     usage();
     return argc < 2 ? 2 : 0;

@@ -10,15 +10,32 @@
 namespace triescope::cli {
 
 namespace {
+// Slot lists as ranges ("0-4 7"): a declared slot count never sets the output's size.
+std::string slot_ranges(const std::vector<char>& in_list) {
+  std::string out;
+  for (size_t s = 0; s < in_list.size(); ++s) {
+    if (!in_list[s]) continue;
+    size_t e = s;
+    while (e + 1 < in_list.size() && in_list[e + 1]) ++e;
+    out += " " + std::to_string(s) + (e > s ? "-" + std::to_string(e) : std::string());
+    s = e;
+  }
+  return out.empty() ? " none" : out;
+}
+
 void print_layout(const TraceReplay& t, const StepView& v, const std::vector<int32_t>& slot_to_node, const char* title) {
   std::cout << "\n" << title << " (slot: token):";
-  for (size_t s = 0; s < slot_to_node.size(); ++s) {
+  // Up to the last held slot; the free tail is one line, however long kv.slots says it is.
+  size_t shown = slot_to_node.size();
+  while (shown > 0 && slot_to_node[shown - 1] < 0) --shown;
+  for (size_t s = 0; s < shown; ++s) {
     if (s % 8 == 0) std::cout << "\n ";
     const int32_t id = slot_to_node[s];
     std::cout << " " << std::setw(3) << s << ":" << std::left << std::setw(10)
               << (id < 0 || static_cast<size_t>(id) >= v.nodes.size() ? std::string("(free)") : t.token_text(v.nodes[static_cast<size_t>(id)].token))
               << std::right;
   }
+  if (shown < slot_to_node.size()) std::cout << "\n  slots " << shown << "-" << slot_to_node.size() - 1 << ": (free)";
   std::cout << "\n";
 }
 
@@ -55,7 +72,9 @@ void print_subtree(const TraceReplay& t, const StepView& v, const std::vector<st
 int cmd_inspect(const Args& args) {
   auto p = parse_args(args, {"step"}, {});
   TS_CHECK(p.positional.size() == 1, "inspect: expected one trace file");
-  TraceReplay t(trace_read(p.positional[0]), p.positional[0]);
+  std::string warning;
+  TraceReplay t(trace_read(p.positional[0], &warning), p.positional[0]);
+  if (!warning.empty()) std::cerr << "triescope inspect: warning: " << warning << "\n";
   int32_t step = t.last_step();
   if (p.has("step")) {
     try {
@@ -82,15 +101,13 @@ int cmd_inspect(const Args& args) {
   }
   if (!v.gc_moves.empty()) {
     std::cout << "\ngarbage collection: " << v.gc_slots_before << " -> " << v.gc_moves.size() << " slots";
-    std::vector<char> kept(static_cast<size_t>(std::max(0, v.gc_slots_before)), 0);
+    std::vector<char> freed(static_cast<size_t>(std::max(0, v.gc_slots_before)), 1);
     std::string moved;
     for (auto& [o, n] : v.gc_moves) {
-      if (o >= 0 && static_cast<size_t>(o) < kept.size()) kept[static_cast<size_t>(o)] = 1;
+      if (o >= 0 && static_cast<size_t>(o) < freed.size()) freed[static_cast<size_t>(o)] = 0;
       if (o != n) moved += " " + std::to_string(o) + "->" + std::to_string(n);
     }
-    std::cout << "; freed slots:";
-    for (size_t s = 0; s < kept.size(); ++s)
-      if (!kept[s]) std::cout << " " << s;
+    std::cout << "; freed slots:" << slot_ranges(freed);
     std::cout << "; moved:" << (moved.empty() ? std::string(" none") : moved) << "\n";
   }
   if (v.forward) {

@@ -224,6 +224,8 @@ void MainWindow::startLoad(const QString& what, std::function<Loaded()> job) {
     previewActive_ = false;
     addRecent(QString::fromStdString(r.a->origin));
     if (!r.report.isEmpty()) std::cerr << r.report.toStdString();
+    for (const TraceDocumentPtr& d : {r.a, r.b})
+      if (d && !d->warning.empty()) status_->setText(tr("Warning: %1").arg(QString::fromStdString(d->warning)));
     Q_EMIT loadFinished(true, QString());
   });
   // Work that throws becomes an error string: the dialog names file and field.

@@ -5,6 +5,7 @@
 #include <set>
 
 #include <chrono>
+#include <climits>
 #include <fstream>
 #include <sstream>
 
@@ -26,7 +27,13 @@ int64_t int_or(const json& j, const char* key) {
 }
 }  // namespace
 
+static TraceDocumentPtr document_from_records(std::vector<json> records, const std::string& origin);
+
 TraceDocumentPtr trace_document_from_records(std::vector<json> records, const std::string& origin) {
+  return reader_boundary(origin, [&] { return document_from_records(std::move(records), origin); });
+}
+
+static TraceDocumentPtr document_from_records(std::vector<json> records, const std::string& origin) {
   auto doc = std::make_shared<TraceDocument>();
   doc->origin = origin;
   doc->replay = std::make_unique<TraceReplay>(std::move(records), origin);
@@ -39,7 +46,7 @@ TraceDocumentPtr trace_document_from_records(std::vector<json> records, const st
   for (const json& r : doc->replay->records()) {
     const std::string kind = r.value("kind", "");
     if (kind != "step" && kind != "gc") continue;
-    const int32_t s = r["step"].get<int32_t>();
+    const int32_t s = r.contains("step") ? static_cast<int32_t>(json_int_in(r["step"], 0, INT32_MAX).value_or(-1)) : -1;
     if (doc->stats.empty() || doc->stats.back().step != s) doc->stats.push_back(StepStat{s, {}, -1, -1, -1, -1, -1, false, false});
     StepStat& st = doc->stats.back();
     if (kind == "gc") {
@@ -66,7 +73,9 @@ TraceDocumentPtr trace_document_from_records(std::vector<json> records, const st
 
 TraceDocumentPtr trace_document_load(const std::string& path) {
   const auto t0 = std::chrono::steady_clock::now();
-  auto doc = trace_document_from_records(trace_read(path), path);
+  std::string warning;
+  auto doc = trace_document_from_records(trace_read(path, &warning), path);
+  const_cast<TraceDocument&>(*doc).warning = warning;
   const_cast<TraceDocument&>(*doc).load_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return doc;

@@ -31,6 +31,7 @@ struct TraceDocument {
   int32_t prompt_len = 0;       // header config.prompt length, 0 if unknown
   double load_seconds = 0;
   bool preview = false;  // only a prefix of the file; the full document follows
+  std::string warning;   // the file ended mid-record: opened up to its last whole record
   std::string algorithm() const { return replay->header().value("algorithm", std::string("?")); }
   std::string backend() const { return replay->header().value("backend", std::string("?")); }
   // Index of `step` in replay->steps(), -1 if absent.

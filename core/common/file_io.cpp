@@ -1,6 +1,9 @@
 #include "core/common/file_io.h"
 
+#include <atomic>
+#include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <unistd.h>
@@ -20,16 +23,61 @@ std::string file_read_all(const std::string& path) {
 
 std::string file_temp_path(const std::string& path) { return path + ".tmp." + std::to_string(::getpid()); }
 
+namespace {
+// The tracked temporaries, readable from a signal handler: fixed slots, each
+// claimed by a compare-exchange and published by `ready` after its path is copied.
+struct TrackedTemp {
+  std::atomic<int> state{0};  // 0 free, 1 being written, 2 ready
+  char path[4096];
+};
+TrackedTemp g_tracked[32];
+
+void remove_tracked_and_die(int sig) {
+  for (auto& t : g_tracked)
+    if (t.state.load() == 2) ::unlink(t.path);  // unlink is async-signal-safe
+  std::signal(sig, SIG_DFL);
+  std::raise(sig);
+}
+}  // namespace
+
+void file_temp_track(const std::string& tmp) {
+  if (tmp.size() >= sizeof(TrackedTemp::path)) return;  // no such path can be opened anyway
+  for (auto& t : g_tracked) {
+    int free_slot = 0;
+    if (t.state.compare_exchange_strong(free_slot, 1)) {
+      std::memcpy(t.path, tmp.c_str(), tmp.size() + 1);
+      t.state.store(2);
+      return;
+    }
+  }
+}
+
+void file_temp_untrack(const std::string& tmp) {
+  for (auto& t : g_tracked) {
+    int ready = 2;
+    if (t.state.load() == 2 && std::strcmp(t.path, tmp.c_str()) == 0 && t.state.compare_exchange_strong(ready, 1)) {
+      t.state.store(0);
+      return;
+    }
+  }
+}
+
+void file_temp_remove_on_signals() {
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) std::signal(sig, remove_tracked_and_die);
+}
+
 void file_write_atomic(const std::string& path, const std::string& text) {
   const std::string tmp = file_temp_path(path);
+  file_temp_track(tmp);
   std::FILE* f = std::fopen(tmp.c_str(), "wb");
+  if (f == nullptr) file_temp_untrack(tmp);
   TS_CHECK(f != nullptr, path << ": cannot open for writing");
   const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
   const bool closed = std::fclose(f) == 0;
-  if (!ok || !closed || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    TS_FAIL(path << ": write failed");
-  }
+  const bool renamed = ok && closed && std::rename(tmp.c_str(), path.c_str()) == 0;
+  if (!renamed) std::remove(tmp.c_str());
+  file_temp_untrack(tmp);
+  TS_CHECK(renamed, path << ": write failed");
 }
 
 }  // namespace triescope

@@ -17,4 +17,13 @@ void file_write_atomic(const std::string& path, const std::string& text);
 // ("<path>.tmp.<pid>").
 std::string file_temp_path(const std::string& path);
 
+// Temporaries a signal must not leave behind: a writer tracks its temporary
+// while it writes and untracks it once renamed into place or removed.
+void file_temp_track(const std::string& tmp);
+void file_temp_untrack(const std::string& tmp);
+// Installs SIGINT, SIGTERM and SIGHUP handlers that remove every tracked
+// temporary and then die of the same signal (the caller sees the usual
+// status). For programs (the CLI); a library leaves signals alone.
+void file_temp_remove_on_signals();
+
 }  // namespace triescope

@@ -1,24 +1,126 @@
 #include "core/config/json_reader.h"
 
+#include <algorithm>
+#include <climits>
+
 #include "core/common/error.h"
 #include "core/common/file_io.h"
 
 namespace triescope {
 
-json json_parse_text(const std::string& text, const std::string& origin) {
-  try {
-    return json::parse(text);
-  } catch (const json::parse_error& e) {
-    // nlohmann reports a byte offset; turn it into line:column for a person.
-    size_t line = 1, col = 1;
-    for (size_t i = 0; i < e.byte && i < text.size(); ++i) {
-      if (text[i] == '\n') { ++line; col = 1; } else { ++col; }
-    }
-    TS_FAIL(origin << ":" << line << ":" << col << ": malformed JSON: " << e.what());
+namespace {
+
+// nlohmann's DOM builder behind a depth count: a container opened past
+// kJsonMaxDepth stops the parse before anything deeper is built, and the
+// parser's own errors arrive here with their position instead of as
+// exceptions (a number overflow, 406, is out_of_range, not parse_error).
+class DepthLimitedSax {
+ public:
+  explicit DepthLimitedSax(json& root) : dom_(root, false) {}
+  bool null() { return dom_.null(); }
+  bool boolean(bool v) { return dom_.boolean(v); }
+  bool number_integer(json::number_integer_t v) { return dom_.number_integer(v); }
+  bool number_unsigned(json::number_unsigned_t v) { return dom_.number_unsigned(v); }
+  bool number_float(json::number_float_t v, const json::string_t& s) { return dom_.number_float(v, s); }
+  bool string(json::string_t& v) { return dom_.string(v); }
+  bool binary(json::binary_t& v) { return dom_.binary(v); }
+  bool start_object(std::size_t n) { return open() && dom_.start_object(n); }
+  bool key(json::string_t& k) { return dom_.key(k); }
+  bool end_object() {
+    --depth_;
+    return dom_.end_object();
   }
+  bool start_array(std::size_t n) { return open() && dom_.start_array(n); }
+  bool end_array() {
+    --depth_;
+    return dom_.end_array();
+  }
+  bool parse_error(std::size_t position, const std::string&, const nlohmann::detail::exception& e) {
+    error_ = e.what();
+    byte_ = position;  // characters read, the bad token included
+    return false;
+  }
+  bool too_deep() const { return too_deep_; }
+  const std::string& error() const { return error_; }
+  size_t byte() const { return byte_; }
+
+ private:
+  bool open() {
+    too_deep_ = ++depth_ > kJsonMaxDepth;
+    return !too_deep_;
+  }
+  nlohmann::detail::json_sax_dom_parser<json> dom_;
+  int depth_ = 0;
+  bool too_deep_ = false;
+  std::string error_;
+  size_t byte_ = 0;
+};
+
+// Offset of the bracket that opens level kJsonMaxDepth + 1 (strings skipped).
+size_t too_deep_offset(std::string_view text) {
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') ++i;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kJsonMaxDepth) return i;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return text.size();
+}
+
+}  // namespace
+
+json json_parse_text(std::string_view text, const std::string& origin, size_t first_line) {
+  json out;
+  DepthLimitedSax sax(out);
+  if (json::sax_parse(text.begin(), text.end(), &sax, nlohmann::detail::input_format_t::json, true, false)) return out;
+  const size_t at = sax.too_deep() ? too_deep_offset(text) : sax.byte() > 0 ? sax.byte() - 1 : text.size();
+  size_t line = first_line, col = 1;
+  for (size_t i = 0; i < at && i < text.size(); ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      col = 1;
+    } else {
+      ++col;
+    }
+  }
+  TS_FAIL(origin << ":" << line << ":" << col << ": "
+                 << (sax.too_deep() ? "JSON nested deeper than " + std::to_string(kJsonMaxDepth) + " levels"
+                                    : "malformed JSON: " + sax.error()));
 }
 
 json json_load_file(const std::string& path) { return json_parse_text(file_read_all(path), path); }
+
+std::optional<int64_t> json_int_in(const json& v, int64_t lo, int64_t hi) {
+  int64_t x;
+  if (v.is_number_unsigned()) {
+    const uint64_t u = v.get<uint64_t>();
+    if (u > static_cast<uint64_t>(INT64_MAX)) return std::nullopt;
+    x = static_cast<int64_t>(u);
+  } else if (v.is_number_integer()) {
+    x = v.get<int64_t>();
+  } else {
+    return std::nullopt;
+  }
+  if (x < lo || x > hi) return std::nullopt;
+  return x;
+}
+
+std::string json_brief(const json& v) {
+  if (v.is_object()) return "an object of " + std::to_string(v.size()) + " fields";
+  std::string s = v.is_array() && v.size() > 8 ? "" : v.dump(-1, ' ', false, json::error_handler_t::replace);
+  if (v.is_array() && (s.empty() || s.size() > 80)) return "an array of " + std::to_string(v.size());
+  if (s.size() > 80) s = s.substr(0, 77) + "...";
+  return s;
+}
 
 JsonObjectReader::JsonObjectReader(const json& obj, std::string origin, std::string prefix)
     : obj_(obj), origin_(std::move(origin)), prefix_(std::move(prefix)) {
@@ -36,10 +138,11 @@ const json& JsonObjectReader::raw(const std::string& key) {
 
 int64_t JsonObjectReader::get_int(const std::string& key, int64_t lo, int64_t hi) {
   const json& v = raw(key);
-  TS_CHECK(v.is_number_integer(), where(key) << " must be an integer, got " << v.dump());
-  const int64_t x = v.get<int64_t>();
-  TS_CHECK(x >= lo && x <= hi, where(key) << " must be in [" << lo << ", " << hi << "], got " << x);
-  return x;
+  const auto x = json_int_in(v, lo, hi);
+  TS_CHECK(x, where(key) << (v.is_number_integer() ? " must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]"
+                                                    : std::string(" must be an integer"))
+                         << ", got " << json_brief(v));
+  return *x;
 }
 
 int64_t JsonObjectReader::get_int(const std::string& key, int64_t lo, int64_t hi, int64_t dflt) {
@@ -48,7 +151,7 @@ int64_t JsonObjectReader::get_int(const std::string& key, int64_t lo, int64_t hi
 
 double JsonObjectReader::get_double(const std::string& key, double lo, double hi) {
   const json& v = raw(key);
-  TS_CHECK(v.is_number(), where(key) << " must be a number, got " << v.dump());
+  TS_CHECK(v.is_number(), where(key) << " must be a number, got " << json_brief(v));
   const double x = v.get<double>();
   TS_CHECK(x >= lo && x <= hi, where(key) << " must be in [" << lo << ", " << hi << "], got " << x);
   return x;
@@ -61,13 +164,13 @@ double JsonObjectReader::get_double(const std::string& key, double lo, double hi
 bool JsonObjectReader::get_bool(const std::string& key, bool dflt) {
   if (!has(key)) return dflt;
   const json& v = raw(key);
-  TS_CHECK(v.is_boolean(), where(key) << " must be true or false, got " << v.dump());
+  TS_CHECK(v.is_boolean(), where(key) << " must be true or false, got " << json_brief(v));
   return v.get<bool>();
 }
 
 std::string JsonObjectReader::get_string(const std::string& key) {
   const json& v = raw(key);
-  TS_CHECK(v.is_string(), where(key) << " must be a string, got " << v.dump());
+  TS_CHECK(v.is_string(), where(key) << " must be a string, got " << json_brief(v));
   return v.get<std::string>();
 }
 
@@ -81,10 +184,12 @@ std::vector<int32_t> JsonObjectReader::get_int_array(const std::string& key, int
   std::vector<int32_t> out;
   out.reserve(v.size());
   for (size_t i = 0; i < v.size(); ++i) {
-    TS_CHECK(v[i].is_number_integer(), where(key) << "[" << i << "] must be an integer, got " << v[i].dump());
-    const int64_t x = v[i].get<int64_t>();
-    TS_CHECK(x >= lo && x <= hi, where(key) << "[" << i << "] must be in [" << lo << ", " << hi << "], got " << x);
-    out.push_back(static_cast<int32_t>(x));
+    const auto x = json_int_in(v[i], std::max<int64_t>(lo, INT32_MIN), std::min<int64_t>(hi, INT32_MAX));
+    TS_CHECK(x, where(key) << "[" << i << "]"
+                           << (v[i].is_number_integer() ? " must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]"
+                                                        : std::string(" must be an integer"))
+                           << ", got " << json_brief(v[i]));
+    out.push_back(static_cast<int32_t>(*x));
   }
   return out;
 }

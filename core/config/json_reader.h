@@ -6,6 +6,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -14,9 +15,24 @@ namespace triescope {
 
 using json = nlohmann::json;
 
-// Parses a whole file; a syntax error names the file, line and column.
+// Containers nested deeper than this are refused while parsing, so nothing
+// deep is ever built: copying, printing or destroying a JSON value recurses
+// once per level, and 80,000 levels overflow the stack.
+inline constexpr int kJsonMaxDepth = 64;
+
+// Parses a whole file. Every error -- syntax, invalid UTF-8, a number outside
+// double range, nesting deeper than kJsonMaxDepth -- names the file, line and
+// column. `first_line` numbers the text's first line (a JSON Lines record).
 json json_load_file(const std::string& path);
-json json_parse_text(const std::string& text, const std::string& origin);
+json json_parse_text(std::string_view text, const std::string& origin, size_t first_line = 1);
+
+// The integer `v` holds, when it is one within [lo, hi]; nullopt for anything
+// else (a float, a string, an unsigned beyond int64, out of range). Readers
+// check every integer this way before narrowing it.
+std::optional<int64_t> json_int_in(const json& v, int64_t lo, int64_t hi);
+// `v` for an error message: scalars as JSON (long strings cut), containers by
+// kind and size, so a message never prints a whole file.
+std::string json_brief(const json& v);
 
 class JsonObjectReader {
  public:

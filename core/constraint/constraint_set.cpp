@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstdint>
 #include <cstring>
 #include <numeric>
 #include <random>
@@ -75,6 +76,8 @@ bool ConstraintSet::contains(const std::vector<int32_t>& id) const {
   return lo < size() && std::equal(id.begin(), id.end(), item(lo));
 }
 
+static ConstraintSet parse_text_checked(const std::string& text, int32_t vocab_size, const std::string& origin);
+
 ConstraintSet constraint_set_from_rows(std::vector<int32_t> rows, int32_t length, int32_t vocab_size,
                                        const std::string& origin, const std::string& what) {
   TS_CHECK(vocab_size >= 1, origin << ": vocabulary size must be >= 1, got " << vocab_size);
@@ -97,6 +100,10 @@ ConstraintSet constraint_set_from_rows(std::vector<int32_t> rows, int32_t length
 }
 
 ConstraintSet constraint_set_parse_text(const std::string& text, int32_t vocab_size, const std::string& origin) {
+  return reader_boundary(origin, [&] { return parse_text_checked(text, vocab_size, origin); });
+}
+
+static ConstraintSet parse_text_checked(const std::string& text, int32_t vocab_size, const std::string& origin) {
   std::vector<int32_t> rows;
   int32_t length = -1;
   int64_t first_line = 0;
@@ -121,6 +128,7 @@ ConstraintSet constraint_set_parse_text(const std::string& text, int32_t vocab_s
       TS_CHECK(used == tok.size() && !tok.empty(), origin << ":" << lineno << ": token " << count << " \"" << tok << "\" is not an integer");
       TS_CHECK(v >= 0 && v < vocab_size, origin << ":" << lineno << ": token " << count << " = " << v
                                                 << " outside the vocabulary [0, " << vocab_size << ")");
+      TS_CHECK(count < kConstraintMaxLength, origin << ":" << lineno << ": more than " << kConstraintMaxLength << " tokens in one id");
       rows.push_back(static_cast<int32_t>(v));
       ++count;
       pos = line.find_first_not_of(" \t", end == std::string::npos ? line.size() : end);
@@ -165,9 +173,16 @@ std::string npy_field(const std::string& header, const std::string& key) {
   return header.substr(q, e == std::string::npos ? std::string::npos : e - q);
 }
 
+ConstraintSet parse_npy_checked(const std::string& b, int32_t vocab_size, const std::string& origin);
+
 }  // namespace
 
 ConstraintSet constraint_set_parse_npy(const std::string& b, int32_t vocab_size, const std::string& origin) {
+  return reader_boundary(origin, [&] { return parse_npy_checked(b, vocab_size, origin); });
+}
+
+namespace {
+ConstraintSet parse_npy_checked(const std::string& b, int32_t vocab_size, const std::string& origin) {
   TS_CHECK(b.size() >= 10 && b.compare(0, 6, "\x93NUMPY") == 0, origin << ": not a .npy file (missing \\x93NUMPY magic)");
   const int major = static_cast<unsigned char>(b[6]);
   TS_CHECK(major >= 1 && major <= 3, origin << ": unsupported .npy format version " << major << "." << static_cast<int>(static_cast<unsigned char>(b[7])));
@@ -219,11 +234,16 @@ ConstraintSet constraint_set_parse_npy(const std::string& b, int32_t vocab_size,
   TS_CHECK(dims.size() == 2, origin << ": .npy shape " << shape << " must be 2-D (num_items, L), got " << dims.size() << "-D");
   const int64_t n = dims[0], L = dims[1];
   TS_CHECK(n > 0, origin << ": empty constraint set (.npy shape " << shape << ")");
-  TS_CHECK(L >= 1 && L <= 1024, origin << ": .npy item length " << L << " (shape " << shape << ") must be in [1, 1024]");
+  TS_CHECK(L >= 1 && L <= kConstraintMaxLength,
+           origin << ": .npy item length " << L << " (shape " << shape << ") must be in [1, " << kConstraintMaxLength << "]");
   const size_t data_start = hstart + hlen;
-  const size_t need = static_cast<size_t>(n) * static_cast<size_t>(L) * static_cast<size_t>(width);
-  TS_CHECK(b.size() - data_start == need, origin << ": .npy data holds " << b.size() - data_start << " bytes, shape " << shape
-                                                 << " of " << descr << " needs " << need);
+  const size_t have = b.size() - data_start;
+  // n is compared with what the data holds before n * L * width is formed: it wraps for n near 2^62.
+  const size_t row_bytes = static_cast<size_t>(L) * static_cast<size_t>(width);
+  TS_CHECK(static_cast<uint64_t>(n) <= have / row_bytes && static_cast<size_t>(n) * row_bytes == have,
+           origin << ": .npy data holds " << have << " bytes, shape " << shape << " of " << descr << " needs "
+                  << (static_cast<uint64_t>(n) <= SIZE_MAX / row_bytes ? std::to_string(static_cast<size_t>(n) * row_bytes)
+                                                                         : std::string("2^64 or more")));
   std::vector<int32_t> rows(static_cast<size_t>(n * L));
   const unsigned char* d = reinterpret_cast<const unsigned char*>(b.data()) + data_start;
   for (int64_t r = 0; r < n; ++r)
@@ -239,6 +259,7 @@ ConstraintSet constraint_set_parse_npy(const std::string& b, int32_t vocab_size,
     }
   return constraint_set_from_rows(std::move(rows), static_cast<int32_t>(L), vocab_size, origin, "row");
 }
+}  // namespace
 
 ConstraintSet constraint_set_read_npy(const std::string& path, int32_t vocab_size) {
   return constraint_set_parse_npy(file_read_all(path), vocab_size, path);
@@ -252,17 +273,21 @@ ConstraintSet constraint_set_read(const std::string& path, const std::string& fo
   TS_FAIL(path << ": constraint set format must be text, npy or auto, got \"" << format << "\"");
 }
 
-void constraint_set_write_text(const ConstraintSet& c, const std::string& path) {
+void constraint_set_write_text(const ConstraintSet& c, const std::string& path) { file_write_atomic(path, constraint_set_text(c)); }
+
+void constraint_set_write_npy(const ConstraintSet& c, const std::string& path) { file_write_atomic(path, constraint_set_npy(c)); }
+
+std::string constraint_set_text(const ConstraintSet& c) {
   std::ostringstream os;
   os << "# " << c.size() << " ids, L = " << c.length << ", |V| = " << c.vocab_size << "\n";
   for (int64_t i = 0; i < c.size(); ++i) {
     for (int32_t j = 0; j < c.length; ++j) os << (j ? " " : "") << c.item(i)[j];
     os << "\n";
   }
-  file_write_atomic(path, os.str());
+  return os.str();
 }
 
-void constraint_set_write_npy(const ConstraintSet& c, const std::string& path) {
+std::string constraint_set_npy(const ConstraintSet& c) {
   std::string header = "{'descr': '<i4', 'fortran_order': False, 'shape': (" + std::to_string(c.size()) + ", " +
                        std::to_string(c.length) + "), }";
   // Pad so that magic(6) + version(2) + len(2) + header + '\n' is a multiple of 64.
@@ -274,7 +299,7 @@ void constraint_set_write_npy(const ConstraintSet& c, const std::string& path) {
   out += header;
   for (int32_t t : c.tokens)
     for (int k = 0; k < 4; ++k) out += static_cast<char>((static_cast<uint32_t>(t) >> (8 * k)) & 0xff);
-  file_write_atomic(path, out);
+  return out;
 }
 
 ConstraintSet constraint_set_random(int64_t num_items, int32_t length, int32_t vocab_size, uint64_t seed) {

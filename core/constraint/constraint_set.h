@@ -9,6 +9,9 @@
 
 namespace triescope {
 
+// The longest item (L tokens) a reader accepts.
+inline constexpr int32_t kConstraintMaxLength = 1024;
+
 struct ConstraintSet {
   int32_t vocab_size = 0;        // |V|: every token lies in [0, vocab_size)
   int32_t length = 0;            // L
@@ -45,6 +48,9 @@ ConstraintSet constraint_set_read(const std::string& path, const std::string& fo
 // Writers (temp file + rename). npy is written as '<i4' [n x L].
 void constraint_set_write_text(const ConstraintSet& c, const std::string& path);
 void constraint_set_write_npy(const ConstraintSet& c, const std::string& path);
+// The bytes those writers write.
+std::string constraint_set_text(const ConstraintSet& c);
+std::string constraint_set_npy(const ConstraintSet& c);
 
 // |C| ids drawn uniformly at random from V^L, as in the paper's scaling
 // experiments (Sec. 5.3); duplicates are redrawn so the set has exactly

@@ -22,7 +22,13 @@ void refuse_unaccepted(const JsonObjectReader& r, const Sample& s, const char* f
 
 }  // namespace
 
+static Sample sample_parse_checked(const json& j, const std::string& origin, const BackendSpec& backend);
+
 Sample sample_parse(const json& j, const std::string& origin, const BackendSpec& backend) {
+  return reader_boundary(origin, [&] { return sample_parse_checked(j, origin, backend); });
+}
+
+static Sample sample_parse_checked(const json& j, const std::string& origin, const BackendSpec& backend) {
   Sample s;
   s.path = origin;
   s.raw = j;
@@ -71,7 +77,9 @@ Sample sample_parse(const json& j, const std::string& origin, const BackendSpec&
   return s;
 }
 
-Sample sample_load(const std::string& path, const BackendSpec& backend) { return sample_parse(json_load_file(path), path, backend); }
+Sample sample_load(const std::string& path, const BackendSpec& backend) {
+  return reader_boundary(path, [&] { return sample_parse(json_load_file(path), path, backend); });
+}
 
 std::string tokens_to_text(const Model& m, const std::vector<int32_t>& tokens) {
   const auto vocab = m.vocab_strings();

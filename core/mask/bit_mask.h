@@ -17,7 +17,7 @@ struct BitMask {
   BitMask() = default;
   BitMask(int32_t r, int32_t c) { reset(r, c); }
   void reset(int32_t r, int32_t c);
-  static int32_t words_for(int32_t cols) { return (cols + 63) / 64; }
+  static int32_t words_for(int32_t cols) { return static_cast<int32_t>((int64_t{cols} + 63) / 64); }
 
   bool test(int32_t r, int32_t c) const {
     return (words[static_cast<size_t>(r) * words_per_row + static_cast<size_t>(c >> 6)] >> (c & 63)) & 1u;

@@ -1,23 +1,29 @@
 #include "core/trace/trace.h"
 
+#include <climits>
 #include <cstdio>
+#include <fstream>
 #include <set>
-#include <sstream>
+#include <string_view>
 
 #include "core/common/error.h"
 #include "core/common/file_io.h"
+#include "core/config/json_reader.h"
 
 namespace triescope {
 
 TraceFileWriter::TraceFileWriter(std::string path) : path_(std::move(path)) {
   tmp_ = file_temp_path(path_);
+  file_temp_track(tmp_);
   f_ = std::fopen(tmp_.c_str(), "wb");
+  if (f_ == nullptr) file_temp_untrack(tmp_);
   TS_CHECK(f_ != nullptr, path_ << ": cannot open for writing (temporary " << tmp_ << ")");
 }
 
 TraceFileWriter::~TraceFileWriter() {
   if (f_) std::fclose(f_);
   if (!committed_) std::remove(tmp_.c_str());
+  file_temp_untrack(tmp_);
 }
 
 void TraceFileWriter::record(json rec) {
@@ -32,20 +38,48 @@ void TraceFileWriter::commit() {
   committed_ = true;
 }
 
-std::vector<json> trace_parse(const std::string& text, const std::string& origin) {
+namespace {
+
+// A header's fields readers print or branch on must have their types.
+void check_header(const json& rec, const std::string& origin) {
+  TS_CHECK(rec.contains("schema") && rec["schema"] == kTraceFormat,
+           origin << ":1: field schema must be \"" << kTraceFormat << "\", got "
+                  << (rec.contains("schema") ? json_brief(rec["schema"]) : std::string("nothing")));
+  TS_CHECK(rec.contains("version") && rec["version"].is_number_integer(), origin << ":1: field version must be an integer");
+  const auto v = json_int_in(rec["version"], kTraceMinVersion, kTraceVersion);
+  TS_CHECK(v, origin << ":1: field version is " << json_brief(rec["version"]) << ", this build reads versions "
+                     << kTraceMinVersion << " to " << kTraceVersion);
+  TS_CHECK(rec.contains("algorithm") && rec["algorithm"].is_string(), origin << ":1: field algorithm must be a string");
+  for (const char* key : {"backend", "verify_kind"})
+    TS_CHECK(!rec.contains(key) || rec[key].is_string(), origin << ":1: field " << key << " must be a string");
+  for (const char* key : {"config", "model"})
+    TS_CHECK(!rec.contains(key) || rec[key].is_object(), origin << ":1: field " << key << " must be an object");
+  if (rec.contains("vocab")) {
+    TS_CHECK(rec["vocab"].is_array(), origin << ":1: field vocab must be an array of strings");
+    for (size_t i = 0; i < rec["vocab"].size(); ++i)
+      TS_CHECK(rec["vocab"][i].is_string(), origin << ":1: field vocab[" << i << "] must be a string, got " << json_brief(rec["vocab"][i]));
+  }
+}
+
+// Reads JSON Lines from `next_line` (a line without its '\n', and whether
+// the '\n' was there). A last line cut off mid-record (a writer that crashed)
+// is dropped with `*warning` when the caller asked for warnings.
+template <class NextLine>
+std::vector<json> trace_parse_lines(NextLine next_line, const std::string& origin, std::string* warning) {
   static const std::set<std::string> kinds = {"header", "step", "gc", "keyframe", "summary"};
   std::vector<json> out;
-  std::istringstream in(text);
-  std::string line;
-  size_t lineno = 0;
-  while (std::getline(in, line)) {
-    ++lineno;
+  std::string_view line;
+  bool terminated = true;
+  for (size_t lineno = 1; next_line(line, terminated); ++lineno) {
     if (line.empty()) continue;
     json rec;
     try {
-      rec = json::parse(line);
-    } catch (const json::parse_error& e) {
-      TS_FAIL(origin << ":" << lineno << ": malformed JSON: " << e.what());
+      rec = json_parse_text(line, origin, lineno);
+    } catch (const Error& e) {
+      if (terminated || warning == nullptr || out.empty()) throw;
+      *warning = origin + ":" + std::to_string(lineno) + ": the file ends inside a record (a writer that stopped mid-line?); read the " +
+                 std::to_string(out.size()) + " whole records before it";
+      break;
     }
     TS_CHECK(rec.is_object(), origin << ":" << lineno << ": record must be a JSON object");
     TS_CHECK(rec.contains("kind") && rec["kind"].is_string(), origin << ":" << lineno << ": missing field kind");
@@ -53,20 +87,12 @@ std::vector<json> trace_parse(const std::string& text, const std::string& origin
     TS_CHECK(kinds.count(kind), origin << ":" << lineno << ": unknown record kind \"" << kind << "\"");
     if (out.empty()) {
       TS_CHECK(kind == "header", origin << ":1: first record must be the header, got \"" << kind << "\"");
-      TS_CHECK(rec.contains("schema") && rec["schema"] == kTraceFormat,
-               origin << ":1: field schema must be \"" << kTraceFormat << "\", got "
-                      << (rec.contains("schema") ? rec["schema"].dump() : std::string("nothing")));
-      TS_CHECK(rec.contains("version") && rec["version"].is_number_integer(),
-               origin << ":1: field version must be an integer");
-      const int v = rec["version"].get<int>();
-      TS_CHECK(v >= kTraceMinVersion && v <= kTraceVersion,
-               origin << ":1: field version is " << v << ", this build reads versions " << kTraceMinVersion << " to "
-                      << kTraceVersion);
+      check_header(rec, origin);
     } else {
       TS_CHECK(kind != "header", origin << ":" << lineno << ": a second header record");
       if (kind != "summary")
-        TS_CHECK(rec.contains("step") && rec["step"].is_number_integer(),
-                 origin << ":" << lineno << ": field step must be an integer");
+        TS_CHECK(rec.contains("step") && json_int_in(rec["step"], 0, INT32_MAX),
+                 origin << ":" << lineno << ": field step must be an integer in [0, " << INT32_MAX << "]");
     }
     out.push_back(std::move(rec));
   }
@@ -74,7 +100,42 @@ std::vector<json> trace_parse(const std::string& text, const std::string& origin
   return out;
 }
 
-std::vector<json> trace_read(const std::string& path) { return trace_parse(file_read_all(path), path); }
+}  // namespace
+
+std::vector<json> trace_parse(const std::string& text, const std::string& origin, std::string* warning) {
+  return reader_boundary(origin, [&] {
+    size_t pos = 0;
+    auto next_line = [&](std::string_view& line, bool& terminated) {
+      if (pos >= text.size()) return false;
+      const size_t nl = text.find('\n', pos);
+      terminated = nl != std::string::npos;
+      const size_t end = terminated ? nl : text.size();
+      line = std::string_view(text).substr(pos, end - pos);
+      pos = end + 1;
+      return true;
+    };
+    return trace_parse_lines(next_line, origin, warning);
+  });
+}
+
+std::vector<json> trace_read(const std::string& path, std::string* warning) {
+  return reader_boundary(path, [&] {
+    // Line by line: the file's text is never held whole, only its records.
+    std::ifstream in(path, std::ios::binary);
+    TS_CHECK(in, path << ": cannot open for reading");
+    std::string buf;
+    auto next_line = [&](std::string_view& line, bool& terminated) {
+      if (!std::getline(in, buf)) {
+        TS_CHECK(!in.bad(), path << ": read failed");
+        return false;
+      }
+      terminated = !in.eof();
+      line = buf;
+      return true;
+    };
+    return trace_parse_lines(next_line, path, warning);
+  });
+}
 
 json trace_header(const std::string& algorithm, const std::string& backend, const json& config, const json& model,
                   const std::vector<std::string>& vocab, const std::string& verify_kind) {
@@ -86,13 +147,14 @@ json trace_header(const std::string& algorithm, const std::string& backend, cons
 }
 
 std::string trace_verify_kind(const json& header) {
-  const int version = header.contains("version") && header["version"].is_number_integer() ? header["version"].get<int>() : 0;
+  const int64_t version = header.contains("version") ? json_int_in(header["version"], 0, INT32_MAX).value_or(0) : 0;
   if (version >= 2) {
     const auto it = header.find("verify_kind");
     return it != header.end() && it->is_string() ? it->get<std::string>() : std::string();
   }
   // Version 1 wrote no kind: its three verifying decoders are known by name.
-  const std::string algo = header.value("algorithm", std::string());
+  const auto a = header.find("algorithm");
+  const std::string algo = a != header.end() && a->is_string() ? a->get<std::string>() : std::string();
   if (algo == "speculative") return kVerifySpeculativeChain;
   if (algo == "dsbd") return kVerifyDsbdLayers;
   if (algo == "lookahead") return kVerifyLookahead;
@@ -114,14 +176,19 @@ BitMask trace_mask_parse(const json& j, const std::string& where) {
   TS_CHECK(j.is_object() && j.contains("cols") && j["cols"].is_number_integer() && j.contains("rows") &&
                j["rows"].is_array(),
            where << " must be {\"cols\": int, \"rows\": [hex...]}");
-  const int64_t cols = j["cols"].get<int64_t>();
-  TS_CHECK(cols >= 0 && cols < (int64_t{1} << 31), where << ".cols out of range: " << cols);
-  BitMask m(static_cast<int32_t>(j["rows"].size()), static_cast<int32_t>(cols));
-  for (int32_t r = 0; r < m.rows; ++r) {
-    const json& row = j["rows"][static_cast<size_t>(r)];
-    TS_CHECK(row.is_string() && m.set_row_hex(r, row.get<std::string>()),
-             where << ".rows[" << r << "] is not a hex row of " << cols << " bits");
-  }
+  const auto cols = json_int_in(j["cols"], 0, kTraceMaxSlots);
+  TS_CHECK(cols, where << ".cols must be in [0, " << kTraceMaxSlots << "], got " << json_brief(j["cols"]));
+  const json& rows = j["rows"];
+  TS_CHECK(rows.size() <= static_cast<size_t>(kTraceMaxSlots), where << ".rows holds " << rows.size() << " rows, more than " << kTraceMaxSlots);
+  // Every row's length before the mask is allocated: the rows, not cols, hold the bytes.
+  const size_t hex_chars = static_cast<size_t>((*cols + 7) / 8) * 2;
+  for (size_t r = 0; r < rows.size(); ++r)
+    TS_CHECK(rows[r].is_string() && rows[r].get_ref<const std::string&>().size() == hex_chars,
+             where << ".rows[" << r << "] is not a hex row of " << *cols << " bits");
+  BitMask m(static_cast<int32_t>(rows.size()), static_cast<int32_t>(*cols));
+  for (int32_t r = 0; r < m.rows; ++r)
+    TS_CHECK(m.set_row_hex(r, rows[static_cast<size_t>(r)].get<std::string>()),
+             where << ".rows[" << r << "] is not a hex row of " << *cols << " bits");
   return m;
 }
 

@@ -19,6 +19,10 @@ using json = nlohmann::json;
 inline constexpr const char* kTraceFormat = "triescope.trace";
 inline constexpr int kTraceVersion = 2;
 inline constexpr int kTraceMinVersion = 1;
+// The most KV slots (mask columns, gc slots_before, kv.slots, a node's slot)
+// a trace may declare: readers check declared sizes against it before they
+// allocate or print anything for them (a 4096-slot decode is a big one).
+inline constexpr int32_t kTraceMaxSlots = 1 << 24;
 
 // verify.kind of a v2 step record: what its verify object holds (v1 traces
 // have no kind; readers tell the shapes apart by the header's algorithm).
@@ -56,10 +60,13 @@ class TraceFileWriter final : public TraceSink {
   bool committed_ = false;
 };
 
-// Reads a whole trace; checks format, version and record kinds. Errors name
-// the file, the line and the field.
-std::vector<json> trace_read(const std::string& path);
-std::vector<json> trace_parse(const std::string& text, const std::string& origin);
+// Reads a whole trace; checks format, version, record kinds and the header's
+// field types. Errors name the file, the line and the field. The file is read
+// line by line (never whole). A last line cut off mid-record (a writer that
+// crashed) is an error, or, when `warning` is given, dropped with a warning
+// there: the trace opens up to its last whole record.
+std::vector<json> trace_read(const std::string& path, std::string* warning = nullptr);
+std::vector<json> trace_parse(const std::string& text, const std::string& origin, std::string* warning = nullptr);
 
 // The verification kind of a trace's verify records: v2 headers name it
 // ("verify_kind", absent when the algorithm verifies nothing); for v1 it

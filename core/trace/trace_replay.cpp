@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <array>
+#include <climits>
 #include <bit>
 #include <cstring>
 
 #include "core/common/error.h"
+#include "core/config/json_reader.h"
 #include "core/trace/trace.h"
 
 namespace triescope {
@@ -14,19 +16,22 @@ using nlohmann::json;
 
 namespace {
 
-int32_t get_i32(const json& j, const char* key, const std::string& where) {
-  TS_CHECK(j.contains(key) && j[key].is_number_integer(), where << ": field " << key << " must be an integer");
-  return j[key].get<int32_t>();
+// j[key] as an integer in [lo, hi]; errors name the record and the field.
+int32_t get_i32(const json& j, const char* key, const std::string& where, int32_t lo = INT32_MIN, int32_t hi = INT32_MAX) {
+  TS_CHECK(j.is_object() && j.contains(key) && j[key].is_number_integer(), where << ": field " << key << " must be an integer");
+  const auto x = json_int_in(j[key], lo, hi);
+  TS_CHECK(x, where << ": field " << key << " must be in [" << lo << ", " << hi << "], got " << json_brief(j[key]));
+  return static_cast<int32_t>(*x);
 }
 
 TreeNode node_from_json(const json& j, const std::string& where) {
   TS_CHECK(j.is_object(), where << " must be an object");
   TreeNode n;
-  n.id = get_i32(j, "id", where);
-  n.parent = get_i32(j, "parent", where);
+  n.id = get_i32(j, "id", where, 0);
+  n.parent = get_i32(j, "parent", where, kNoNode);
   n.token = get_i32(j, "token", where);
   n.depth = get_i32(j, "depth", where);
-  n.slot = get_i32(j, "slot", where);
+  n.slot = get_i32(j, "slot", where, kNoSlot, kTraceMaxSlots - 1);
   TS_CHECK(j.contains("logprob") && j["logprob"].is_number(), where << ": field logprob must be a number");
   n.logprob = j["logprob"].get<double>();
   TS_CHECK(j.contains("status") && j["status"].is_string(), where << ": field status must be a string");
@@ -35,13 +40,16 @@ TreeNode node_from_json(const json& j, const std::string& where) {
   } catch (const Error& e) {
     TS_FAIL(where << ": " << e.what());
   }
-  TS_CHECK(n.id >= 0, where << ": field id must be >= 0, got " << n.id);
   return n;
 }
 
-void put_node(std::vector<TreeNode>& nodes, const TreeNode& n) {
-  if (static_cast<size_t>(n.id) >= nodes.size()) nodes.resize(static_cast<size_t>(n.id) + 1);
-  nodes[static_cast<size_t>(n.id)] = n;
+// Node ids are dense (docs/trace-format.md): a node redefines one already
+// known or takes the next id, so a declared id never sizes the tree.
+void put_node(std::vector<TreeNode>& nodes, const TreeNode& n, const std::string& where) {
+  TS_CHECK(static_cast<size_t>(n.id) <= nodes.size(),
+           where << ": field id = " << n.id << " skips ids: node ids are dense, the next new id is " << nodes.size());
+  if (static_cast<size_t>(n.id) == nodes.size()) nodes.push_back(n);
+  else nodes[static_cast<size_t>(n.id)] = n;
 }
 
 // Into `v`, reusing its capacity.
@@ -50,8 +58,9 @@ void int_array_into(const json& j, const char* key, const std::string& where, st
   if (!j.contains(key)) return;
   TS_CHECK(j[key].is_array(), where << ": field " << key << " must be an array");
   for (size_t i = 0; i < j[key].size(); ++i) {
-    TS_CHECK(j[key][i].is_number_integer(), where << ": field " << key << "[" << i << "] must be an integer");
-    v.push_back(j[key][i].get<int32_t>());
+    const auto x = json_int_in(j[key][i], INT32_MIN, INT32_MAX);
+    TS_CHECK(x, where << ": field " << key << "[" << i << "] must be a 32-bit integer, got " << json_brief(j[key][i]));
+    v.push_back(static_cast<int32_t>(*x));
   }
 }
 
@@ -81,16 +90,17 @@ void mask_parse_fast(const json& j, const std::string& where, BitMask& m) {
   if constexpr (std::endian::native != std::endian::little) return slow();
   if (!(j.is_object() && j.contains("cols") && j["cols"].is_number_integer() && j.contains("rows") && j["rows"].is_array()))
     return slow();
-  const int64_t cols = j["cols"].get<int64_t>();
-  if (cols < 0 || cols >= (int64_t{1} << 31)) return slow();
+  const int64_t cols = j["cols"].is_number_unsigned() && j["cols"].get<uint64_t>() > INT64_MAX ? -1 : j["cols"].get<int64_t>();
+  if (cols < 0 || cols > kTraceMaxSlots || j["rows"].size() > static_cast<size_t>(kTraceMaxSlots)) return slow();
   const json& rows = j["rows"];
-  m.reset(static_cast<int32_t>(rows.size()), static_cast<int32_t>(cols));
   const size_t nbytes = static_cast<size_t>((cols + 7) / 8);
+  // Row lengths before the allocation: the rows, not cols, hold the bytes.
+  for (const json& row : rows)
+    if (!row.is_string() || row.get_ref<const std::string&>().size() != nbytes * 2) return slow();
+  m.reset(static_cast<int32_t>(rows.size()), static_cast<int32_t>(cols));
   for (int32_t r = 0; r < m.rows; ++r) {
     const json& row = rows[static_cast<size_t>(r)];
-    if (!row.is_string()) return slow();
     const std::string& hex = row.get_ref<const std::string&>();
-    if (hex.size() != nbytes * 2) return slow();
     auto* out = reinterpret_cast<unsigned char*>(m.row(r));  // words are zero; bytes past nbytes stay zero
     uint16_t bad = 0;
     const char* in = hex.data();
@@ -111,6 +121,10 @@ void mask_parse_fast(const json& j, const std::string& where, BitMask& m) {
 
 TraceReplay::TraceReplay(std::vector<json> records, std::string origin)
     : records_(std::move(records)), origin_(std::move(origin)) {
+  reader_boundary(origin_, [&] { index_records(); });
+}
+
+void TraceReplay::index_records() {
   TS_CHECK(!records_.empty() && records_.front().value("kind", "") == "header", origin_ << ": no header record");
   if (header().contains("vocab") && header()["vocab"].is_array())
     for (auto& v : header()["vocab"]) vocab_.push_back(v.is_string() ? v.get<std::string>() : v.dump());
@@ -121,7 +135,7 @@ TraceReplay::TraceReplay(std::vector<json> records, std::string origin)
     if (kind != "summary" && kind != "header" && r.contains("step") && r["step"].is_number_integer()) {
       // at() stops at the first record of a later step: advance() needs every
       // step's records in one contiguous, ascending run.
-      const int32_t s = r["step"].get<int32_t>();
+      const int32_t s = get_i32(r, "step", origin_ + ":" + std::to_string(i + 1), 0);
       if (s < last) in_step_order_ = false;
       if (!steps_.empty() && step_end_.size() < steps_.size() && s > steps_.back()) step_end_.push_back(i);
       last = std::max(last, s);
@@ -153,17 +167,26 @@ StepView TraceReplay::at(int32_t step) const {
   size_t start = 1;
   // Start from the last keyframe strictly before `step`, so the step's own
   // records are replayed and its added nodes, phase and forward are known.
+  reader_boundary(origin_, [&] {
+    load_keyframe_before(v, step, start);
+  });
+  replay_into(v, start);
+  return v;
+}
+
+void TraceReplay::load_keyframe_before(StepView& v, int32_t step, size_t& start) const {
   for (auto& [ks, idx] : keyframes_) {
     if (ks >= step) break;
     const json& k = records_[idx];
     const std::string where = origin_ + ":" + std::to_string(idx + 1);
     v.nodes.clear();
     TS_CHECK(k.contains("nodes") && k["nodes"].is_array(), where << ": keyframe field nodes must be an array");
-    for (size_t i = 0; i < k["nodes"].size(); ++i) put_node(v.nodes, node_from_json(k["nodes"][i], where + ": nodes[" + std::to_string(i) + "]"));
+    for (size_t i = 0; i < k["nodes"].size(); ++i) {
+      const std::string at_node = where + ": nodes[" + std::to_string(i) + "]";
+      put_node(v.nodes, node_from_json(k["nodes"][i], at_node), at_node);
+    }
     start = idx + 1;
   }
-  replay_into(v, start);
-  return v;
 }
 
 StepView TraceReplay::advance(const StepView& from, int32_t step) const {
@@ -200,6 +223,10 @@ void TraceReplay::advance_into(const StepView& from, int32_t step, StepView& out
 }
 
 void TraceReplay::replay_into(StepView& v, size_t start) const {
+  reader_boundary(origin_, [&] { replay_records(v, start); });
+}
+
+void TraceReplay::replay_records(StepView& v, size_t start) const {
   const int32_t step = v.step;
   // A forward view's buffers to refill (advance_into's `out`); none for at().
   std::optional<ForwardView> spare;
@@ -208,21 +235,23 @@ void TraceReplay::replay_into(StepView& v, size_t start) const {
     const json& r = records_[i];
     const std::string kind = r.value("kind", "");
     if (kind == "summary" || kind == "header") continue;
-    const int32_t s = r.contains("step") && r["step"].is_number_integer() ? r["step"].get<int32_t>() : -1;
+    const int32_t s = r.contains("step") ? json_int_in(r["step"], 0, INT32_MAX).value_or(-1) : -1;
     if (s > step) break;
     const std::string where = origin_ + ":" + std::to_string(i + 1);
     const bool this_step = s == step;
     if (kind == "gc") {
       TS_CHECK(r.contains("moves") && r["moves"].is_array(), where << ": gc field moves must be an array");
-      std::vector<int32_t> remap(static_cast<size_t>(std::max(0, r.value("slots_before", 0))), kNoSlot);
+      const int32_t slots_before = get_i32(r, "slots_before", where + ": gc", 0, kTraceMaxSlots);
+      std::vector<int32_t> remap(static_cast<size_t>(slots_before), kNoSlot);
       if (this_step) v.gc_moves.clear();
       for (auto& mv : r["moves"]) {
-        TS_CHECK(mv.is_array() && mv.size() == 2 && mv[0].is_number_integer() && mv[1].is_number_integer(),
-                 where << ": gc moves entries must be [old, new]");
-        const int32_t o = mv[0].get<int32_t>(), n = mv[1].get<int32_t>();
-        TS_CHECK(o >= 0 && static_cast<size_t>(o) < remap.size(), where << ": gc move from slot " << o << " outside slots_before");
-        remap[static_cast<size_t>(o)] = n;
-        if (this_step) v.gc_moves.emplace_back(o, n);
+        const bool pair = mv.is_array() && mv.size() == 2;
+        const auto o = pair ? json_int_in(mv[0], 0, slots_before - 1) : std::nullopt;
+        const auto n = pair ? json_int_in(mv[1], 0, slots_before - 1) : std::nullopt;
+        TS_CHECK(o && n, where << ": gc moves entries must be [old, new] slots in [0, slots_before = " << slots_before << "), got "
+                               << json_brief(mv));
+        remap[static_cast<size_t>(*o)] = static_cast<int32_t>(*n);
+        if (this_step) v.gc_moves.emplace_back(static_cast<int32_t>(*o), static_cast<int32_t>(*n));
       }
       if (this_step) v.gc_slots_before = static_cast<int32_t>(remap.size());
       for (auto& n : v.nodes)
@@ -231,8 +260,9 @@ void TraceReplay::replay_into(StepView& v, size_t start) const {
       if (r.contains("added")) {
         TS_CHECK(r["added"].is_array(), where << ": field added must be an array");
         for (size_t k = 0; k < r["added"].size(); ++k) {
-          TreeNode n = node_from_json(r["added"][k], where + ": added[" + std::to_string(k) + "]");
-          put_node(v.nodes, n);
+          const std::string at_node = where + ": added[" + std::to_string(k) + "]";
+          TreeNode n = node_from_json(r["added"][k], at_node);
+          put_node(v.nodes, n, at_node);
           if (this_step) v.added.push_back(n.id);
         }
       }
@@ -241,12 +271,23 @@ void TraceReplay::replay_into(StepView& v, size_t start) const {
           const int32_t id = get_i32(st, "node", where + ": status");
           TS_CHECK(id >= 0 && static_cast<size_t>(id) < v.nodes.size(), where << ": status names unknown node " << id);
           TS_CHECK(st.contains("status") && st["status"].is_string(), where << ": status entry needs a status string");
-          v.nodes[static_cast<size_t>(id)].status = node_status_parse(st["status"].get<std::string>());
+          try {
+            v.nodes[static_cast<size_t>(id)].status = node_status_parse(st["status"].get<std::string>());
+          } catch (const Error& e) {
+            TS_FAIL(where << ": status: " << e.what());
+          }
         }
       if (this_step) {
+        TS_CHECK(!r.contains("phase") || r["phase"].is_string(), where << ": field phase must be a string, got " << json_brief(r["phase"]));
         v.phase = r.value("phase", "");
-        v.kv = r.value("kv", json::object());
-        v.chosen = r.value("chosen", json::array());
+        v.kv = r.contains("kv") ? r["kv"] : json::object();
+        TS_CHECK(v.kv.is_object(), where << ": field kv must be an object, got " << json_brief(v.kv));
+        for (const char* key : {"slots", "peak", "batch_slots"})
+          if (v.kv.contains(key)) get_i32(v.kv, key, where + ": kv", 0, kTraceMaxSlots);
+        v.chosen = r.contains("chosen") ? r["chosen"] : json::array();
+        TS_CHECK(v.chosen.is_array(), where << ": field chosen must be an array, got " << json_brief(v.chosen));
+        for (size_t k = 0; k < v.chosen.size(); ++k)
+          TS_CHECK(v.chosen[k].is_object(), where << ": chosen[" << k << "] must be an object, got " << json_brief(v.chosen[k]));
         v.extra = json::object();
         for (auto& [key, val] : r.items())
           if (key != "kind" && key != "step" && key != "phase" && key != "added" && key != "status" && key != "chosen" &&
@@ -284,7 +325,7 @@ void TraceReplay::replay_into(StepView& v, size_t start) const {
                        << v.nodes[static_cast<size_t>(n.parent)].depth + 1);
     TS_CHECK(n.slot >= kNoSlot && n.slot < (1 << 30), origin_ << ": node " << i << " field slot = " << n.slot << " out of range");
   }
-  int32_t num_slots = v.kv.contains("slots") && v.kv["slots"].is_number_integer() ? v.kv["slots"].get<int32_t>() : 0;
+  int32_t num_slots = v.kv.contains("slots") ? get_i32(v.kv, "slots", origin_ + ": step " + std::to_string(step) + ": kv", 0, kTraceMaxSlots) : 0;
   for (auto& n : v.nodes) num_slots = std::max(num_slots, n.slot + 1);
   v.slot_to_node.assign(static_cast<size_t>(std::max(0, num_slots)), kNoNode);
   for (auto& n : v.nodes)
@@ -293,6 +334,12 @@ void TraceReplay::replay_into(StepView& v, size_t start) const {
                origin_ << ": slot " << n.slot << " held by nodes " << v.slot_to_node[static_cast<size_t>(n.slot)] << " and " << n.id
                        << " at step " << step);
       v.slot_to_node[static_cast<size_t>(n.slot)] = n.id;
+    }
+  for (size_t k = 0; k < v.chosen.size(); ++k)
+    if (v.chosen[k].contains("node")) {
+      const int32_t id = get_i32(v.chosen[k], "node", origin_ + ": step " + std::to_string(step) + ": chosen[" + std::to_string(k) + "]");
+      TS_CHECK(id >= 0 && static_cast<size_t>(id) < v.nodes.size(),
+               origin_ << ": step " << step << " chosen[" << k << "].node names node " << id << ", which does not exist");
     }
   if (v.forward)
     for (int32_t q : v.forward->queries)

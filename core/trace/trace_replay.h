@@ -77,6 +77,10 @@ class TraceReplay {
   // The records from `start` up to v.step's last one applied to v.nodes, the
   // step's own fields filled in, the result checked.
   void replay_into(StepView& v, size_t start) const;
+  void replay_records(StepView& v, size_t start) const;  // replay_into without the reader boundary
+  // v.nodes from the last keyframe before `step`; `start` = the record after it.
+  void load_keyframe_before(StepView& v, int32_t step, size_t& start) const;
+  void index_records();  // the constructor's pass: steps_, keyframes_, step_end_
 };
 
 }  // namespace triescope

@@ -163,7 +163,7 @@ TEST_CASE("trace reader: names the file, line and field of bad input", "[trace]"
     return std::string("no error");
   };
   CHECK_THAT(msg(""), Catch::Contains("t.jsonl: empty trace"));
-  CHECK_THAT(msg("{not json\n"), Catch::Contains("t.jsonl:1: malformed JSON"));
+  CHECK_THAT(msg("{not json\n"), Catch::Contains("t.jsonl:1:3: malformed JSON"));
   CHECK_THAT(msg("{\"kind\":\"header\",\"schema\":\"other\",\"version\":1}\n"), Catch::Contains("field schema"));
   CHECK_THAT(msg("{\"kind\":\"header\",\"schema\":\"triescope.trace\",\"version\":3}\n"),
              Catch::Contains("field version is 3"));
@@ -188,10 +188,10 @@ TEST_CASE("trace replay: a malformed tree gets a named error, never a crash", "[
     return std::string("no error");
   };
   REQUIRE(error_at(base, 3) == "no error");
-  SECTION("a node that is never defined") {
+  SECTION("a node that is never defined: ids are dense, so the next one skips it") {
     auto recs = base;
     recs[1]["added"].erase(1);  // drop prompt node 1 from the prefill
-    CHECK_THAT(error_at(recs, 3), Catch::Contains("t.jsonl: node 1 is used by step 3 but never defined"));
+    CHECK_THAT(error_at(recs, 3), Catch::Contains("t.jsonl:2: added[1]: field id = 2 skips ids: node ids are dense, the next new id is 1"));
   }
   SECTION("a parent that comes later") {
     auto recs = base;

@@ -138,12 +138,30 @@ std::vector<std::string> BpeTokenizer::gpt2_split(const std::string& text) {
 
 BpeTokenizer BpeTokenizer::load(const std::string& path) { return parse(json_load_file(path), path); }
 
+namespace {
+// o[key] when it is a string (or absent: ""); anything else is an error naming `where`.key.
+std::string opt_string(const json& o, const char* key, const std::string& where) {
+  if (!o.contains(key)) return "";
+  TS_CHECK(o[key].is_string(), where << "." << key << " must be a string, got " << json_brief(o[key]));
+  return o[key].get<std::string>();
+}
+bool opt_bool(const json& o, const char* key, const std::string& where) {
+  if (!o.contains(key)) return false;
+  TS_CHECK(o[key].is_boolean(), where << "." << key << " must be true or false, got " << json_brief(o[key]));
+  return o[key].get<bool>();
+}
+}  // namespace
+
 BpeTokenizer BpeTokenizer::parse(const json& j, const std::string& origin) {
+  return reader_boundary(origin, [&] { return parse_checked(j, origin); });
+}
+
+BpeTokenizer BpeTokenizer::parse_checked(const json& j, const std::string& origin) {
   BpeTokenizer t;
   TS_CHECK(j.is_object() && j.contains("model") && j["model"].is_object(), origin << ": model must be an object");
   const json& m = j["model"];
   if (m.contains("type")) {
-    TS_CHECK(m["type"] == "BPE", origin << ": model.type must be \"BPE\", got " << m["type"].dump());
+    TS_CHECK(m["type"] == "BPE", origin << ": model.type must be \"BPE\", got " << json_brief(m["type"]));
   }
   TS_CHECK(!(m.contains("byte_fallback") && m["byte_fallback"] == true),
            origin << ": model.byte_fallback is set: SentencePiece-style BPE is not supported, only byte-level BPE");
@@ -160,39 +178,47 @@ BpeTokenizer BpeTokenizer::parse(const json& j, const std::string& origin) {
   std::vector<json> pres;
   if (j.contains("pre_tokenizer") && !j["pre_tokenizer"].is_null()) {
     const json& p = j["pre_tokenizer"];
-    if (p.value("type", "") == "Sequence" && p.contains("pretokenizers")) {
-      for (const auto& x : p["pretokenizers"]) pres.push_back(x);
+    TS_CHECK(p.is_object(), origin << ": pre_tokenizer must be an object, got " << json_brief(p));
+    if (opt_string(p, "type", origin + ": pre_tokenizer") == "Sequence" && p.contains("pretokenizers")) {
+      TS_CHECK(p["pretokenizers"].is_array(), origin << ": pre_tokenizer.pretokenizers must be an array");
+      for (const auto& x : p["pretokenizers"]) {
+        TS_CHECK(x.is_object(), origin << ": pre_tokenizer.pretokenizers entries must be objects, got " << json_brief(x));
+        pres.push_back(x);
+      }
     } else {
       pres.push_back(p);
     }
   }
   std::vector<std::string> names;
   for (const auto& p : pres) {
-    const std::string type = p.value("type", "");
+    const std::string type = opt_string(p, "type", origin + ": pre_tokenizer");
     names.push_back(type);
     if (type == "ByteLevel") {
       byte_level = true;
-      t.add_prefix_space_ = p.value("add_prefix_space", false);
+      t.add_prefix_space_ = opt_bool(p, "add_prefix_space", origin + ": pre_tokenizer");
     } else if (type == "Digits") {
-      t.individual_digits_ = p.value("individual_digits", false);
+      t.individual_digits_ = opt_bool(p, "individual_digits", origin + ": pre_tokenizer");
     } else if (type == "Split") {
       // Llama-3 / Qwen style regex split: approximated by the GPT-2 split (docs/transformer.md).
     } else {
       TS_FAIL(origin << ": pre_tokenizer type \"" << type << "\" is not supported (ByteLevel, Digits, Split)");
     }
   }
-  if (!byte_level && j.contains("decoder") && j["decoder"].is_object()) byte_level = j["decoder"].value("type", "") == "ByteLevel";
+  if (!byte_level && j.contains("decoder") && j["decoder"].is_object()) byte_level = opt_string(j["decoder"], "type", origin + ": decoder") == "ByteLevel";
   TS_CHECK(byte_level, origin << ": no ByteLevel pre_tokenizer or decoder: only byte-level BPE is supported");
   for (size_t i = 0; i < names.size(); ++i) t.pretokenizer_ += (i ? "+" : "") + names[i];
 
   if (m.contains("ignore_merges") && m["ignore_merges"].is_boolean()) t.ignore_merges_ = m["ignore_merges"].get<bool>();
   TS_CHECK(m.contains("vocab") && m["vocab"].is_object(), origin << ": model.vocab must be an object {token: id}");
   int32_t max_id = -1;
+  std::unordered_map<int32_t, std::string> form_of;  // id -> its vocab token: an id names one token
   for (auto& [tok, id] : m["vocab"].items()) {
-    TS_CHECK(id.is_number_integer() && id.get<int64_t>() >= 0 && id.get<int64_t>() < (1 << 24),
-             origin << ": model.vocab[\"" << tok << "\"] must be a non-negative id, got " << id.dump());
-    t.vocab_[tok] = id.get<int32_t>();
-    max_id = std::max(max_id, id.get<int32_t>());
+    const auto x = json_int_in(id, 0, (1 << 24) - 1);
+    TS_CHECK(x, origin << ": model.vocab[\"" << tok << "\"] must be an id in [0, 2^24), got " << json_brief(id));
+    const auto [it, fresh] = form_of.emplace(static_cast<int32_t>(*x), tok);
+    TS_CHECK(fresh, origin << ": model.vocab[\"" << tok << "\"] and model.vocab[\"" << it->second << "\"] have the same id " << *x);
+    t.vocab_[tok] = static_cast<int32_t>(*x);
+    max_id = std::max(max_id, static_cast<int32_t>(*x));
   }
   std::vector<std::pair<std::string, int32_t>> added;
   if (j.contains("added_tokens") && j["added_tokens"].is_array()) {
@@ -201,8 +227,14 @@ BpeTokenizer BpeTokenizer::parse(const json& j, const std::string& origin) {
       TS_CHECK(a.is_object() && a.contains("id") && a["id"].is_number_integer() && a.contains("content") &&
                    a["content"].is_string() && !a["content"].get<std::string>().empty(),
                origin << ": added_tokens[" << i << "] needs an integer id and a non-empty content");
-      added.emplace_back(a["content"].get<std::string>(), a["id"].get<int32_t>());
-      TS_CHECK(added.back().second >= 0, origin << ": added_tokens[" << i << "].id is negative");
+      const auto id = json_int_in(a["id"], 0, (1 << 24) - 1);
+      TS_CHECK(id, origin << ": added_tokens[" << i << "].id must be in [0, 2^24), got " << json_brief(a["id"]));
+      const std::string& content = a["content"].get_ref<const std::string&>();
+      // An added token may repeat a vocab entry (GPT-2's <|endoftext|>), never take another token's id.
+      const auto [it, fresh] = form_of.emplace(static_cast<int32_t>(*id), content);
+      TS_CHECK(fresh || it->second == content, origin << ": added_tokens[" << i << "] \"" << content << "\" has id " << *id
+                                                       << ", which is already \"" << it->second << "\"");
+      added.emplace_back(content, static_cast<int32_t>(*id));
       max_id = std::max(max_id, added.back().second);
     }
   }

@@ -37,6 +37,7 @@ class BpeTokenizer {
   static std::vector<std::string> gpt2_split(const std::string& text);
 
  private:
+  static BpeTokenizer parse_checked(const nlohmann::json& j, const std::string& origin);  // parse without the reader boundary
   void encode_plain(const std::string& text, std::vector<int32_t>& out) const;
   std::unordered_map<std::string, int32_t> vocab_;    // byte-level form -> id
   std::vector<std::string> id_to_token_;              // [vocab_size] byte-level form or added content

@@ -36,21 +36,21 @@ namespace {
 int32_t need_int(const nlohmann::json& j, const std::string& origin, const char* key, int64_t lo, int64_t hi) {
   TS_CHECK(j.contains(key), origin << ": " << key << " is missing");
   const auto& v = j[key];
-  TS_CHECK(v.is_number_integer(), origin << ": " << key << " must be an integer, got " << v.dump());
-  const int64_t x = v.get<int64_t>();
-  TS_CHECK(x >= lo && x <= hi, origin << ": " << key << " must be in [" << lo << ", " << hi << "], got " << x);
-  return static_cast<int32_t>(x);
+  TS_CHECK(v.is_number_integer(), origin << ": " << key << " must be an integer, got " << json_brief(v));
+  const auto x = json_int_in(v, lo, hi);
+  TS_CHECK(x, origin << ": " << key << " must be in [" << lo << ", " << hi << "], got " << json_brief(v));
+  return static_cast<int32_t>(*x);
 }
 double opt_double(const nlohmann::json& j, const std::string& origin, const char* key, double lo, double hi, double d) {
   if (!j.contains(key) || j[key].is_null()) return d;
-  TS_CHECK(j[key].is_number(), origin << ": " << key << " must be a number, got " << j[key].dump());
+  TS_CHECK(j[key].is_number(), origin << ": " << key << " must be a number, got " << json_brief(j[key]));
   const double x = j[key].get<double>();
   TS_CHECK(x >= lo && x <= hi, origin << ": " << key << " must be in [" << lo << ", " << hi << "], got " << x);
   return x;
 }
 bool opt_bool(const nlohmann::json& j, const std::string& origin, const char* key, bool d) {
   if (!j.contains(key) || j[key].is_null()) return d;
-  TS_CHECK(j[key].is_boolean(), origin << ": " << key << " must be true or false, got " << j[key].dump());
+  TS_CHECK(j[key].is_boolean(), origin << ": " << key << " must be true or false, got " << json_brief(j[key]));
   return j[key].get<bool>();
 }
 }  // namespace
@@ -93,24 +93,44 @@ LlamaConfig llama_config_parse(const nlohmann::json& j, const std::string& origi
   c.tie_word_embeddings = opt_bool(j, origin, "tie_word_embeddings", false);
   c.attention_bias = opt_bool(j, origin, "attention_bias", model_type == "qwen2");
   if (j.contains("hidden_act")) {
-    TS_CHECK(j["hidden_act"] == "silu", origin << ": hidden_act must be \"silu\" (SwiGLU), got " << j["hidden_act"].dump());
+    TS_CHECK(j["hidden_act"] == "silu", origin << ": hidden_act must be \"silu\" (SwiGLU), got " << json_brief(j["hidden_act"]));
   }
   TS_CHECK(!opt_bool(j, origin, "mlp_bias", false), origin << ": mlp_bias is not implemented (Llama MLPs have no biases)");
   TS_CHECK(!j.contains("rope_scaling") || j["rope_scaling"].is_null(),
-           origin << ": rope_scaling " << j["rope_scaling"].dump() << " is not implemented (plain RoPE only)");
+           origin << ": rope_scaling " << json_brief(j["rope_scaling"]) << " is not implemented (plain RoPE only)");
   if (opt_bool(j, origin, "use_sliding_window", false) || (model_type == "mistral" && j.contains("sliding_window") &&
                                                            !j["sliding_window"].is_null())) {
     TS_FAIL(origin << ": sliding-window attention is not implemented");
   }
-  if (j.contains("eos_token_id")) {
+  if (j.contains("eos_token_id") && !j["eos_token_id"].is_null()) {
+    // One id or a list of them (the first is used); each a token of the vocabulary.
     const auto& e = j["eos_token_id"];
-    if (e.is_number_integer()) c.eos_token_id = e.get<int32_t>();
-    else if (e.is_array() && !e.empty() && e[0].is_number_integer()) c.eos_token_id = e[0].get<int32_t>();
+    TS_CHECK(e.is_number_integer() || (e.is_array() && !e.empty()),
+             origin << ": eos_token_id must be a token id or a non-empty list of them, got " << json_brief(e));
+    for (size_t i = 0; i < (e.is_array() ? e.size() : 1); ++i) {
+      const json& id = e.is_array() ? e[i] : e;
+      const auto x = json_int_in(id, 0, c.vocab_size - 1);
+      TS_CHECK(x, origin << ": eos_token_id" << (e.is_array() ? "[" + std::to_string(i) + "]" : std::string()) << " must be in [0, "
+                         << c.vocab_size - 1 << "] (vocab_size - 1), got " << json_brief(id));
+      if (i == 0) c.eos_token_id = static_cast<int32_t>(*x);
+    }
   }
   return c;
 }
 
-LlamaConfig llama_config_load(const std::string& path) { return llama_config_parse(json_load_file(path), path); }
+LlamaConfig llama_config_load(const std::string& path) {
+  return reader_boundary(path, [&] { return llama_config_parse(json_load_file(path), path); });
+}
+
+int64_t llama_param_count(const LlamaConfig& c) {
+  int64_t n = 0;
+  for (const auto& [name, shape] : llama_tensor_shapes(c)) {
+    int64_t k = 1;
+    for (int64_t d : shape) k *= d;  // each dim < 2^24 and at most two: no overflow
+    n += k;
+  }
+  return n;
+}
 
 std::vector<std::pair<std::string, std::vector<int64_t>>> llama_tensor_shapes(const LlamaConfig& c) {
   const int64_t H = c.hidden_size, I = c.intermediate_size, V = c.vocab_size;

@@ -39,6 +39,8 @@ LlamaConfig llama_config_load(const std::string& path);
 // Every tensor a checkpoint for `c` must hold, with its shape (HF Llama names;
 // lm_head.weight only when the head is untied).
 std::vector<std::pair<std::string, std::vector<int64_t>>> llama_tensor_shapes(const LlamaConfig& c);
+// Number of weights those tensors hold.
+int64_t llama_param_count(const LlamaConfig& c);
 
 // Checks presence and shape of every expected tensor; names file and tensor.
 void llama_weights_check(const LlamaConfig& c, const TensorMap& w, const std::string& origin);

@@ -1,5 +1,6 @@
 #include "core/model/torch/safetensors.h"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -75,7 +76,13 @@ size_t dtype_size(const std::string& d) {
 }
 }  // namespace
 
+static TensorMap safetensors_read_checked(const std::string& path);
+
 TensorMap safetensors_read(const std::string& path) {
+  return reader_boundary(path, [&] { return safetensors_read_checked(path); });
+}
+
+static TensorMap safetensors_read_checked(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   TS_CHECK(in.good(), path << ": cannot open safetensors file");
   in.seekg(0, std::ios::end);
@@ -90,12 +97,7 @@ TensorMap safetensors_read(const std::string& path) {
   std::string header(static_cast<size_t>(n), '\0');
   in.read(header.data(), static_cast<std::streamsize>(n));
   TS_CHECK(in.good(), path << ": cannot read the " << n << "-byte header");
-  json h;
-  try {
-    h = json::parse(header);
-  } catch (const json::exception& e) {
-    TS_FAIL(path << ": header is not valid JSON: " << e.what());
-  }
+  const json h = json_parse_text(header, path + ": header", 1);
   TS_CHECK(h.is_object(), path << ": header must be a JSON object");
   const uint64_t data_begin = 8 + n, data_size = size - data_begin;
   TensorMap out;
@@ -111,19 +113,27 @@ TensorMap safetensors_read(const std::string& path) {
     TS_CHECK(es != 0, where << ": dtype \"" << dtype << "\" is not supported (F32, F16, BF16)");
     HostTensor ht;
     TS_CHECK(t["shape"].is_array(), where << ": shape must be an array");
-    uint64_t numel = 1;
     for (const auto& d : t["shape"]) {
-      TS_CHECK(d.is_number_integer() && d.get<int64_t>() >= 0 && d.get<int64_t>() < (int64_t{1} << 40),
-               where << ": shape entries must be non-negative integers, got " << t["shape"].dump());
-      ht.shape.push_back(d.get<int64_t>());
-      numel *= static_cast<uint64_t>(d.get<int64_t>());
+      const auto x = json_int_in(d, 0, int64_t{1} << 40);
+      TS_CHECK(x, where << ": shape entries must be integers in [0, 2^40], got " << json_brief(t["shape"]));
+      ht.shape.push_back(*x);
+    }
+    // The element count is checked against the file's data bytes dimension by
+    // dimension, so it never wraps around 2^64 ([2^39, 2^25] is 0 mod 2^64).
+    uint64_t numel = std::find(ht.shape.begin(), ht.shape.end(), 0) != ht.shape.end() ? 0 : 1;
+    for (int64_t d : ht.shape) {
+      if (numel == 0) break;
+      TS_CHECK(numel <= data_size / es / static_cast<uint64_t>(d),
+               where << ": shape " << json_brief(t["shape"]) << " x " << dtype << " needs more bytes than the file's " << data_size
+                     << " bytes of data");
+      numel *= static_cast<uint64_t>(d);
     }
     const json& off = t["data_offsets"];
     TS_CHECK(off.is_array() && off.size() == 2 && off[0].is_number_unsigned() && off[1].is_number_unsigned(),
-             where << ": data_offsets must be [begin, end], got " << off.dump());
+             where << ": data_offsets must be [begin, end], got " << json_brief(off));
     const uint64_t b = off[0].get<uint64_t>(), e = off[1].get<uint64_t>();
     TS_CHECK(b <= e, where << ": data_offsets [" << b << ", " << e << "] end before they begin");
-    TS_CHECK(e - b == numel * es, where << ": shape " << t["shape"].dump() << " x " << dtype << " needs " << numel * es
+    TS_CHECK(e - b == numel * es, where << ": shape " << json_brief(t["shape"]) << " x " << dtype << " needs " << numel * es
                                         << " bytes, data_offsets give " << e - b);
     TS_CHECK(e <= data_size, where << ": data ends at byte " << data_begin + e << " but the file is truncated at " << size
                                    << " bytes");

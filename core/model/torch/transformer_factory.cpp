@@ -75,6 +75,11 @@ std::unique_ptr<Model> transformer_from_json(JsonObjectReader& r) {
     TS_CHECK(cj.is_object(), r.where("random_init") << " must be an object of config.json keys");
     for (auto& [k, v] : cj.items()) TS_CHECK(keys.count(k), r.where("random_init") << "." << k << " is not a known config key");
     LlamaConfig cfg = llama_config_parse(cj, r.where("random_init"));
+    // Random weights are allocated from the declared sizes alone: bound them (1 GiB of float32).
+    constexpr int64_t kRandomInitMaxParams = int64_t{1} << 28;
+    TS_CHECK(llama_param_count(cfg) <= kRandomInitMaxParams,
+             r.where("random_init") << " declares " << llama_param_count(cfg) << " weights, more than a random model may hold ("
+                                    << kRandomInitMaxParams << "); use a checkpoint (path) for a model that size");
     const auto seed = static_cast<uint64_t>(r.get_int("seed", 0, INT64_MAX, 0));
     const double init_std = r.get_double("init_std", 1e-6, 10.0, 0.02);
     opt.source = {{"random_init", true}, {"seed", seed}, {"init_std", init_std}};
