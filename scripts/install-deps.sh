@@ -12,7 +12,8 @@ $SUDO apt-get install -y -qq --no-install-recommends \
   libtorch-dev \
   qt6-base-dev qt6-charts-dev qt6-svg-dev libqt6opengl6-dev libgl-dev \
   libgraphviz-dev \
-  xvfb xauth >/dev/null
+  xvfb xauth \
+  clang-14 libclang-rt-14-dev >/dev/null  # libFuzzer (scripts/fuzz.sh)
 
 # The Python peers (Hugging Face transformers, tokenizers, safetensors, gguf) in
 # a virtual environment over Debian's torch and numpy; pinned, no CUDA wheels.

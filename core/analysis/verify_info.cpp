@@ -1,8 +1,10 @@
 #include "core/analysis/verify_info.h"
 
+#include "core/config/json_reader.h"
 #include "core/trace/trace.h"
 
 #include <algorithm>
+#include <climits>
 #include <map>
 #include <set>
 
@@ -59,7 +61,12 @@ struct Rd {
       bad(path + "." + k, "expected an integer");
       return dflt;
     }
-    return o[k].get<int32_t>();
+    const auto x = json_int_in(o[k], INT32_MIN, INT32_MAX);
+    if (!x) {
+      bad(path + "." + k, "expected a 32-bit integer");
+      return dflt;
+    }
+    return static_cast<int32_t>(*x);
   }
   double d(const json& o, const char* k, const std::string& path) {
     if (!o.is_object() || !o.contains(k) || o[k].is_null()) return VerifyChip::kNone;
@@ -94,7 +101,12 @@ struct Rd {
         bad(path + "." + k + "[" + std::to_string(j) + "]", "expected an integer");
         continue;
       }
-      out.push_back(a[j].get<int32_t>());
+      const auto x = json_int_in(a[j], INT32_MIN, INT32_MAX);
+      if (!x) {
+        bad(path + "." + k + "[" + std::to_string(j) + "]", "expected a 32-bit integer");
+        continue;
+      }
+      out.push_back(static_cast<int32_t>(*x));
     }
     return out;
   }
@@ -220,7 +232,7 @@ void dsbd_verify(const StepView& v, const json& ver, const json* draft, Rd& rd, 
       const json& sm = rd.arr(*vl, "sampled", vp);
       for (size_t j = 0; j < sm.size(); ++j) {
         const std::string sp = vp + ".sampled[" + std::to_string(j) + "]";
-        const std::string from = sm[j].is_object() ? sm[j].value("from", std::string()) : std::string();
+        const std::string from = sm[j].is_object() && sm[j].contains("from") && sm[j]["from"].is_string() ? sm[j]["from"].get<std::string>() : std::string();
         VerifyChip c = chip(v, rd.i(sm[j], "node", sp), from == "residual" ? Decision::sampled_residual : Decision::sampled_target);
         c.prob = rd.d(sm[j], "prob", sp);
         L.chips.push_back(c);
@@ -418,34 +430,41 @@ AcceptanceSeries acceptance_series(const TraceReplay& replay) {
     return s.layers[static_cast<size_t>(l - 1)];
   };
   auto num = [](const json& o, const char* k) { return o.is_object() && o.contains(k) && o[k].is_number() ? o[k].get<double>() : 0.0; };
+  auto flag = [](const json& o, const char* k) { return o.is_object() && o.contains(k) && o[k].is_boolean() && o[k].get<bool>(); };
+  // A layer number sizes the table: outside [1, kMaxLayer] the entry is skipped like any other malformed one.
+  constexpr int64_t kMaxLayer = 4096;
+  auto layer_of = [&](const json& o) { return o.is_object() && o.contains("layer") ? json_int_in(o["layer"], 1, kMaxLayer) : std::nullopt; };
   for (const json& r : replay.records()) {
     if (!r.is_object() || r.value("kind", "") != "step" || !r.contains("verify") || !r["verify"].is_object()) continue;
     const json& ver = r["verify"];
-    const int32_t step = r.contains("step") && r["step"].is_number_integer() ? r["step"].get<int32_t>() : -1;
+    const int32_t step = r.contains("step") ? static_cast<int32_t>(json_int_in(r["step"], 0, INT32_MAX).value_or(-1)) : -1;
     if (ver.contains("accepted_tokens") && ver["accepted_tokens"].is_array()) {
       s.per_step.emplace_back(step, static_cast<int32_t>(ver["accepted_tokens"].size()));
       continue;
     }
-    if (ver.contains("steps") && ver["steps"].is_number_integer()) s.per_step.emplace_back(step, ver["steps"].get<int32_t>());
+    if (const auto n = ver.contains("steps") ? json_int_in(ver["steps"], INT32_MIN, INT32_MAX) : std::nullopt)
+      s.per_step.emplace_back(step, static_cast<int32_t>(*n));
     if (ver.contains("layers") && ver["layers"].is_array()) {
       for (const json& L : ver["layers"]) {
-        if (!L.is_object() || !L.contains("layer") || !L["layer"].is_number_integer()) continue;
-        LayerAcceptance& a = layer(L["layer"].get<int32_t>());
+        const auto l = layer_of(L);
+        if (!l) continue;
+        LayerAcceptance& a = layer(static_cast<int32_t>(*l));
         ++a.verified;
-        a.passed += L.value("passed", false) ? 1 : 0;
+        a.passed += flag(L, "passed") ? 1 : 0;
         a.predicted_sum += num(L, "predicted_accept");
         a.width_sum += num(L, "width");
         if (L.contains("drafts") && L["drafts"].is_array())
           for (const json& d : L["drafts"]) {
             ++a.tested;
-            a.accepted += d.is_object() && d.value("accepted", false) ? 1 : 0;
+            a.accepted += flag(d, "accepted") ? 1 : 0;
           }
       }
     } else if (ver.contains("decisions") && ver["decisions"].is_array()) {
       for (const json& d : ver["decisions"]) {
-        if (!d.is_object() || !d.contains("layer") || !d["layer"].is_number_integer()) continue;
-        LayerAcceptance& a = layer(d["layer"].get<int32_t>());
-        const bool ok = d.value("accepted", false);
+        const auto l = layer_of(d);
+        if (!l) continue;
+        LayerAcceptance& a = layer(static_cast<int32_t>(*l));
+        const bool ok = flag(d, "accepted");
         ++a.verified;
         ++a.tested;
         a.passed += ok;

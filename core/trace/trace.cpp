@@ -93,6 +93,9 @@ std::vector<json> trace_parse_lines(NextLine next_line, const std::string& origi
       if (kind != "summary")
         TS_CHECK(rec.contains("step") && json_int_in(rec["step"], 0, INT32_MAX),
                  origin << ":" << lineno << ": field step must be an integer in [0, " << INT32_MAX << "]");
+      // Every reader branches on a record's phase (analysis, the GUI's panes).
+      TS_CHECK(!rec.contains("phase") || rec["phase"].is_string(),
+               origin << ":" << lineno << ": field phase must be a string, got " << json_brief(rec["phase"]));
     }
     out.push_back(std::move(rec));
   }
