@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Fuzzes one reader with libFuzzer (tests/fuzz/, docs/reliability.md):
 #   scripts/fuzz.sh TARGET MINUTES        e.g. scripts/fuzz.sh trace 30
-#   scripts/fuzz.sh TARGET --seconds S [--build DIR]   (ctest's short runs)
+#   scripts/fuzz.sh TARGET --seconds S [--build DIR] [--seed N]   (.ci/run's short runs)
 # TARGET: sample trace safetensors llama_config tokenizer constraint_npy constraint_text.
 # Builds build-fuzz/ with clang (ASan + UBSan + libFuzzer) when needed, starts
 # from the seed corpus and the reproducers, keeps what it finds in
@@ -15,10 +15,12 @@ usage() { sed -n '2,11p' "$0" >&2; exit 2; }
 TARGET=$1; shift
 SECONDS_TO_RUN=""
 BUILD=build-fuzz
+SEED=0  # libFuzzer's 0: a random seed
 while [ $# -gt 0 ]; do
   case "$1" in
     --seconds) SECONDS_TO_RUN=$2; shift 2 ;;
     --build) BUILD=$2; shift 2 ;;
+    --seed) SEED=$2; shift 2 ;;
     [0-9]*) SECONDS_TO_RUN=$(( $1 * 60 )); shift ;;
     *) usage ;;
   esac
@@ -46,7 +48,7 @@ SEEDS=("tests/fuzz/corpus/$TARGET")
 [ -d "tests/fuzz/regressions/$TARGET" ] && SEEDS+=("tests/fuzz/regressions/$TARGET")
 # A finding: any crash or sanitizer report, a run over 5 s, memory over 2 GB.
 set +e
-nice -n 19 "$BUILD/tests/fuzz/triescope_fuzz_$TARGET" -max_total_time="$SECONDS_TO_RUN" -timeout=5 \
+nice -n 19 "$BUILD/tests/fuzz/triescope_fuzz_$TARGET" -max_total_time="$SECONDS_TO_RUN" -seed="$SEED" -timeout=5 \
   -rss_limit_mb=2048 -malloc_limit_mb=2048 -max_len=65536 -print_final_stats=1 -artifact_prefix="$ART/$TARGET-" \
   "$WORK" "${SEEDS[@]}" >"$LOG" 2>&1
 rc=$?
