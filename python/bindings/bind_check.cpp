@@ -1,5 +1,8 @@
 // triescope.check: core/analysis/mask_check.h, the function `triescope check` runs.
+#include <filesystem>
+
 #include <pybind11/stl.h>
+#include <pybind11/stl/filesystem.h>
 
 #include "python/bindings/bindings.h"
 #include "python/bindings/py_convert.h"
@@ -37,9 +40,9 @@ void bind_check(pyb::module_& m) {
 
   m.def(
       "check",
-      [](const std::string& path, int64_t limit) {
+      [](const std::filesystem::path& path, int64_t limit) {
         TS_CHECK(limit >= 0, "limit: must be >= 0, got " << limit);
-        const TraceReplay t(trace_read(path), path);
+        const TraceReplay t(trace_read(path.string()), path.string());
         return mask_check_trace(t, static_cast<size_t>(limit));
       },
       pyb::arg("path"), pyb::arg("limit") = 20,

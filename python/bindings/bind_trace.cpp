@@ -1,7 +1,10 @@
 // triescope.TraceWriter (core/trace/external_trace.h), triescope.Trace (core/trace/trace_replay.h).
 #include <memory>
 
+#include <filesystem>
+
 #include <pybind11/stl.h>
+#include <pybind11/stl/filesystem.h>
 
 #include "python/bindings/bindings.h"
 #include "python/bindings/py_convert.h"
@@ -122,7 +125,7 @@ void bind_trace(pyb::module_& m) {
       .def_property_readonly("kv", [](const StepView& v) { return from_json(v.kv); });
 
   pyb::class_<TraceReplay>(m, "Trace", "A trace file (docs/trace-format.md) read by the C++ reader the CLI and GUI use.")
-      .def(pyb::init([](const std::string& path) { return std::make_unique<TraceReplay>(trace_read(path), path); }),
+      .def(pyb::init([](const std::filesystem::path& path) { return std::make_unique<TraceReplay>(trace_read(path.string()), path.string()); }),
            pyb::arg("path"), "Reads and validates the trace at `path` (raises triescope.Error naming the line and field).")
       .def_property_readonly("header", [](const TraceReplay& t) { return from_json(t.header()); })
       .def_property_readonly("summary", [](const TraceReplay& t) -> pyb::object {
@@ -143,7 +146,7 @@ forward pass it ran (queries, the mask rows it built, the position ids it
 used). The header says algorithm "external" and config.engine = `algorithm`.
 Nothing appears at `path` until close() (or the end of a `with` block
 without an exception); a failed run leaves no file.)doc")
-      .def(pyb::init([](const std::string& path, const std::string& algorithm, pyb::object vocab, pyb::object config,
+      .def(pyb::init([](const std::filesystem::path& path, const std::string& algorithm, pyb::object vocab, pyb::object config,
                         int32_t keyframe_interval) {
              std::vector<std::string> v;
              if (!vocab.is_none()) {
@@ -156,7 +159,7 @@ without an exception); a failed run leaves no file.)doc")
                  ++i;
                }
              }
-             return std::make_unique<ExternalTraceWriter>(path, algorithm, std::move(v), to_json(config, "config"), keyframe_interval);
+             return std::make_unique<ExternalTraceWriter>(path.string(), algorithm, std::move(v), to_json(config, "config"), keyframe_interval);
            }),
            pyb::arg("path"), pyb::arg("algorithm") = kExternalAlgorithm, pyb::arg("vocab") = pyb::none(),
            pyb::arg("config") = pyb::none(), pyb::arg("keyframe_interval") = 16)
