@@ -128,8 +128,11 @@ MaskCheckReport mask_check_trace(const TraceReplay& t, size_t limit) {
     TS_CHECK(region > 0, "check: config.prompt and config.beam.max_new_tokens give an empty copy");
   }
   const std::set<int32_t> gc_after = trace_gc_after_forward_steps(t.records());
+  StepView v;
+  bool first = true;
   for (int32_t step : t.steps()) {
-    const StepView v = t.at(step);
+    v = first ? t.at(step) : t.advance(v, step);  // stepping forward replays only the records in between
+    first = false;
     if (!v.forward) continue;
     const ForwardView& f = *v.forward;
     ++rep.passes;
