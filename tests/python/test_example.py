@@ -18,8 +18,15 @@ def run_example(source_dir, tmp_path, *args):
                           capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120)
 
 
-def test_planted_bug_is_found(source_dir, tmp_path):
-    p = run_example(source_dir, tmp_path, "--out", "bad.jsonl")
+@pytest.fixture(scope="module")
+def planted(source_dir, tmp_path_factory):
+    """The example run once as shipped (the planted bug, no display): its process and folder."""
+    tmp = tmp_path_factory.mktemp("example")
+    return run_example(source_dir, tmp, "--out", "bad.jsonl"), tmp
+
+
+def test_planted_bug_is_found(planted):
+    p, tmp_path = planted
     assert p.returncode == 1, p.stderr
     assert "bad.jsonl: 2 forward passes, 10 mask rows, 5 violations" in p.stdout
     # The bug: the second child of each node copies its sibling's row.
@@ -43,26 +50,24 @@ def test_fixed_mask_passes(source_dir, tmp_path, run_cli):
     run_cli("diff", tmp_path / "good.jsonl", tmp_path / "good.jsonl", expect=0)
 
 
-def test_trace_opens_in_the_inspector(source_dir, build_dir, tmp_path):
+def test_trace_opens_in_the_inspector(planted, build_dir, tmp_path):
     gui = pathlib.Path(build_dir) / "gui" / "triescope-gui"
     if not gui.exists():
         pytest.skip("this build has no inspector (TRIESCOPE_BUILD_GUI is OFF)")
-    run_example(source_dir, tmp_path, "--out", "bad.jsonl", "--no-gui")
     shot = tmp_path / "shot.png"
     env = dict(os.environ, QT_QPA_PLATFORM="offscreen")
-    p = subprocess.run([str(gui), str(tmp_path / "bad.jsonl"), "--step", "1", "--screenshot", str(shot), "--size", "800x600"],
+    p = subprocess.run([str(gui), str(planted[1] / "bad.jsonl"), "--step", "1", "--screenshot", str(shot), "--size", "800x600"],
                        capture_output=True, text=True, env=env, timeout=120)
     assert p.returncode == 0, p.stdout + p.stderr
     assert shot.exists() and shot.stat().st_size > 1000
 
 
-def test_trace_format_examples_are_its_records(source_dir, tmp_path):
+def test_trace_format_examples_are_its_records(planted, source_dir):
     """docs/trace-format.md's `external` examples are records the example writes (they cannot drift)."""
     import json
     import re
 
-    run_example(source_dir, tmp_path, "--out", "bad.jsonl", "--no-gui")
-    records = [json.loads(line) for line in (tmp_path / "bad.jsonl").read_text().splitlines()]
+    records = [json.loads(line) for line in (planted[1] / "bad.jsonl").read_text().splitlines()]
     doc = (source_dir / "docs" / "trace-format.md").read_text()
     blocks = re.findall(r"<!-- python example: python/examples/speculative_tree_mask.py (\w+)(?: step=(\d+))? -->\n```json\n(.*?)\n```",
                         doc, re.S)
