@@ -17,8 +17,27 @@ from ._core import (
     Violation,
     check,
 )
-from .hf import StaticLogitsProcessor, from_hf_generate
+from typing import TYPE_CHECKING
+
 from .gui import open_in_gui
+
+if TYPE_CHECKING:  # for type checkers; at run time they load on first use (below)
+    from .hf import StaticLogitsProcessor, from_hf_generate
+
+_HF = ("StaticLogitsProcessor", "from_hf_generate")
+
+
+def __getattr__(name: str):
+    # The Hugging Face glue imports transformers (seconds): only when it is asked for.
+    if name in _HF:
+        from . import hf
+
+        return getattr(hf, name)
+    raise AttributeError(f"module 'triescope' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(list(globals()) + list(_HF))
 
 __all__ = [
     "TRACE_FORMAT",

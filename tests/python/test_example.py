@@ -46,8 +46,12 @@ def test_fixed_mask_passes(source_dir, tmp_path, run_cli):
     assert "0 violations" in p.stdout
     out = run_cli("inspect", tmp_path / "good.jsonl", "--step", 1).stdout
     assert "all agree" in out and "sofa" in out
-    # The trace diffs against itself like any other (triescope diff reads it).
+    # triescope diff reads it like any other trace: against itself equal, against the buggy
+    # run the first divergence is the mask row of the first planted sibling bit.
     run_cli("diff", tmp_path / "good.jsonl", tmp_path / "good.jsonl", expect=0)
+    run_example(source_dir, tmp_path, "--out", "bad.jsonl", "--no-gui")
+    out = run_cli("diff", tmp_path / "good.jsonl", tmp_path / "bad.jsonl", expect=1).stdout
+    assert "forward.mask.rows[1]" in out, out
 
 
 def test_trace_opens_in_the_inspector(planted, build_dir, tmp_path):
