@@ -23,7 +23,7 @@ int cmd_check(const Args& args) {
   const std::string& path = p.positional[0];
   const TraceReplay t(trace_read(path), path);
   const MaskCheckReport rep = mask_check_trace(t, static_cast<size_t>(max));
-  std::cout << path << ": " << t.header().value("algorithm", "?") << ", " << rep.layout << " layout, " << rep.passes
+  std::cout << path << ": " << t.header().value("algorithm", "?") << ", " << (rep.layout == "copies" ? "copy" : "tree") << " layout, " << rep.passes
             << " forward passes, " << rep.rows << " mask rows: ";
   if (rep.ok()) {
     std::cout << "every mask row and position id follows the "

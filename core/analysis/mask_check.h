@@ -24,7 +24,6 @@ enum class MaskFault : uint8_t {
   sees_free_slot,     // a slot no node holds is set
   wrong_position,     // position id != depth (or the row's offset in its copy)
   wrong_slot,         // the pass says the query wrote a slot other than its node's
-  unknown_query,      // the query names no node of the tree
 };
 const char* mask_fault_name(MaskFault f);
 

@@ -22,8 +22,7 @@ void bind_check(pyb::module_& m) {
       .def_readonly("slot_node", &MaskViolation::slot_node, "The node in that slot (-1: free or unknown).")
       .def_property_readonly("fault", [](const MaskViolation& v) { return std::string(mask_fault_name(v.fault)); },
                              "missing self bit, missing ancestor bit, sees a sibling's slot, sees a descendant's slot, "
-                             "sees another branch's slot, sees a slot no node holds, wrong position id, wrong slot written, "
-                             "unknown query node")
+                             "sees another branch's slot, sees a slot no node holds, wrong position id, wrong slot written")
       .def_readonly("expected", &MaskViolation::expected)
       .def_readonly("found", &MaskViolation::found)
       .def("__str__", &MaskViolation::describe)

@@ -168,6 +168,13 @@ def test_mistakes_in_a_sample_trace(sample_traces, tmp_path):
     v = triescope.check(tmp_path / "g.jsonl").violations
     assert [(x.step, x.query, x.slot, x.slot_node, x.fault) for x in v] == [(2, 7, 8, 9, "sees a sibling's slot")]
 
+    # A pass that says "a" (node 8, slot 7) wrote slot 3.
+    def move(f):
+        f["slots"][1] = 3
+    flip(sample_traces["figure1_once_upon_a_time"], tmp_path / "h.jsonl", 2, move)
+    v = triescope.check(tmp_path / "h.jsonl").violations
+    assert [(x.step, x.query, x.slot, x.fault, x.expected, x.found) for x in v] == [(2, 8, 3, "wrong slot written", 7, 3)]
+
 
 def test_mistakes_in_the_copy_layout(sample_traces, tmp_path):
     src = sample_traces["batch_beam_search_figure1"]
