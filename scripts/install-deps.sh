@@ -14,6 +14,9 @@ $SUDO apt-get install -y -qq --no-install-recommends \
   libgraphviz-dev \
   xvfb xauth >/dev/null
 
+# The Python bindings (python/, module triescope._core): pybind11 and the Python headers.
+$SUDO apt-get install -y -qq --no-install-recommends pybind11-dev python3-dev >/dev/null
+
 # The Python peers (Hugging Face transformers, tokenizers, safetensors, gguf) in
 # a virtual environment over Debian's torch and numpy; pinned, no CUDA wheels.
 REPO=$(cd "$(dirname "$0")/.." && pwd)
