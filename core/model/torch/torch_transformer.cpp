@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "core/common/error.h"
+#include "core/model/torch/gguf_llama.h"
 #include "core/model/tree_attention.h"
 
 namespace triescope {
@@ -449,6 +450,16 @@ std::unique_ptr<TorchTransformer> TorchTransformer::load_dir(const std::string& 
   auto m = std::make_unique<TorchTransformer>(cfg, w, std::move(opt));
   const fs::path tok = fs::path(dir) / "tokenizer.json";
   if (fs::exists(tok)) m->set_tokenizer(std::make_shared<BpeTokenizer>(BpeTokenizer::load(tok.string())));
+  return m;
+}
+
+std::unique_ptr<TorchTransformer> TorchTransformer::load_gguf(const std::string& path, TransformerOptions opt) {
+  const GgufFile f = GgufFile::read(path);
+  const LlamaConfig cfg = gguf_llama_config(f);
+  auto tok = gguf_tokenizer(f);
+  if (opt.source.is_null()) opt.source = {{"path", path}, {"format", "gguf"}};
+  auto m = std::make_unique<TorchTransformer>(cfg, gguf_llama_weights(f, cfg), std::move(opt));
+  if (tok) m->set_tokenizer(std::move(tok));
   return m;
 }
 
