@@ -32,7 +32,7 @@ json value_json(const GgufValue& v) {
     case GgufValueType::string: return v.s;
     case GgufValueType::array: {
       json items = json::array();
-      for (const auto& x : v.items) items.push_back(value_json(x));
+      for (size_t k = 0; k < v.count(); ++k) items.push_back(value_json(v.element(k)));
       return {{"elem", gguf_value_type_name(v.elem)}, {"items", items}};
     }
   }

@@ -213,11 +213,12 @@ TEST_CASE("GGUF metadata of every value type reads back", "[model][gguf]") {
   CHECK(f.get_strings("strs") == std::vector<std::string>{"a", "bc", ""});
   CHECK(f.get_ints("empty").empty());
   const GgufValue& n = *f.find("nested");
-  REQUIRE(n.items.size() == 2);
+  REQUIRE(n.count() == 2);
   CHECK(n.elem == GgufValueType::array);
-  CHECK(n.items[0].items.size() == 2);
-  CHECK(n.items[0].items[1].u == 2);
-  CHECK(n.items[1].items[0].u == 3);
+  CHECK(n.arrays[0].uints == std::vector<uint64_t>{1, 2});
+  CHECK(n.arrays[1].uints == std::vector<uint64_t>{3});
+  CHECK(n.element(1).element(0).u == 3);
+  CHECK(f.find("ints")->ints == std::vector<int64_t>{1, -2, 3});
   CHECK(f.find("missing") == nullptr);
   REQUIRE(f.tensors().size() == 1);
   CHECK(f.tensor_f32(f.tensors()[0]).data == std::vector<float>{1.0f, 2.0f, 3.0f});

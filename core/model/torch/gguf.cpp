@@ -28,6 +28,10 @@ uint64_t min_value_bytes(GgufValueType t) {
 }
 
 bool value_type_known(uint32_t t) { return t <= static_cast<uint32_t>(GgufValueType::float64); }
+bool is_float(GgufValueType t) { return t == GgufValueType::float32 || t == GgufValueType::float64; }
+bool is_signed(GgufValueType t) {
+  return t == GgufValueType::int8 || t == GgufValueType::int16 || t == GgufValueType::int32 || t == GgufValueType::int64;
+}
 
 // Little-endian reads from the file's bytes; every read is checked against
 // what is left, and names the field it was reading.
@@ -96,9 +100,19 @@ GgufValue read_value(Cursor& c, GgufValueType t, const std::string& what, int de
       TS_CHECK(n <= c.left() / min, origin << ": " << what << ": array count " << n << " of " << gguf_value_type_name(v.elem)
                                            << " needs at least " << min << " bytes each, only " << c.left()
                                            << " bytes are left at offset " << c.pos());
-      v.items.reserve(n);
-      for (uint64_t k = 0; k < n; ++k)
-        v.items.push_back(read_value(c, v.elem, what + "[" + std::to_string(k) + "]", depth + 1, origin));
+      // n is bounded by the bytes left, so these reservations are at most 8x the file.
+      if (v.elem == GgufValueType::string) v.strings.reserve(n);
+      else if (is_float(v.elem)) v.floats.reserve(n);
+      else if (is_signed(v.elem)) v.ints.reserve(n);
+      else if (v.elem != GgufValueType::array) v.uints.reserve(n);
+      for (uint64_t k = 0; k < n; ++k) {
+        GgufValue x = read_value(c, v.elem, what + "[" + std::to_string(k) + "]", depth + 1, origin);
+        if (v.elem == GgufValueType::string) v.strings.push_back(std::move(x.s));
+        else if (v.elem == GgufValueType::array) v.arrays.push_back(std::move(x));
+        else if (is_float(v.elem)) v.floats.push_back(x.f);
+        else if (is_signed(v.elem)) v.ints.push_back(x.i);
+        else v.uints.push_back(x.u);  // unsigned integers and bools
+      }
       break;
     }
   }
@@ -136,6 +150,22 @@ bool GgufValue::is_integer() const {
     default:
       return false;
   }
+}
+
+size_t GgufValue::count() const {
+  return uints.size() + ints.size() + floats.size() + strings.size() + arrays.size();
+}
+
+GgufValue GgufValue::element(size_t k) const {
+  TS_CHECK(type == GgufValueType::array && k < count(), "GgufValue::element: " << k << " is not an element of this value");
+  if (elem == GgufValueType::array) return arrays[k];
+  GgufValue x;
+  x.type = elem;
+  if (elem == GgufValueType::string) x.s = strings[k];
+  else if (is_float(elem)) x.f = floats[k];
+  else if (is_signed(elem)) x.i = ints[k];
+  else x.u = uints[k];
+  return x;
 }
 
 std::string ggml_type_name(uint32_t type) {
@@ -393,10 +423,7 @@ std::vector<std::string> GgufFile::get_strings(const std::string& key) const {
            origin_ << ": metadata \"" << key << "\" must be an array of string, got "
                    << (v->type == GgufValueType::array ? std::string("an array of ") + gguf_value_type_name(v->elem)
                                                        : std::string(gguf_value_type_name(v->type))));
-  std::vector<std::string> out;
-  out.reserve(v->items.size());
-  for (const auto& x : v->items) out.push_back(x.s);
-  return out;
+  return v->strings;
 }
 
 std::vector<int64_t> GgufFile::get_ints(const std::string& key) const {
@@ -404,10 +431,12 @@ std::vector<int64_t> GgufFile::get_ints(const std::string& key) const {
   TS_CHECK(v, origin_ << ": metadata \"" << key << "\" is missing");
   TS_CHECK(v->type == GgufValueType::array, origin_ << ": metadata \"" << key << "\" must be an array of integers, got "
                                                     << gguf_value_type_name(v->type));
+  TS_CHECK(v->elem != GgufValueType::array && !is_float(v->elem) && v->elem != GgufValueType::string,
+           origin_ << ": metadata \"" << key << "\" must be an array of integers, got an array of " << gguf_value_type_name(v->elem));
   std::vector<int64_t> out;
-  out.reserve(v->items.size());
-  for (size_t k = 0; k < v->items.size(); ++k)
-    out.push_back(integer_in(v->items[k], origin_ + ": metadata \"" + key + "\"[" + std::to_string(k) + "]", INT64_MIN, INT64_MAX));
+  out.reserve(v->count());
+  for (size_t k = 0; k < v->count(); ++k)
+    out.push_back(integer_in(v->element(k), origin_ + ": metadata \"" + key + "\"[" + std::to_string(k) + "]", INT64_MIN, INT64_MAX));
   return out;
 }
 

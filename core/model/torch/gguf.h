@@ -28,7 +28,10 @@ enum class GgufValueType : uint32_t {
 const char* gguf_value_type_name(GgufValueType t);
 
 // One metadata value. Integers keep their sign in `u` or `i` (whichever the
-// type is), floats widen to double, a bool is u = 0 / 1.
+// type is), floats widen to double, a bool is u = 0 / 1. An array keeps its
+// elements packed in the one vector its element type selects (8 bytes per
+// number, so a hostile file cannot make the reader hold more than a small
+// multiple of its own size).
 struct GgufValue {
   GgufValueType type = GgufValueType::uint8;
   uint64_t u = 0;                              // uint8/16/32/64, bool
@@ -36,8 +39,14 @@ struct GgufValue {
   double f = 0.0;                              // float32, float64
   std::string s;                               // string
   GgufValueType elem = GgufValueType::uint8;   // array: element type
-  std::vector<GgufValue> items;                // array: elements
+  std::vector<uint64_t> uints;                 // array of uint8/16/32/64 or bool
+  std::vector<int64_t> ints;                   // array of int8/16/32/64
+  std::vector<double> floats;                  // array of float32/64
+  std::vector<std::string> strings;            // array of string
+  std::vector<GgufValue> arrays;               // array of array
   bool is_integer() const;
+  size_t count() const;              // array: number of elements
+  GgufValue element(size_t k) const;  // array: element k as a value of type elem
 };
 
 // ggml tensor types (ggml.h ids). Dequantised here: F32, F16, BF16, Q8_0,

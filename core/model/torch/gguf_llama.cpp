@@ -88,7 +88,7 @@ LlamaConfig gguf_llama_config(const GgufFile& f) {
   if (const auto v = f.get_int_opt(key("vocab_size"), 2, 1 << 22)) {
     c.vocab_size = static_cast<int32_t>(*v);
   } else if (const GgufValue* t = f.find("tokenizer.ggml.tokens"); t && t->type == GgufValueType::array) {
-    c.vocab_size = static_cast<int32_t>(t->items.size());
+    c.vocab_size = static_cast<int32_t>(t->count());
   } else {
     const GgufTensorInfo* e = f.find_tensor("token_embd.weight");
     TS_CHECK(e && e->ne.size() == 2, o << ": no \"" << key("vocab_size") << "\", no tokenizer.ggml.tokens and no 2-D token_embd.weight: cannot tell the vocabulary size");
