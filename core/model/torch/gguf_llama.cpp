@@ -207,4 +207,13 @@ std::shared_ptr<const BpeTokenizer> gguf_tokenizer(const GgufFile& f) {
   return std::make_shared<BpeTokenizer>(BpeTokenizer::parse(j, o + " (tokenizer.ggml.*)"));
 }
 
+GgufLlama gguf_llama_load(const std::string& path) {
+  const GgufFile f = GgufFile::read(path);
+  GgufLlama m;
+  m.config = gguf_llama_config(f);
+  m.weights = gguf_llama_weights(f, m.config);
+  m.tokenizer = gguf_tokenizer(f);
+  return m;
+}
+
 }  // namespace triescope

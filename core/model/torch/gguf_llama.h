@@ -43,4 +43,12 @@ void gguf_unpermute_rope_rows(HostTensor& t, int32_t heads);
 // the file has no tokenizer.ggml.tokens.
 std::shared_ptr<const BpeTokenizer> gguf_tokenizer(const GgufFile& f);
 
+// A whole Llama GGUF file: what the three functions above read from it.
+struct GgufLlama {
+  LlamaConfig config;
+  TensorMap weights;
+  std::shared_ptr<const BpeTokenizer> tokenizer;  // nullptr when the file has none
+};
+GgufLlama gguf_llama_load(const std::string& path);
+
 }  // namespace triescope

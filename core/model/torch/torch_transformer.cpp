@@ -454,12 +454,10 @@ std::unique_ptr<TorchTransformer> TorchTransformer::load_dir(const std::string& 
 }
 
 std::unique_ptr<TorchTransformer> TorchTransformer::load_gguf(const std::string& path, TransformerOptions opt) {
-  const GgufFile f = GgufFile::read(path);
-  const LlamaConfig cfg = gguf_llama_config(f);
-  auto tok = gguf_tokenizer(f);
+  GgufLlama g = gguf_llama_load(path);
   if (opt.source.is_null()) opt.source = {{"path", path}, {"format", "gguf"}};
-  auto m = std::make_unique<TorchTransformer>(cfg, gguf_llama_weights(f, cfg), std::move(opt));
-  if (tok) m->set_tokenizer(std::move(tok));
+  auto m = std::make_unique<TorchTransformer>(g.config, g.weights, std::move(opt));
+  if (g.tokenizer) m->set_tokenizer(std::move(g.tokenizer));
   return m;
 }
 

@@ -55,10 +55,10 @@ std::unique_ptr<Model> transformer_from_json(JsonObjectReader& r) {
     TensorMap w;
     std::shared_ptr<const BpeTokenizer> tok;
     if (fs::is_regular_file(path) && fs::path(path).extension() == ".gguf") {
-      const GgufFile f = GgufFile::read(path);
-      cfg = gguf_llama_config(f);
-      w = gguf_llama_weights(f, cfg);
-      tok = gguf_tokenizer(f);
+      GgufLlama g = gguf_llama_load(path);
+      cfg = g.config;
+      w = std::move(g.weights);
+      tok = std::move(g.tokenizer);
       opt.source = {{"path", path}, {"format", "gguf"}};
     } else {
       TS_CHECK(fs::is_directory(path), r.where("path") << ": \"" << path << "\" is neither a directory nor a .gguf file (bring your own model: a Hugging Face Llama-architecture directory with config.json and *.safetensors, or a llama.cpp GGUF file)");
