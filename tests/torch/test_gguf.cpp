@@ -11,6 +11,7 @@
 #include <functional>
 
 #include "core/common/file_io.h"
+#include "core/common/hash.h"
 #include "core/decode/batch_beam_search.h"
 #include "core/decode/run_sample.h"
 #include "core/decode/trie_beam_search.h"
@@ -108,8 +109,10 @@ HostTensor llama_cpp_permute(const HostTensor& w, int32_t heads) {
 }
 
 // A tiny Llama written as llama.cpp would: llama.* keys, GGUF tensor names, ne = shape reversed.
-std::string llama_gguf(const LlamaConfig& c, const TensorMap& w, bool permute, uint32_t type = 0) {
+std::string llama_gguf(const LlamaConfig& c, const TensorMap& w, bool permute, uint32_t type = 0,
+                       const std::function<void(GgufBuilder&)>& extra = {}) {
   GgufBuilder b;
+  if (extra) extra(b);
   b.string("general.architecture", "llama")
       .u32("llama.context_length", static_cast<uint32_t>(c.max_position_embeddings))
       .u32("llama.embedding_length", static_cast<uint32_t>(c.hidden_size))
@@ -484,4 +487,49 @@ TEST_CASE("GGUF Llama metadata it cannot run gets named errors", "[model][gguf]"
                     "test.gguf: metadata \"tokenizer.ggml.pre\" is \"qwen2\": this pre-tokenizer is not supported (smollm, starcoder, refact, "
                     "command-r, codeshell, exaone, gpt2, mpt, olmo, jais, llama-bpe)");
   CHECK(gguf_tokenizer(parse(GgufBuilder().u32("x", 1).bytes())) == nullptr);
+}
+
+TEST_CASE("GGUF files with random bytes changed give a named error or load", "[model][gguf]") {
+  // A Llama with a tokenizer; every mutant goes through the reader, the Llama
+  // mapping and the tokenizer, and either loads or throws Error, nothing else.
+  const LlamaConfig c = tiny_config(2, 1, 260, true, 1, 16);
+  std::vector<std::string> tokens;
+  for (int k = 0; k < 256; ++k) tokens.push_back(byte_char(k));
+  for (const char* t : {"ab", "<s>", "</s>", "xy"}) tokens.push_back(t);
+  const std::string good = llama_gguf(c, llama_random_weights(c, 1, 0.2), true, 0, [&](GgufBuilder& b) {
+    b.string("tokenizer.ggml.model", "gpt2").string("tokenizer.ggml.pre", "smollm").strings("tokenizer.ggml.tokens", tokens);
+    b.i32s("tokenizer.ggml.token_type", std::vector<int32_t>(tokens.size(), 1));
+    b.strings("tokenizer.ggml.merges", {"a b"}).u32("tokenizer.ggml.eos_token_id", 258);
+  });
+  auto load = [](const std::string& bytes) {
+    const GgufFile f = parse(bytes);
+    const LlamaConfig cfg = gguf_llama_config(f);
+    gguf_llama_weights(f, cfg);
+    return gguf_tokenizer(f);
+  };
+  REQUIRE(load(good)->encode("ab") == std::vector<int32_t>{256});
+  const uint64_t seed = GENERATE(1u, 2u, 3u, 4u);
+  CAPTURE(seed);
+  SplitMix64 rng{seed};
+  int loaded = 0, refused = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    std::string m = good;
+    const int edits = 1 + static_cast<int>(rng.next() % 4);
+    for (int e = 0; e < edits; ++e) {
+      // mostly in the header, metadata and tensor infos, where the sizes live
+      const size_t at = static_cast<size_t>(rng.next() % (rng.next() % 4 == 0 ? m.size() : std::min<size_t>(m.size(), 4096)));
+      m[at] = static_cast<char>(rng.next() & 0xff);
+    }
+    CAPTURE(trial);
+    try {
+      load(m);
+      ++loaded;
+    } catch (const Error&) {
+      ++refused;
+    }
+  }
+  CAPTURE(loaded, refused);
+  CHECK(loaded + refused == 300);
+  CHECK(refused > 50);  // most edits of the structure are caught
+  CHECK(loaded > 10);   // edits of string contents and weights still load
 }
