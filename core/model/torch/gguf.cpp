@@ -187,9 +187,46 @@ std::optional<std::pair<int64_t, int64_t>> ggml_block_layout(uint32_t type) {
     case GgmlType::q8_0: return std::pair<int64_t, int64_t>{32, 34};
     case GgmlType::q4_0: return std::pair<int64_t, int64_t>{32, 18};
     case GgmlType::q4_1: return std::pair<int64_t, int64_t>{32, 20};
+    case GgmlType::q5_0: return std::pair<int64_t, int64_t>{32, 22};
+    case GgmlType::q5_1: return std::pair<int64_t, int64_t>{32, 24};
+    case GgmlType::q4_k: return std::pair<int64_t, int64_t>{256, 144};
+    case GgmlType::q5_k: return std::pair<int64_t, int64_t>{256, 176};
+    case GgmlType::q6_k: return std::pair<int64_t, int64_t>{256, 210};
   }
   return std::nullopt;
 }
+
+namespace {
+// The 6-bit scale and min of sub-block s of a Q4_K / Q5_K super-block
+// (ggml's get_scale_min_k4): 0-3 in the low 6 bits of bytes s and s + 4,
+// 4-7 in the nibbles of bytes 8-11 plus the top 2 bits of bytes s - 4 and s.
+void scale_min_k4(int s, const uint8_t* q, uint8_t* sc, uint8_t* m) {
+  if (s < 4) {
+    *sc = q[s] & 63;
+    *m = q[s + 4] & 63;
+  } else {
+    *sc = static_cast<uint8_t>((q[s + 4] & 0x0f) | ((q[s - 4] >> 6) << 4));
+    *m = static_cast<uint8_t>((q[s + 4] >> 4) | ((q[s] >> 6) << 4));
+  }
+}
+
+// Q4_K and Q5_K: qh is null for Q4_K. Products in the order gguf's numpy
+// reference takes them ((d sc) q - (dmin m)), so both round alike.
+void dequantize_k4_k5(const uint8_t* p, const uint8_t* qh, const uint8_t* qs, float* y) {
+  const float d = half_bits(p), dmin = half_bits(p + 2);
+  for (int s = 0; s < 8; ++s) {
+    uint8_t sc, m;
+    scale_min_k4(s, p + 4, &sc, &m);
+    const float ds = d * static_cast<float>(sc), dm = dmin * static_cast<float>(m);
+    for (int i = 0; i < 32; ++i) {
+      int q = (qs[32 * (s / 2) + i] >> (4 * (s % 2))) & 0x0f;
+      if (qh) q |= ((qh[i] >> s) & 1) << 4;
+      const float dq = ds * static_cast<float>(q);
+      y[32 * s + i] = dq - dm;
+    }
+  }
+}
+}  // namespace
 
 void ggml_dequantize(GgmlType type, const uint8_t* src, int64_t n, float* dst) {
   switch (type) {
@@ -230,6 +267,45 @@ void ggml_dequantize(GgmlType type, const uint8_t* src, int64_t n, float* dst) {
         for (int j = 0; j < 16; ++j) {
           dst[32 * b + j] = d * static_cast<float>(p[4 + j] & 0x0f) + m;
           dst[32 * b + j + 16] = d * static_cast<float>(p[4 + j] >> 4) + m;
+        }
+      }
+      return;
+    case GgmlType::q5_0:
+    case GgmlType::q5_1: {
+      const bool has_m = type == GgmlType::q5_1;
+      const int64_t bytes = has_m ? 24 : 22;
+      for (int64_t b = 0; b < n / 32; ++b) {
+        const uint8_t* p = src + bytes * b;
+        const float d = half_bits(p), m = has_m ? half_bits(p + 2) : 0.0f;
+        const uint8_t* h = p + (has_m ? 4 : 2);
+        const uint32_t qh = uint32_t{h[0]} | uint32_t{h[1]} << 8 | uint32_t{h[2]} << 16 | uint32_t{h[3]} << 24;
+        const uint8_t* qs = h + 4;
+        for (int j = 0; j < 32; ++j) {
+          const int q = ((j < 16 ? qs[j] : qs[j - 16] >> 4) & 0x0f) | static_cast<int>((qh >> j) & 1) << 4;
+          dst[32 * b + j] = has_m ? d * static_cast<float>(q) + m : d * static_cast<float>(q - 16);
+        }
+      }
+      return;
+    }
+    case GgmlType::q4_k:
+      for (int64_t b = 0; b < n / 256; ++b) dequantize_k4_k5(src + 144 * b, nullptr, src + 144 * b + 16, dst + 256 * b);
+      return;
+    case GgmlType::q5_k:
+      for (int64_t b = 0; b < n / 256; ++b)
+        dequantize_k4_k5(src + 176 * b, src + 176 * b + 16, src + 176 * b + 48, dst + 256 * b);
+      return;
+    case GgmlType::q6_k:
+      for (int64_t b = 0; b < n / 256; ++b) {
+        const uint8_t* ql = src + 210 * b;
+        const uint8_t* qh = ql + 128;
+        const auto* sc = reinterpret_cast<const int8_t*>(qh + 64);
+        const float d = half_bits(qh + 80);
+        for (int v = 0; v < 256; ++v) {
+          const int h = v / 128, r = v % 128;
+          const int lo = (ql[64 * h + r % 64] >> (4 * (r / 64))) & 0x0f;
+          const int hi = (qh[32 * h + r % 32] >> (2 * (r / 32))) & 3;
+          const float ds = d * static_cast<float>(sc[v / 16]);
+          dst[256 * b + v] = ds * static_cast<float>((lo | hi << 4) - 32);
         }
       }
       return;
@@ -310,7 +386,7 @@ GgufFile GgufFile::parse(std::string bytes, const std::string& origin) {
     const auto layout = ggml_block_layout(t.type);
     TS_CHECK(ggml_type_name(t.type).rfind("unknown", 0) != 0, origin << ": " << where << ": unknown tensor type " << t.type);
     TS_CHECK(layout, origin << ": " << where << ": tensor type " << ggml_type_name(t.type) << " (" << t.type
-                            << ") is not supported (F32, F16, BF16, Q8_0, Q4_0, Q4_1)");
+                            << ") is not supported (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K)");
     const auto [block, block_bytes] = *layout;
     TS_CHECK(t.ne[0] % block == 0, origin << ": " << where << ": ne[0] = " << t.ne[0] << " is not a multiple of "
                                           << ggml_type_name(t.type) << "'s block of " << block << " values");

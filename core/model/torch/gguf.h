@@ -50,8 +50,12 @@ struct GgufValue {
 };
 
 // ggml tensor types (ggml.h ids). Dequantised here: F32, F16, BF16, Q8_0,
-// Q4_0, Q4_1; a file holding any other type is refused, naming it.
-enum class GgmlType : uint32_t { f32 = 0, f16 = 1, q4_0 = 2, q4_1 = 3, q8_0 = 8, bf16 = 30 };
+// Q4_0, Q4_1, Q5_0, Q5_1 and the K-quants Q4_K, Q5_K, Q6_K (what llama.cpp's
+// Q4_K_M / Q5_K_M / Q6_K files hold); a file holding any other type is
+// refused, naming it.
+enum class GgmlType : uint32_t {
+  f32 = 0, f16 = 1, q4_0 = 2, q4_1 = 3, q5_0 = 6, q5_1 = 7, q8_0 = 8, q4_k = 12, q5_k = 13, q6_k = 14, bf16 = 30,
+};
 // "Q4_K" for a type ggml knows, "unknown type 99" otherwise.
 std::string ggml_type_name(uint32_t type);
 
@@ -107,10 +111,18 @@ class GgufFile {
   std::vector<GgufTensorInfo> tensors_;
 };
 
-// Dequantises n values of `type` from src (ggml's block layouts: Q8_0 is
-// {fp16 d, int8 q[32]}, x = d q; Q4_0 is {fp16 d, uint8 q[16]}, x = d (nibble - 8);
-// Q4_1 is {fp16 d, fp16 m, uint8 q[16]}, x = d nibble + m; value j of a block
-// is the low nibble of q[j] for j < 16, the high nibble of q[j - 16] after).
+// Dequantises n values of `type` from src, ggml's block layouts (ggml-common.h):
+//   Q8_0 {fp16 d, int8 q[32]}: x = d q
+//   Q4_0 {fp16 d, uint8 q[16]}: x = d (nibble - 8)
+//   Q4_1 {fp16 d, fp16 m, uint8 q[16]}: x = d nibble + m
+//   Q5_0 {fp16 d, uint32 qh, uint8 q[16]}: x = d (nibble | bit << 4) - 16 d
+//   Q5_1 {fp16 d, fp16 m, uint32 qh, uint8 q[16]}: x = d (nibble | bit << 4) + m
+// (value j of a block of 32 is the low nibble of q[j] for j < 16, the high
+// nibble of q[j - 16] after; bit j of qh is its fifth bit), and the super-blocks
+// of 256: Q4_K / Q5_K {fp16 d, fp16 dmin, 6-bit scales and mins packed in 12
+// bytes, (Q5_K: uint8 qh[32]), uint8 q[128]}: x = d sc[s] q - dmin m[s] over 8
+// sub-blocks of 32; Q6_K {uint8 ql[128], uint8 qh[64], int8 sc[16], fp16 d}:
+// x = d sc[s] (q - 32) over 16 sub-blocks of 16.
 // n must be a multiple of the type's block size (the reader checks it).
 void ggml_dequantize(GgmlType type, const uint8_t* src, int64_t n, float* dst);
 
