@@ -15,7 +15,7 @@ namespace {
 constexpr int kMaxArrayDepth = 8;  // nested arrays: deep enough for any real file, bounded against a hostile one
 constexpr uint32_t kMaxDims = 4;   // GGML_MAX_DIMS
 
-// Bytes a value of type t takes at least (a string: its length; an array: type + count).
+// Bytes a value of type t takes at least (a string: its 8-byte length; an array: its element type and count).
 uint64_t min_value_bytes(GgufValueType t) {
   switch (t) {
     case GgufValueType::uint8: case GgufValueType::int8: case GgufValueType::boolean: return 1;
