@@ -152,7 +152,7 @@ void llama_weights_check(const LlamaConfig& c, const TensorMap& w, const std::st
     auto it = w.find(name);
     TS_CHECK(it != w.end(), origin << ": tensor \"" << name << "\" is missing (expected shape " << shape_str(shape) << ")");
     TS_CHECK(it->second.shape == shape, origin << ": tensor \"" << name << "\" has shape " << shape_str(it->second.shape)
-                                               << ", config.json implies " << shape_str(shape));
+                                               << ", the config implies " << shape_str(shape));
   }
 }
 

@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "core/common/error.h"
+#include "core/model/torch/gguf_llama.h"
 #include "core/model/tree_attention.h"
 
 namespace triescope {
@@ -449,6 +450,14 @@ std::unique_ptr<TorchTransformer> TorchTransformer::load_dir(const std::string& 
   auto m = std::make_unique<TorchTransformer>(cfg, w, std::move(opt));
   const fs::path tok = fs::path(dir) / "tokenizer.json";
   if (fs::exists(tok)) m->set_tokenizer(std::make_shared<BpeTokenizer>(BpeTokenizer::load(tok.string())));
+  return m;
+}
+
+std::unique_ptr<TorchTransformer> TorchTransformer::load_gguf(const std::string& path, TransformerOptions opt) {
+  GgufLlama g = gguf_llama_load(path);
+  if (opt.source.is_null()) opt.source = {{"path", path}, {"format", "gguf"}};
+  auto m = std::make_unique<TorchTransformer>(g.config, g.weights, std::move(opt));
+  if (g.tokenizer) m->set_tokenizer(std::move(g.tokenizer));
   return m;
 }
 
