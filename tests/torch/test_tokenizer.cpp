@@ -86,8 +86,8 @@ TEST_CASE("tokenizer.json errors are named", "[model]") {
   j["model"]["type"] = "WordPiece";
   CHECK_THROWS_WITH(BpeTokenizer::parse(j, "tok.json"), Catch::Contains("tok.json: model.type \"WordPiece\" is not supported"));
   j = small_tokenizer();
-  j["normalizer"] = {{"type", "NFKC"}};
-  CHECK_THROWS_WITH(BpeTokenizer::parse(j, "tok.json"), Catch::Contains("tok.json: normalizer type \"NFKC\" is not supported"));
+  j["normalizer"] = {{"type", "Lowercase"}};
+  CHECK_THROWS_WITH(BpeTokenizer::parse(j, "tok.json"), Catch::Contains("tok.json: normalizer type \"Lowercase\" is not supported"));
   j = small_tokenizer();
   j["pre_tokenizer"] = {{"type", "Split"}, {"pattern", {{"Regex", "\\w+"}}}, {"behavior", "Isolated"}, {"invert", false}};
   CHECK_THROWS_WITH(BpeTokenizer::parse(j, "tok.json"), Catch::Contains("pre_tokenizer.pattern.Regex is not one of"));
@@ -155,4 +155,16 @@ TEST_CASE("pre-tokenizer steps run in order: Split(Llama-3) then ByteLevel, pref
   const BpeTokenizer p = BpeTokenizer::parse(j, "prefix.json");
   const int32_t sp = *p.token_id(byte_char(' '));
   CHECK(p.encode("1234") == std::vector<int32_t>{sp, *t.token_id("12"), '3', sp, '4'});
+}
+
+TEST_CASE("a normalizer runs before the added tokens marked normalized are matched", "[model]") {
+  json j = small_tokenizer();
+  j["normalizer"] = {{"type", "NFKC"}};
+  j["added_tokens"][1]["normalized"] = true;
+  j["added_tokens"][1]["content"] = "<|im_st\xef\xac\x81|>";  // "<|im_stﬁ|>": NFKC makes it "<|im_stfi|>"
+  const BpeTokenizer t = BpeTokenizer::parse(j, "nfkc.json");
+  CHECK(t.normalizer() == "NFKC");
+  CHECK(t.encode("\xef\xac\x81<|im_stfi|>") == std::vector<int32_t>{'f', 'i', 301});
+  CHECK(t.encode("<|im_st\xef\xac\x81|>") == std::vector<int32_t>{301});
+  CHECK(t.decode({301}) == "<|im_st\xef\xac\x81|>");  // decodes to the content as written
 }

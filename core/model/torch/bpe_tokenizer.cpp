@@ -6,6 +6,7 @@
 #include "core/common/error.h"
 #include "core/config/json_reader.h"
 #include "core/model/torch/unicode_class.h"
+#include "core/model/torch/unicode_normalize.h"
 #include "core/model/torch/utf8.h"
 
 namespace triescope {
@@ -95,9 +96,21 @@ BpeTokenizer BpeTokenizer::parse(const json& j, const std::string& origin) {
     TS_CHECK(!j.contains(key) || j[key].is_null(), origin << ": " << key << " is set: not supported (it changes what encode returns)");
   if (j.contains("normalizer") && !j["normalizer"].is_null()) {
     const json& n = j["normalizer"];
-    const bool empty_sequence = type_of(n) == "Sequence" && n.contains("normalizers") && n["normalizers"].is_array() && n["normalizers"].empty();
-    TS_CHECK(empty_sequence, origin << ": normalizer " << (type_of(n).empty() ? n.dump() : "type \"" + type_of(n) + "\"")
-                                    << " is not supported: no normalizer is implemented (byte-level BPE with normalizer null only)");
+    std::vector<json> list;
+    if (type_of(n) == "Sequence") {
+      TS_CHECK(n.contains("normalizers") && n["normalizers"].is_array(), origin << ": normalizer.normalizers must be an array");
+      list.assign(n["normalizers"].begin(), n["normalizers"].end());
+    } else {
+      list.push_back(n);
+    }
+    for (const json& x : list) {
+      const std::string type = type_of(x);
+      const NormalForm forms[] = {NormalForm::nfc, NormalForm::nfd, NormalForm::nfkc, NormalForm::nfkd};
+      const auto* f = std::find_if(std::begin(forms), std::end(forms), [&](NormalForm nf) { return type == normal_form_name(nf); });
+      TS_CHECK(f != std::end(forms), origin << ": normalizer " << (type.empty() ? x.dump() : "type \"" + type + "\"")
+                                            << " is not supported (NFC, NFD, NFKC, NFKD and a Sequence of them are)");
+      t.normalizers_.push_back(*f);
+    }
   }
 
   // Byte-to-unicode map (GPT-2): printable Latin-1 bytes map to themselves,
@@ -222,7 +235,14 @@ BpeTokenizer BpeTokenizer::parse(const json& j, const std::string& origin) {
     t.id_to_token_[static_cast<size_t>(p.a.id)] = p.a.content;
     t.has_token_[static_cast<size_t>(p.a.id)] = 1;
     if (p.special) t.special_.insert(p.a.content);
-    (p.normalized ? t.added_normalized_ : t.added_raw_).push_back(p.a);
+    if (p.normalized) {  // matched on normalized text, so with its content normalized too
+      Added a = p.a;
+      a.content = t.normalize(a.content);
+      TS_CHECK(!a.content.empty(), origin << ": added token \"" << p.a.content << "\" normalizes to nothing");
+      t.added_normalized_.push_back(a);
+    } else {
+      t.added_raw_.push_back(p.a);
+    }
   }
 
   // Merges: "a b" (lines starting "#version" skipped) or ["a", "b"]; a, b and
@@ -312,6 +332,17 @@ void BpeTokenizer::split_added(std::vector<Segment>& segs, const std::vector<Add
     if (start_offset < s.size()) out.push_back({s.substr(start_offset), -1});
   }
   segs.swap(out);
+}
+
+std::string BpeTokenizer::normalizer() const {
+  std::string out;
+  for (NormalForm f : normalizers_) out += std::string(out.empty() ? "" : "+") + normal_form_name(f);
+  return out.empty() ? "none" : out;
+}
+
+std::string BpeTokenizer::normalize(std::string text) const {
+  for (NormalForm f : normalizers_) text = unicode_normalize(text, f);
+  return text;
 }
 
 std::vector<std::string> BpeTokenizer::pre_tokenize(const std::string& text) const {
@@ -435,6 +466,9 @@ std::vector<int32_t> BpeTokenizer::encode(const std::string& text) const {
   std::vector<Segment> segs;
   if (!text.empty()) segs.push_back({text, -1});
   split_added(segs, added_raw_);
+  if (!normalizers_.empty())
+    for (Segment& seg : segs)
+      if (seg.id < 0) seg.text = normalize(seg.text);
   split_added(segs, added_normalized_);
   std::vector<int32_t> out;
   for (const Segment& seg : segs) {

@@ -1,11 +1,12 @@
 // Byte-level BPE from a Hugging Face tokenizer.json (GPT-2 / SmolLM / Qwen2 /
 // Llama-3 style), giving the ids and text the `tokenizers` library (0.20)
-// gives: added tokens are split off first (two passes, leftmost-longest, with
-// lstrip/rstrip), the pre-tokenizer sequence (ByteLevel, Split with a known
-// regex, Digits) cuts the rest, and BPE merges each piece by rank. What this
-// does not reproduce (normalizers, other models and pre-tokenizers, other
-// decoders, byte_fallback, single_word) is refused with a named error naming
-// the file and field. docs/transformer.md lists exactly what is read.
+// gives: added tokens are split off (those marked normalized after the
+// normalizer, NFC/NFD/NFKC/NFKD, ran; leftmost-longest, with lstrip/rstrip),
+// the pre-tokenizer sequence (ByteLevel, Split with a known regex, Digits)
+// cuts the rest, and BPE merges each piece by rank. What this does not
+// reproduce (other normalizers, models and pre-tokenizers, other decoders,
+// byte_fallback, single_word) is refused with a named error naming the file
+// and field. docs/transformer.md lists exactly what is read.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -17,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/model/torch/pretokenizer_regex.h"
+#include "core/model/torch/unicode_normalize.h"
 
 namespace triescope {
 
@@ -45,6 +47,8 @@ class BpeTokenizer {
   // The pre-tokenizer this file asked for, as understood here (for describe()):
   // e.g. "Split(llama3)+ByteLevel".
   const std::string& pretokenizer() const { return pretokenizer_; }
+  // The normalizers, in order ("NFC", "NFKC+NFC"), or "none".
+  std::string normalizer() const;
 
   // The GPT-2 pattern's split (split_regex_apply(SplitRegex::gpt2, text)).
   static std::vector<std::string> gpt2_split(const std::string& text);
@@ -71,6 +75,7 @@ class BpeTokenizer {
   };
 
   void split_added(std::vector<Segment>& segs, const std::vector<Added>& set) const;
+  std::string normalize(std::string text) const;
   std::vector<std::string> pre_tokenize(const std::string& text) const;
   void bpe(const std::string& piece, std::vector<int32_t>& out) const;
   const std::string& token_string(int32_t id, size_t k) const;
@@ -81,6 +86,7 @@ class BpeTokenizer {
   std::unordered_set<std::string> special_;         // contents of the special added tokens
   std::unordered_map<uint64_t, Merge> merges_;      // (left id << 32 | right id) -> rank, merged id
   std::vector<Added> added_raw_, added_normalized_;  // the two passes (normalized: false / true)
+  std::vector<NormalForm> normalizers_;  // applied in order
   std::vector<PreStep> steps_;
   std::optional<int32_t> unk_id_;
   bool fuse_unk_ = false;
