@@ -369,6 +369,8 @@ def test_normalizer_every_code_point(form, triescope_cli, tmp_path):
     differ = [i for i, p in enumerate(parts) if hf.normalize_str(p) != unicode14[i]]
     assert [i for i, p in enumerate(parts) if ours_text[i] != hf.normalize_str(p)] == differ
     assert len(differ) <= 12, f"tokenizers' {form} differs from Unicode 14 in {len(differ)} runs"
+    if form == "NFKC":
+        assert len(OLD_NFKC) == 72 and 0x32FF in OLD_NFKC  # docs/transformer.md names these
 
 
 def bytes_to_unicode() -> list:
