@@ -168,3 +168,15 @@ TEST_CASE("a normalizer runs before the added tokens marked normalized are match
   CHECK(t.encode("<|im_st\xef\xac\x81|>") == std::vector<int32_t>{301});
   CHECK(t.decode({301}) == "<|im_st\xef\xac\x81|>");  // decodes to the content as written
 }
+
+TEST_CASE("a pair made by a merge is merged before the other pairs of the current rank when it ranks lower", "[model]") {
+  // tokenizers' queue: merges "ab a" (rank 0) then "a b" (rank 1) turn "abab"
+  // into "aba" + "b"; merging every "a b" first would give "ab" + "ab".
+  json j = small_tokenizer();
+  j["model"]["vocab"].erase("<|reserved_298|>");
+  j["model"]["vocab"].erase("<|reserved_299|>");
+  j["model"]["vocab"]["ab"] = 298;
+  j["model"]["vocab"]["aba"] = 299;
+  j["model"]["merges"] = {"ab a", "a b"};
+  CHECK(BpeTokenizer::parse(j, "order.json").encode("abab") == std::vector<int32_t>{299, 'b'});
+}

@@ -291,6 +291,8 @@ std::optional<int32_t> BpeTokenizer::token_id(const std::string& s) const {
 // earlier match), rstrip those after it.
 void BpeTokenizer::split_added(std::vector<Segment>& segs, const std::vector<Added>& set) const {
   if (set.empty()) return;
+  bool first_byte[256] = {};  // positions whose byte starts no token are skipped
+  for (const Added& a : set) first_byte[static_cast<unsigned char>(a.content[0])] = true;
   std::vector<Segment> out;
   for (Segment& seg : segs) {
     if (seg.id >= 0) {
@@ -303,6 +305,7 @@ void BpeTokenizer::split_added(std::vector<Segment>& segs, const std::vector<Add
       const Added* hit = nullptr;
       size_t at = pos;
       for (; at < s.size(); ++at) {
+        if (!first_byte[static_cast<unsigned char>(s[at])]) continue;
         for (const Added& a : set)
           if ((!hit || a.content.size() > hit->content.size()) && s.compare(at, a.content.size(), a.content) == 0) hit = &a;
         if (hit) break;
