@@ -75,10 +75,27 @@ std::vector<std::string> BpeTokenizer::gpt2_split(const std::string& text) { ret
 BpeTokenizer BpeTokenizer::load(const std::string& path) { return parse(json_load_file(path), path); }
 
 BpeTokenizer BpeTokenizer::parse(const json& j, const std::string& origin) {
-  BpeTokenizer t;
   TS_CHECK(j.is_object() && j.contains("model") && j["model"].is_object(), origin << ": model must be an object");
+  for (const char* key : {"truncation", "padding"})
+    TS_CHECK(!j.contains(key) || j[key].is_null(), origin << ": " << key << " is set: not supported (it changes what encode returns)");
   const json& m = j["model"];
-  const std::string where_m = origin + ": model";
+  BpeTokenizer t;
+  t.read_model_options(m, origin + ": model");
+  t.read_normalizer(j, origin);
+  t.init_byte_map();
+  t.read_pre_tokenizer(j, origin);
+  // Decoder: ByteLevel only (tokenizers without one joins token strings with spaces).
+  const json dec = j.contains("decoder") ? j["decoder"] : json();
+  TS_CHECK(type_of(dec) == "ByteLevel", origin << ": decoder " << (dec.is_null() ? std::string("null") : dec.dump())
+                                               << " is not supported: only the ByteLevel decoder is");
+  const int32_t max_id = t.read_vocab(m, origin + ": model");
+  t.read_added_tokens(j, origin, max_id);
+  t.read_merges(m, origin + ": model");
+  return t;
+}
+
+// model.type and the BPE options; what is not implemented is refused.
+void BpeTokenizer::read_model_options(const json& m, const std::string& where_m) {
   if (m.contains("type"))
     TS_CHECK(m["type"] == "BPE", where_m << ".type " << m["type"].dump()
                                          << " is not supported: only byte-level BPE is (WordPiece, Unigram and WordLevel are not)");
@@ -89,11 +106,12 @@ BpeTokenizer BpeTokenizer::parse(const json& j, const std::string& origin) {
   if (m.contains("dropout") && !m["dropout"].is_null())
     TS_CHECK(m["dropout"].is_number() && m["dropout"].get<double>() == 0.0,
              where_m << ".dropout = " << m["dropout"].dump() << " is not supported: BPE dropout is random, decoding here is deterministic");
-  t.fuse_unk_ = bool_field(m, "fuse_unk", false, where_m);
-  t.ignore_merges_ = bool_field(m, "ignore_merges", false, where_m);
+  fuse_unk_ = bool_field(m, "fuse_unk", false, where_m);
+  ignore_merges_ = bool_field(m, "ignore_merges", false, where_m);
+}
 
-  for (const char* key : {"truncation", "padding"})
-    TS_CHECK(!j.contains(key) || j[key].is_null(), origin << ": " << key << " is set: not supported (it changes what encode returns)");
+// normalizer: null, NFC/NFD/NFKC/NFKD or a Sequence of them.
+void BpeTokenizer::read_normalizer(const json& j, const std::string& origin) {
   if (j.contains("normalizer") && !j["normalizer"].is_null()) {
     const json& n = j["normalizer"];
     std::vector<json> list;
@@ -109,21 +127,25 @@ BpeTokenizer BpeTokenizer::parse(const json& j, const std::string& origin) {
       const auto* f = std::find_if(std::begin(forms), std::end(forms), [&](NormalForm nf) { return type == normal_form_name(nf); });
       TS_CHECK(f != std::end(forms), origin << ": normalizer " << (type.empty() ? x.dump() : "type \"" + type + "\"")
                                             << " is not supported (NFC, NFD, NFKC, NFKD and a Sequence of them are)");
-      t.normalizers_.push_back(*f);
+      normalizers_.push_back(*f);
     }
   }
+}
 
-  // Byte-to-unicode map (GPT-2): printable Latin-1 bytes map to themselves,
-  // the rest to U+0100 onwards in byte order, so every byte is one visible char.
+// GPT-2's byte-to-unicode map: printable Latin-1 bytes map to themselves, the
+// rest to U+0100 onwards in byte order, so every byte is one visible char.
+void BpeTokenizer::init_byte_map() {
   uint32_t extra = 0;
   for (int b = 0; b < 256; ++b) {
     const bool keep = (b >= '!' && b <= '~') || (b >= 0xa1 && b <= 0xac) || (b >= 0xae && b <= 0xff);
     const uint32_t cp = keep ? static_cast<uint32_t>(b) : 256 + extra++;
-    utf8_append(t.byte_char_[b], cp);
-    t.char_byte_[cp] = static_cast<uint8_t>(b);
+    utf8_append(byte_char_[b], cp);
+    char_byte_[cp] = static_cast<uint8_t>(b);
   }
+}
 
-  // Pre-tokenizers.
+// The pre_tokenizer as steps, nested Sequences flattened; one must be ByteLevel.
+void BpeTokenizer::read_pre_tokenizer(const json& j, const std::string& origin) {
   TS_CHECK(j.contains("pre_tokenizer") && !j["pre_tokenizer"].is_null(),
            origin << ": pre_tokenizer is null: byte-level BPE needs a ByteLevel pre_tokenizer");
   std::vector<std::pair<json, std::string>> pres;
@@ -136,7 +158,7 @@ BpeTokenizer BpeTokenizer::parse(const json& j, const std::string& origin) {
       s.add_prefix_space = bool_field(p, "add_prefix_space", true, where);
       s.use_regex = bool_field(p, "use_regex", true, where);
       byte_level = true;
-      t.pretokenizer_ += std::string(t.pretokenizer_.empty() ? "" : "+") + "ByteLevel" + (s.use_regex ? "(gpt2)" : "");
+      pretokenizer_ += std::string(pretokenizer_.empty() ? "" : "+") + "ByteLevel" + (s.use_regex ? "(gpt2)" : "");
     } else if (type == "Split") {
       s.kind = PreStep::split;
       TS_CHECK(p.contains("pattern") && p["pattern"].is_object() && p["pattern"].contains("Regex") && p["pattern"]["Regex"].is_string(),
@@ -149,15 +171,15 @@ BpeTokenizer BpeTokenizer::parse(const json& j, const std::string& origin) {
       TS_CHECK(p.value("behavior", std::string()) == "Isolated",
                where << ".behavior " << (p.contains("behavior") ? p["behavior"].dump() : "(missing)") << " is not supported (Isolated only)");
       TS_CHECK(!bool_field(p, "invert", false, where), where << ".invert is true: not supported");
-      t.pretokenizer_ += std::string(t.pretokenizer_.empty() ? "" : "+") + "Split(" + split_regex_name(*r) + ")";
+      pretokenizer_ += std::string(pretokenizer_.empty() ? "" : "+") + "Split(" + split_regex_name(*r) + ")";
     } else if (type == "Digits") {
       s.kind = PreStep::digits;
       s.individual = bool_field(p, "individual_digits", false, where);
-      t.pretokenizer_ += std::string(t.pretokenizer_.empty() ? "" : "+") + (s.individual ? "Digits(individual)" : "Digits");
+      pretokenizer_ += std::string(pretokenizer_.empty() ? "" : "+") + (s.individual ? "Digits(individual)" : "Digits");
     } else {
       TS_FAIL(where << ".type \"" << type << "\" is not supported (ByteLevel, Split, Digits, Sequence)");
     }
-    t.steps_.push_back(s);
+    steps_.push_back(s);
   }
   TS_CHECK(byte_level, origin << ": pre_tokenizer has no ByteLevel step: only byte-level BPE is supported");
 
@@ -165,8 +187,10 @@ BpeTokenizer BpeTokenizer::parse(const json& j, const std::string& origin) {
   const json dec = j.contains("decoder") ? j["decoder"] : json();
   TS_CHECK(type_of(dec) == "ByteLevel", origin << ": decoder " << (dec.is_null() ? std::string("null") : dec.dump())
                                                << " is not supported: only the ByteLevel decoder is");
+}
 
-  // Model vocabulary.
+// model.vocab and model.unk_token; returns the largest id.
+int32_t BpeTokenizer::read_vocab(const json& m, const std::string& where_m) {
   TS_CHECK(m.contains("vocab") && m["vocab"].is_object(), where_m << ".vocab must be an object {token: id}");
   int32_t max_id = -1;
   std::unordered_map<int32_t, std::string> by_id;
@@ -176,18 +200,22 @@ BpeTokenizer BpeTokenizer::parse(const json& j, const std::string& origin) {
     const auto v = id.get<int32_t>();
     const auto [it, fresh] = by_id.emplace(v, tok);
     TS_CHECK(fresh, where_m << ".vocab gives id " << v << " to both \"" << it->second << "\" and \"" << tok << "\"");
-    t.vocab_[tok] = v;
+    vocab_[tok] = v;
     max_id = std::max(max_id, v);
   }
   if (m.contains("unk_token") && !m["unk_token"].is_null()) {
     TS_CHECK(m["unk_token"].is_string(), where_m << ".unk_token must be a string or null");
-    const auto it = t.vocab_.find(m["unk_token"].get<std::string>());
-    TS_CHECK(it != t.vocab_.end(), where_m << ".unk_token " << m["unk_token"].dump() << " is not in model.vocab");
-    t.unk_id_ = it->second;
+    const auto it = vocab_.find(m["unk_token"].get<std::string>());
+    TS_CHECK(it != vocab_.end(), where_m << ".unk_token " << m["unk_token"].dump() << " is not in model.vocab");
+    unk_id_ = it->second;
   }
+  return max_id;
+}
 
-  // Added tokens, with the ids tokenizers gives them: a content already in the
-  // vocabulary keeps its id, others get the next one after the vocabulary.
+// added_tokens, with the ids tokenizers gives them (a content already in the
+// vocabulary keeps its id, others get the next one after the vocabulary), then
+// the id -> token table over the vocabulary and them.
+void BpeTokenizer::read_added_tokens(const json& j, const std::string& origin, int32_t max_id) {
   struct Parsed {
     Added a;
     bool normalized, special;
@@ -197,7 +225,7 @@ BpeTokenizer BpeTokenizer::parse(const json& j, const std::string& origin) {
     TS_CHECK(j["added_tokens"].is_array(), origin << ": added_tokens must be an array");
     std::unordered_map<std::string, int32_t> added_ids;
     int32_t added_max = -1;
-    const auto model_size = static_cast<int32_t>(t.vocab_.size());
+    const auto model_size = static_cast<int32_t>(vocab_.size());
     for (size_t i = 0; i < j["added_tokens"].size(); ++i) {
       const json& a = j["added_tokens"][i];
       const std::string where = origin + ": added_tokens[" + std::to_string(i) + "]";
@@ -213,7 +241,7 @@ BpeTokenizer BpeTokenizer::parse(const json& j, const std::string& origin) {
       p.a.rstrip = bool_field(a, "rstrip", false, where);
       TS_CHECK(!bool_field(a, "single_word", false, where), where << ".single_word is true: not supported");
       int32_t expect;
-      if (auto it = t.vocab_.find(p.a.content); it != t.vocab_.end()) {
+      if (auto it = vocab_.find(p.a.content); it != vocab_.end()) {
         expect = it->second;
       } else {
         expect = added_max < 0 ? model_size : (added_max >= model_size || model_size == 0 ? added_max + 1 : model_size);
@@ -225,28 +253,30 @@ BpeTokenizer BpeTokenizer::parse(const json& j, const std::string& origin) {
       added.push_back(p);
     }
   }
-  t.id_to_token_.assign(static_cast<size_t>(max_id + 1), "");
-  t.has_token_.assign(static_cast<size_t>(max_id + 1), 0);
-  for (const auto& [tok, id] : t.vocab_) {
-    t.id_to_token_[static_cast<size_t>(id)] = tok;
-    t.has_token_[static_cast<size_t>(id)] = 1;
+  id_to_token_.assign(static_cast<size_t>(max_id + 1), "");
+  has_token_.assign(static_cast<size_t>(max_id + 1), 0);
+  for (const auto& [tok, id] : vocab_) {
+    id_to_token_[static_cast<size_t>(id)] = tok;
+    has_token_[static_cast<size_t>(id)] = 1;
   }
   for (const Parsed& p : added) {
-    t.id_to_token_[static_cast<size_t>(p.a.id)] = p.a.content;
-    t.has_token_[static_cast<size_t>(p.a.id)] = 1;
-    if (p.special) t.special_.insert(p.a.content);
+    id_to_token_[static_cast<size_t>(p.a.id)] = p.a.content;
+    has_token_[static_cast<size_t>(p.a.id)] = 1;
+    if (p.special) special_.insert(p.a.content);
     if (p.normalized) {  // matched on normalized text, so with its content normalized too
       Added a = p.a;
-      a.content = t.normalize(a.content);
+      a.content = normalize(a.content);
       TS_CHECK(!a.content.empty(), origin << ": added token \"" << p.a.content << "\" normalizes to nothing");
-      t.added_normalized_.push_back(a);
+      added_normalized_.push_back(a);
     } else {
-      t.added_raw_.push_back(p.a);
+      added_raw_.push_back(p.a);
     }
   }
+}
 
-  // Merges: "a b" (lines starting "#version" skipped) or ["a", "b"]; a, b and
-  // a + b must be in the vocabulary; a pair listed twice keeps its last rank.
+// model.merges: "a b" (lines starting "#version" skipped) or ["a", "b"]; a, b
+// and a + b must be in the vocabulary; a pair listed twice keeps its last rank.
+void BpeTokenizer::read_merges(const json& m, const std::string& where_m) {
   if (m.contains("merges") && !m["merges"].is_null()) {
     TS_CHECK(m["merges"].is_array(), where_m << ".merges must be an array");
     const json& merges = m["merges"];
@@ -270,14 +300,13 @@ BpeTokenizer BpeTokenizer::parse(const json& j, const std::string& origin) {
       int32_t ids[3];
       const std::string parts[3] = {a, b, a + b};
       for (int k = 0; k < 3; ++k) {
-        const auto it = t.vocab_.find(parts[k]);
-        TS_CHECK(it != t.vocab_.end(), where_m << ".merges[" << i << "]: \"" << parts[k] << "\" is not in model.vocab");
+        const auto it = vocab_.find(parts[k]);
+        TS_CHECK(it != vocab_.end(), where_m << ".merges[" << i << "]: \"" << parts[k] << "\" is not in model.vocab");
         ids[k] = it->second;
       }
-      t.merges_[(static_cast<uint64_t>(ids[0]) << 32) | static_cast<uint32_t>(ids[1])] = {rank++, ids[2]};
+      merges_[(static_cast<uint64_t>(ids[0]) << 32) | static_cast<uint32_t>(ids[1])] = {rank++, ids[2]};
     }
   }
-  return t;
 }
 
 std::optional<int32_t> BpeTokenizer::token_id(const std::string& s) const {

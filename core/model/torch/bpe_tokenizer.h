@@ -74,6 +74,13 @@ class BpeTokenizer {
     int32_t rank, new_id;
   };
 
+  void read_model_options(const nlohmann::json& m, const std::string& where_m);
+  void read_normalizer(const nlohmann::json& j, const std::string& origin);
+  void init_byte_map();
+  void read_pre_tokenizer(const nlohmann::json& j, const std::string& origin);
+  int32_t read_vocab(const nlohmann::json& m, const std::string& where_m);
+  void read_added_tokens(const nlohmann::json& j, const std::string& origin, int32_t max_id);
+  void read_merges(const nlohmann::json& m, const std::string& where_m);
   void split_added(std::vector<Segment>& segs, const std::vector<Added>& set) const;
   std::string normalize(std::string text) const;
   std::vector<std::string> pre_tokenize(const std::string& text) const;
