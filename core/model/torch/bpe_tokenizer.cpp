@@ -76,11 +76,11 @@ BpeTokenizer BpeTokenizer::load(const std::string& path) { return parse(json_loa
 
 BpeTokenizer BpeTokenizer::parse(const json& j, const std::string& origin) {
   TS_CHECK(j.is_object() && j.contains("model") && j["model"].is_object(), origin << ": model must be an object");
-  for (const char* key : {"truncation", "padding"})
-    TS_CHECK(!j.contains(key) || j[key].is_null(), origin << ": " << key << " is set: not supported (it changes what encode returns)");
   const json& m = j["model"];
   BpeTokenizer t;
-  t.read_model_options(m, origin + ": model");
+  t.read_model_options(m, origin + ": model");  // first: the model kind is the most telling refusal
+  for (const char* key : {"truncation", "padding"})
+    TS_CHECK(!j.contains(key) || j[key].is_null(), origin << ": " << key << " is set: not supported (it changes what encode returns)");
   t.read_normalizer(j, origin);
   t.init_byte_map();
   t.read_pre_tokenizer(j, origin);
