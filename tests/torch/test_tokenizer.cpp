@@ -84,7 +84,11 @@ TEST_CASE("tokenizer.json errors are named", "[model]") {
   CHECK_THROWS_WITH(BpeTokenizer::parse(j, "tok.json"), Catch::Contains("model.merges[11]: \"hx\" is not in model.vocab"));
   j = small_tokenizer();
   j["model"]["type"] = "WordPiece";
+  j["truncation"] = {{"max_length", 128}};  // the model kind is named first
   CHECK_THROWS_WITH(BpeTokenizer::parse(j, "tok.json"), Catch::Contains("tok.json: model.type \"WordPiece\" is not supported"));
+  j = small_tokenizer();
+  j["padding"] = {{"length", 8}};
+  CHECK_THROWS_WITH(BpeTokenizer::parse(j, "tok.json"), Catch::Contains("tok.json: padding is set: not supported"));
   j = small_tokenizer();
   j["normalizer"] = {{"type", "Lowercase"}};
   CHECK_THROWS_WITH(BpeTokenizer::parse(j, "tok.json"), Catch::Contains("tok.json: normalizer type \"Lowercase\" is not supported"));
