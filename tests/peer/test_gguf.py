@@ -47,6 +47,7 @@ TEXTS = [
     "  leading spaces,   runs   of spaces\n\n\tand tabs\t.\r\n",
     "def f(x):\n    return x ** 2  # squares\n",
     "<|im_start|>user\nHi<|im_end|><|endoftext|>",
+    "a\x04b \xff\u00c0",  # bytes SmolLM2 has no token for: the unknown token, id 0
 ]
 
 
