@@ -200,12 +200,12 @@ std::shared_ptr<const BpeTokenizer> gguf_tokenizer(const GgufFile& f) {
              o << ": metadata \"tokenizer.ggml.merges\"[" << k << "] = \"" << merges[k] << "\" must be \"a b\"");
     merge_list.push_back(merges[k]);
   }
-  json model = {{"type", "BPE"}, {"vocab", vocab}, {"merges", merge_list}, {"ignore_merges", ignore_merges}};
+  json bpe = {{"type", "BPE"}, {"vocab", vocab}, {"merges", merge_list}, {"ignore_merges", ignore_merges}};
   // A byte with no token of its own (SmolLM2 has none for 0x04, 0xc0, 0xf5..0xff)
   // becomes the unknown token, as transformers' GGUF tokenizer does.
   if (const auto unk = f.get_int_opt("tokenizer.ggml.unknown_token_id", 0, static_cast<int64_t>(tokens.size()) - 1))
-    model["unk_token"] = tokens[static_cast<size_t>(*unk)];
-  const json j = {{"model", model},
+    bpe["unk_token"] = tokens[static_cast<size_t>(*unk)];
+  const json j = {{"model", bpe},
                   {"added_tokens", added},
                   {"pre_tokenizer", pre_tokenizer},
                   {"decoder", {{"type", "ByteLevel"}}}};
