@@ -23,6 +23,8 @@ void usage() {
                "  diff <a.jsonl> <b.jsonl> [--tolerance 1e-6]             first divergence of two traces (exit 1)\n"
                "  inspect <trace.jsonl> [--step N]                         text view of one step\n"
                "  make-checkpoint <config.json> <outdir> [--seed N] [--init-std 0.02] [--dtype F32]  random Llama checkpoint (LibTorch builds)\n"
+               "  convert-checkpoint <model dir> <outdir> [--dtype F32]    one model.safetensors in one dtype (LibTorch builds)\n"
+               "  logits <model dir> --prompts prompts.json --out logits.safetensors  next-token logits of each prompt (LibTorch builds)\n"
                "  simulate [--beams 3,9,15] [--lengths 64,256] [--csv F]  trie vs batch KV slots per step\n"
                "  constraint build|stats|check|csr|random ...            STATIC constraint sets and CSR indexes\n"
                "algorithms (a sample's \"algorithm\"):\n";
@@ -60,6 +62,8 @@ int cli_main(int argc, char** argv) {
   try {
 #ifdef TRIESCOPE_WITH_TORCH
     if (cmd == "make-checkpoint") return cmd_make_checkpoint(args);
+    if (cmd == "convert-checkpoint") return cmd_convert_checkpoint(args);
+    if (cmd == "logits") return cmd_logits(args);
 #endif
     if (cmd == "run") return cmd_run(args);
     if (cmd == "diff") return cmd_diff(args);
