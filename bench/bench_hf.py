@@ -113,7 +113,7 @@ def main() -> int:
         for name, r in rows.items():
             tps = r["tokens"] / r["seconds"]
             ratio = "" if name == "HF generate" else f"{h['kv'] / r['kv']:.2f}x | {tps / (h['tokens'] / h['seconds']):.2f}x"
-            print(f"| {b} | {name} | {r['kv'] / 2**20:.2f} | {r['seconds']:.2f} | {tps:.1f} | "
+            print(f"| {b} | {name} | {r['kv'] / 2**20:.4f} | {r['seconds']:.2f} | {tps:.1f} | "
                   f"{'yes' if r['seqs'] == h['seqs'] else 'NO'} | {ratio or ' | '} |", flush=True)
     return 0
 
