@@ -2,8 +2,10 @@
 
 - HF -> ours: random LlamaForCausalLM checkpoints saved by transformers (GQA,
   MHA with tied embeddings, a 4:1 GQA with another rope_theta and an explicit
-  head_dim, fp16, bf16, a sharded checkpoint with an index) are loaded by our
-  loader; `triescope logits` over a batch of prompts equals HF's batched forward.
+  head_dim, fp16, bf16, a sharded checkpoint with an index, attention biases)
+  are loaded by our loader; `triescope logits` over a batch of prompts equals
+  HF's batched forward. What HF loads but we do not compute (llama3
+  rope_scaling, mlp_bias, a non-SiLU activation) is refused naming the key.
 - ours -> HF: `triescope make-checkpoint` (F32, F16, BF16, tied) loads in
   transformers with no missing or unexpected tensor and the same logits.
 - safetensors: files the safetensors library wrote in every dtype we read
@@ -21,11 +23,13 @@ from fp32 on these models, and we only check that ours is no farther from it
 than transformers' own fp32 forward is (x 1.5).
 """
 import json
+import subprocess
 
 import numpy as np
 import pytest
 import torch
 from safetensors.numpy import load_file
+from safetensors.torch import load_file as load_torch
 from safetensors.torch import save_file
 from transformers import LlamaForCausalLM
 
@@ -43,6 +47,7 @@ CONFIGS = {
     "float16": dict(cfg={}, dtype=torch.float16),
     "bfloat16": dict(cfg=dict(tie_word_embeddings=True), dtype=torch.bfloat16),
     "sharded_index": dict(cfg={}, dtype=torch.float32, max_shard_size="150KB"),
+    "attention_bias": dict(cfg=dict(attention_bias=True), dtype=torch.float32),  # q, k, v and o_proj biases
 }
 
 
@@ -53,7 +58,12 @@ def max_diff(a, b) -> float:
 @pytest.mark.parametrize("name", list(CONFIGS))
 def test_hf_checkpoint_loads_with_hf_logits(name, tmp_path, triescope_cli):
     c = CONFIGS[name]
-    model_dir = hf_save(hf_llama(11, **c["cfg"]), tmp_path / "model", c["dtype"], c.get("max_shard_size"))
+    model = hf_llama(11, **c["cfg"])
+    with torch.no_grad():  # HF initialises biases to zero: random ones, so a bias we skipped would show
+        for n, p in model.named_parameters():
+            if n.endswith(".bias"):
+                p.normal_(0.0, 0.3, generator=torch.Generator().manual_seed(len(n)))
+    model_dir = hf_save(model, tmp_path / "model", c["dtype"], c.get("max_shard_size"))
     if name == "sharded_index":
         assert (model_dir / "model.safetensors.index.json").exists() and len(list(model_dir.glob("model-*.safetensors"))) > 1
     hf = hf_batch_logits(hf_load_fp32(model_dir), PROMPTS)
@@ -152,7 +162,6 @@ def test_our_half_writer_rounds_as_torch(dtype, name, tmp_path, triescope_cli):
     save_file(sd, str(src / "model.safetensors"))
     model.config.save_pretrained(src)
     run_cli(triescope_cli, "convert-checkpoint", src, tmp_path / "half", "--dtype", name)
-    from safetensors.torch import load_file as load_torch
     back = load_torch(str(tmp_path / "half" / "model.safetensors"))
     for key, t in sd.items():
         assert back[key].dtype == dtype, f"{key}: written as {back[key].dtype}"
@@ -162,13 +171,32 @@ def test_our_half_writer_rounds_as_torch(dtype, name, tmp_path, triescope_cli):
         assert bad.numel() == 0, f"{name} {key}: {bad.shape[0]} values rounded differently from torch, e.g. {t.reshape(-1)[bad[0, 0]].item()!r}"
 
 
+UNSUPPORTED = {
+    "rope_scaling": dict(rope_scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                                       "original_max_position_embeddings": 64}),
+    "mlp_bias": dict(mlp_bias=True),
+    "hidden_act": dict(hidden_act="gelu"),
+}
+
+
+@pytest.mark.parametrize("key", list(UNSUPPORTED))
+def test_checkpoint_hf_loads_but_we_cannot_is_named(key, tmp_path, triescope_cli):
+    """transformers loads these; we refuse them naming the config key, and write nothing."""
+    model_dir = hf_save(hf_llama(18, **UNSUPPORTED[key]), tmp_path / "model")
+    hf_load_fp32(model_dir)
+    (tmp_path / "p.json").write_text("[[1, 2, 3]]")
+    r = subprocess.run([str(triescope_cli), "logits", str(model_dir), "--prompts", str(tmp_path / "p.json"), "--out",
+                        str(tmp_path / "x")], capture_output=True, text=True)
+    assert r.returncode == 2 and key in r.stderr and "config.json" in r.stderr, r.stderr
+    assert not (tmp_path / "x").exists()
+
+
 def test_unsupported_dtype_is_named(tmp_path, triescope_cli):
     model = hf_llama(17)
     src = tmp_path / "src"
     src.mkdir()
     save_file({k: v.double() for k, v in model.state_dict().items()}, str(src / "model.safetensors"))
     model.config.save_pretrained(src)
-    import subprocess
     r = subprocess.run([str(triescope_cli), "logits", str(src), "--prompts", "/dev/null", "--out", str(tmp_path / "x")],
                        capture_output=True, text=True)
     assert r.returncode == 2 and "F64" in r.stderr and "model.safetensors" in r.stderr, r.stderr
