@@ -5,6 +5,7 @@ Shared by the peer tests: the model factory (seeded, HF's own initialisation),
 (a sample written here, its trace's summary read back).
 """
 import concurrent.futures
+import copy
 import json
 import os
 import pathlib
@@ -34,8 +35,7 @@ def hf_save(model: LlamaForCausalLM, out: pathlib.Path, dtype=torch.float32, max
     kw = {"safe_serialization": True}
     if max_shard_size is not None:
         kw["max_shard_size"] = max_shard_size
-    model.to(dtype).save_pretrained(out, **kw)
-    model.to(torch.float32)
+    (copy.deepcopy(model).to(dtype) if dtype != torch.float32 else model).save_pretrained(out, **kw)  # `model` stays fp32
     return out
 
 
