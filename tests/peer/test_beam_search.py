@@ -4,8 +4,10 @@ For b in {1, 3, 8, 15}, early_stopping in {True, False, "never"}, with no
 EOS and with an EOS the search reaches, length penalties {1.0, 2.0, -0.5}:
 HF generate(num_beams=b, num_return_sequences=b, do_sample=False, ...) and
 our trie beam search and our batch beam search (`triescope run`) return the
-same b token sequences in the same order, with sequence scores within 1e-4
-(HF keeps beam scores in fp32, we in double; |scores| stay below ~10 here).
+same b token sequences in the same order, with sequence scores within 1e-4.
+HF keeps beam scores in fp32, we in double: over 12 steps that is a relative
+error up to ~12 x 2^-24 = 7e-7 on scores up to ~80 here (length_penalty -0.5
+multiplies a sum of log-probabilities by len^0.5); measured: at most 1.6e-5.
 
 HF's generate() with num_beams=1 is greedy search, not a one-beam beam
 search: the two differ once EOS can be picked (a beam search puts the EOS
