@@ -19,6 +19,8 @@ int cmd_check(const Args& args);  // exit 1 when a mask row or position id break
 int cmd_simulate(const Args& args);
 int cmd_constraint(const Args& args);
 int cmd_make_checkpoint(const Args& args);  // only in builds with LibTorch
+int cmd_convert_checkpoint(const Args& args);  // only in builds with LibTorch
+int cmd_logits(const Args& args);           // only in builds with LibTorch
 int cmd_tokenize(const Args& args);         // only in builds with LibTorch
 
 // Small argument helper: "--name value" pairs and positionals.
