@@ -23,7 +23,11 @@ void usage() {
                "  run <sample.json> [--out trace.jsonl] [--backend " << backend_names_bar() << "] [--prompt TEXT]  decode a sample, write its trace\n"
                "  diff <a.jsonl> <b.jsonl> [--tolerance 1e-6]             first divergence of two traces (exit 1)\n"
                "  inspect <trace.jsonl> [--step N]                         text view of one step\n"
+               "  check <trace.jsonl> [--max 20]                           every mask row and position id against its rule (exit 1)\n"
                "  make-checkpoint <config.json> <outdir> [--seed N] [--init-std 0.02] [--dtype F32]  random Llama checkpoint (LibTorch builds)\n"
+               "  convert-checkpoint <model dir> <outdir> [--dtype F32]    one model.safetensors in one dtype (LibTorch builds)\n"
+               "  logits <model dir> --prompts prompts.json --out logits.safetensors  next-token logits of each prompt (LibTorch builds)\n"
+               "  tokenize <tokenizer.json> [TEXT | --decode \"IDS\" | --jsonl F] [--skip-special]  our BPE: text -> ids, ids -> text (LibTorch builds)\n"
                "  simulate [--beams 3,9,15] [--lengths 64,256] [--csv F]  trie vs batch KV slots per step\n"
                "  constraint build|stats|check|csr|random ...            STATIC constraint sets and CSR indexes\n"
                "algorithms (a sample's \"algorithm\"):\n";
@@ -62,10 +66,14 @@ int cli_main(int argc, char** argv) {
   try {
 #ifdef TRIESCOPE_WITH_TORCH
     if (cmd == "make-checkpoint") return cmd_make_checkpoint(args);
+    if (cmd == "convert-checkpoint") return cmd_convert_checkpoint(args);
+    if (cmd == "logits") return cmd_logits(args);
+    if (cmd == "tokenize") return cmd_tokenize(args);
 #endif
     if (cmd == "run") return cmd_run(args);
     if (cmd == "diff") return cmd_diff(args);
     if (cmd == "inspect") return cmd_inspect(args);
+    if (cmd == "check") return cmd_check(args);
     if (cmd == "simulate") return cmd_simulate(args);
     if (cmd == "constraint") return cmd_constraint(args);
     std::cerr << "triescope: unknown command '" << cmd << "'\n";

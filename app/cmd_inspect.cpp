@@ -3,6 +3,7 @@
 
 #include "app/commands.h"
 #include "core/analysis/forward_layout.h"
+#include "core/analysis/mask_check.h"
 #include "core/common/error.h"
 #include "core/trace/trace.h"
 #include "core/trace/trace_replay.h"
@@ -37,25 +38,6 @@ void print_layout(const TraceReplay& t, const StepView& v, const std::vector<int
   }
   if (shown < slot_to_node.size()) std::cout << "\n  slots " << shown << "-" << slot_to_node.size() - 1 << ": (free)";
   std::cout << "\n";
-}
-
-// Rows whose bits differ from the ancestry of their query in `layout`.
-int32_t rows_off_ancestry(const StepView& v, const ForwardLayout& layout) {
-  const ForwardView& f = *v.forward;
-  int32_t bad = 0;
-  for (int32_t r = 0; r < f.mask.rows && static_cast<size_t>(r) < f.queries.size(); ++r) {
-    std::vector<char> anc(v.nodes.size(), 0);
-    for (int32_t a = f.queries[static_cast<size_t>(r)]; a >= 0 && static_cast<size_t>(a) < v.nodes.size(); a = v.nodes[static_cast<size_t>(a)].parent)
-      anc[static_cast<size_t>(a)] = 1;
-    for (int32_t c = 0; c < f.mask.cols; ++c) {
-      const int32_t k = layout.node_in_slot(c);
-      if (k >= 0 && static_cast<size_t>(k) < anc.size() && (anc[static_cast<size_t>(k)] != 0) != f.mask.test(r, c)) {
-        ++bad;
-        break;
-      }
-    }
-  }
-  return bad;
 }
 
 void print_subtree(const TraceReplay& t, const StepView& v, const std::vector<std::vector<int32_t>>& children, int32_t id,
@@ -130,9 +112,12 @@ int cmd_inspect(const Args& args) {
     for (int32_t x : f.positions) std::cout << " " << x;
     std::cout << "\n";
     if (!f.queries.empty() && !v.nodes.empty()) {
-      const int32_t bad = rows_off_ancestry(v, layout);
-      std::cout << "mask rows equal to their query's ancestors in the layout the pass read: "
-                << (bad == 0 ? std::string("all") : std::to_string(bad) + " rows differ") << "\n";
+      std::vector<MaskViolation> faults;
+      const int64_t bad = mask_check_tree(v, f, layout, faults, 1);
+      std::cout << "mask rows and position ids against their query's ancestors in the layout the pass read: "
+                << (bad == 0 ? std::string("all agree") : std::to_string(bad) + " violations, the first: " + faults.front().describe() +
+                                                          " (triescope check lists them)")
+                << "\n";
     }
   }
   if (layout.before_gc && !v.nodes.empty())  // a v1 lookahead trace: the gc ran after the pass

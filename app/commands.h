@@ -15,9 +15,13 @@ std::string backend_names_bar();  // "cpu|cuda-emu"
 int cmd_run(const Args& args);
 int cmd_diff(const Args& args);
 int cmd_inspect(const Args& args);
+int cmd_check(const Args& args);  // exit 1 when a mask row or position id breaks its rule
 int cmd_simulate(const Args& args);
 int cmd_constraint(const Args& args);
 int cmd_make_checkpoint(const Args& args);  // only in builds with LibTorch
+int cmd_convert_checkpoint(const Args& args);  // only in builds with LibTorch
+int cmd_logits(const Args& args);           // only in builds with LibTorch
+int cmd_tokenize(const Args& args);         // only in builds with LibTorch
 
 // Small argument helper: "--name value" pairs and positionals.
 struct ParsedArgs {

@@ -34,7 +34,7 @@ if [ ! -f "$BUILD/CMakeCache.txt" ]; then
   # Only what the targets link: core, the CLI (inspect) and the model-format readers.
   cmake -S . -B "$BUILD" -G Ninja -DCMAKE_CXX_COMPILER="$CXX_FUZZ" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DTRIESCOPE_BUILD_FUZZ=ON -DTRIESCOPE_BUILD_TESTS=OFF -DTRIESCOPE_BUILD_GUI=OFF -DTRIESCOPE_WITH_TORCH=OFF \
-    -DTRIESCOPE_WITH_CUDA=OFF -DTRIESCOPE_CUDA_HOST=OFF -DTRIESCOPE_BUILD_BENCH=OFF \
+    -DTRIESCOPE_WITH_CUDA=OFF -DTRIESCOPE_CUDA_HOST=OFF -DTRIESCOPE_BUILD_BENCH=OFF -DTRIESCOPE_BUILD_PYTHON=OFF \
     $(command -v ccache >/dev/null && echo -DCMAKE_CXX_COMPILER_LAUNCHER=ccache) >/dev/null
 fi
 cmake --build "$BUILD" --target "triescope_fuzz_$TARGET" -j"${FUZZ_JOBS:-2}" >/dev/null

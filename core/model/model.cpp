@@ -1,5 +1,7 @@
 #include "core/model/model.h"
 
+#include <algorithm>
+
 #include "core/common/error.h"
 
 namespace triescope {
@@ -34,6 +36,22 @@ void SlotTokenCache::write(const StepInput& in) {
     tokens[static_cast<size_t>(in.slots[i])] = in.tokens[i];
     positions[static_cast<size_t>(in.slots[i])] = in.positions[i];
   }
+}
+
+bool SlotTokenCache::context(const StepInput& in, int32_t r, std::vector<int32_t>& ctx) const {
+  const int32_t p = in.positions[static_cast<size_t>(r)];
+  ctx.assign(static_cast<size_t>(p) + 1, -1);
+  bool exact = true;
+  for (int32_t s = 0; s < in.num_slots; ++s) {
+    if (!in.mask.test(r, s)) continue;
+    const int32_t pos = positions[static_cast<size_t>(s)];
+    if (pos < 0 || pos > p || ctx[static_cast<size_t>(pos)] != -1) {
+      exact = false;
+      continue;
+    }
+    ctx[static_cast<size_t>(pos)] = tokens[static_cast<size_t>(s)];
+  }
+  return exact && std::find(ctx.begin(), ctx.end(), -1) == ctx.end();
 }
 
 void SlotTokenCache::compact(const CompactionPlan& plan) {

@@ -74,6 +74,10 @@ struct SlotTokenCache {
   // One gather. Pads to plan.old_num_slots first: in a slot layout shared with
   // a second model (DSBD's draft and target) a slot may not be written here yet.
   void compact(const CompactionPlan& plan);
+  // The context query `r` of `in` reads: the tokens of the slots its mask row
+  // allows, by position, one per position 0 .. in.positions[r]. False when
+  // the row does not read exactly one token at each of those positions.
+  bool context(const StepInput& in, int32_t r, std::vector<int32_t>& ctx) const;
   void reset() {
     tokens.clear();
     positions.clear();

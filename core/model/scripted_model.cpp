@@ -22,16 +22,8 @@ void ScriptedModel::forward(const StepInput& in, Logits& out) {
   const int32_t q = static_cast<int32_t>(in.tokens.size());
   out.resize(q, vocab_size());
   for (int32_t r = 0; r < q; ++r) {
-    const int32_t p = in.positions[static_cast<size_t>(r)];
-    std::vector<int32_t> ctx(static_cast<size_t>(p) + 1, -1);
-    bool exact = true;
-    for (int32_t s = 0; s < in.num_slots; ++s) {
-      if (!in.mask.test(r, s)) continue;
-      const int32_t pos = cache_.positions[static_cast<size_t>(s)];
-      if (pos < 0 || pos > p || ctx[static_cast<size_t>(pos)] != -1) { exact = false; continue; }
-      ctx[static_cast<size_t>(pos)] = cache_.tokens[static_cast<size_t>(s)];
-    }
-    exact = exact && std::find(ctx.begin(), ctx.end(), -1) == ctx.end();
+    std::vector<int32_t> ctx;
+    const bool exact = cache_.context(in, r, ctx);
     float* o = out.row(r);
     std::fill(o, o + vocab_size(), cfg_.default_logit);
     auto it = exact ? index_.find(ctx) : index_.end();

@@ -66,6 +66,47 @@ def npy(shape, descr, raw, fortran=False, version=1):
     return b"\x93NUMPY" + bytes([version, 0]) + size + header.encode() + raw
 
 
+def gguf(kv, tensors, alignment=32):
+    """kv: (key, type, value bytes); tensors: (name, ne, ggml type, data bytes)"""
+    le = lambda v, n: v.to_bytes(n, "little")
+    gstr = lambda s: le(len(s.encode()), 8) + s.encode()
+    body = b"".join(gstr(k) + le(t, 4) + v for k, t, v in kv)
+    infos, data = b"", b""
+    for name, ne, t, raw in tensors:
+        data += b"\0" * ((alignment - len(data) % alignment) % alignment)
+        infos += gstr(name) + le(len(ne), 4) + b"".join(le(d, 8) for d in ne) + le(t, 4) + le(len(data), 8)
+        data += raw
+    out = b"GGUF" + le(3, 4) + le(len(tensors), 8) + le(len(kv), 8) + body + infos
+    return out + b"\0" * ((alignment - len(out) % alignment) % alignment) + data
+
+
+def tiny_llama_gguf(with_tokenizer):
+    le = lambda v, n: v.to_bytes(n, "little")
+    gstr = lambda s: le(len(s.encode()), 8) + s.encode()
+    u32 = lambda k, v: (k, 4, le(v, 4))
+    f32v = lambda k, v: (k, 6, struct.pack("<f", v))
+    V, H, I, heads, kvh = 8, 4, 6, 2, 1
+    kv = [("general.architecture", 8, gstr("llama")), u32("llama.context_length", 64), u32("llama.embedding_length", H),
+          u32("llama.block_count", 1), u32("llama.feed_forward_length", I), u32("llama.attention.head_count", heads),
+          u32("llama.attention.head_count_kv", kvh), u32("llama.rope.dimension_count", H // heads),
+          f32v("llama.rope.freq_base", 10000.0), f32v("llama.attention.layer_norm_rms_epsilon", 1e-6), u32("llama.vocab_size", V)]
+    if with_tokenizer:
+        toks = [byte_char(b) for b in range(256)] + [byte_char(ord(" ")) + "t"]
+        kv += [("tokenizer.ggml.model", 8, gstr("gpt2")), ("tokenizer.ggml.pre", 8, gstr("smollm")),
+               ("tokenizer.ggml.tokens", 9, le(8, 4) + le(len(toks), 8) + b"".join(gstr(t) for t in toks)),
+               ("tokenizer.ggml.token_type", 9, le(5, 4) + le(len(toks), 8) + b"".join(le(1, 4) for _ in toks)),
+               ("tokenizer.ggml.merges", 9, le(8, 4) + le(1, 8) + gstr(byte_char(ord(" ")) + " t")),
+               ("tokenizer.ggml.eos_token_id", 4, le(0, 4))]
+    f32 = lambda n: struct.pack("<%df" % n, *[0.01 * (i % 7) for i in range(n)])
+    t = [("token_embd.weight", [H, V], 0, f32(V * H)), ("blk.0.attn_norm.weight", [H], 0, f32(H)),
+         ("blk.0.attn_q.weight", [H, H], 0, f32(H * H)), ("blk.0.attn_k.weight", [H, 2], 0, f32(2 * H)),
+         ("blk.0.attn_v.weight", [H, 2], 0, f32(2 * H)), ("blk.0.attn_output.weight", [H, H], 0, f32(H * H)),
+         ("blk.0.ffn_norm.weight", [H], 0, f32(H)), ("blk.0.ffn_gate.weight", [H, I], 0, f32(H * I)),
+         ("blk.0.ffn_up.weight", [H, I], 0, f32(H * I)), ("blk.0.ffn_down.weight", [I, H], 0, f32(H * I)),
+         ("output_norm.weight", [H], 0, f32(H))]
+    return gguf(kv, t)
+
+
 def deep(levels, kind="array"):
     return ("[" * levels + "1" + "]" * levels) if kind == "array" else ('{"a":' * levels + "1" + "}" * levels)
 
@@ -95,6 +136,8 @@ def seeds(cli):
     put("corpus", "tokenizer", "gpt2_style.json", dumps(tokenizer()))
     put("corpus", "tokenizer", "digits_with_text.json", dumps(tokenizer(True)) + "\0" + "room 1234 of 56, the world <|endoftext|> caf\u00e9")
     put("corpus", "tokenizer", "prefix_space.json", dumps(dict(tokenizer(False, True), model=dict(tokenizer()["model"], ignore_merges=True))) + "\0there world")
+    put("corpus", "gguf", "tiny_llama.gguf", tiny_llama_gguf(False))
+    put("corpus", "gguf", "tiny_llama_tokenizer.gguf", tiny_llama_gguf(True))
     i4 = lambda *v: struct.pack("<%di" % len(v), *v)
     put("corpus", "constraint_npy", "i4_3x2.npy", npy((3, 2), "<i4", i4(0, 1, 0, 2, 3, 1)))
     put("corpus", "constraint_npy", "u1_fortran.npy", npy((2, 3), "|u1", bytes([1, 2, 3, 4, 5, 6]), fortran=True))
@@ -141,6 +184,8 @@ def regressions():
     # 7. a safetensors shape whose element count wraps to 0
     put("regressions", "safetensors", "shape_wraps_to_zero.safetensors", safetensors({"w": ("F32", [2**39, 2**25], b"")}))
     put("regressions", "safetensors", "deep_shape.safetensors", safetensors({"w": ("F32", json.loads(deep(65)), b"")}))
+    le = lambda v, n: v.to_bytes(n, "little")
+    put("regressions", "gguf", "ne_wraps_to_zero.gguf", gguf([], [("w", [2**39, 2**25], 0, b"")]))
     # config.json
     cfg = {"vocab_size": 96, "hidden_size": 32, "intermediate_size": 72, "num_hidden_layers": 2, "num_attention_heads": 4}
     put("regressions", "llama_config", "eos_2p32_plus_2.json", dumps(dict(cfg, eos_token_id=4294967298)))

@@ -288,6 +288,7 @@ TEST_CASE("registry: a version-1 lookahead trace (gc after its pass) reads, veri
     for (const json& r : v1) f << r.dump() << "\n";
   }
   CHECK(run_cli({"inspect", (d / "v1.jsonl").string(), "--step", "5"}) == 0);
+  CHECK(run_cli({"check", (d / "v1.jsonl").string()}) == 0);  // every row against the rebuilt pre-gc layout
 }
 
 namespace {

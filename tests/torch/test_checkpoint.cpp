@@ -217,6 +217,33 @@ TEST_CASE("attention biases (Qwen2 style) load and are used", "[model]") {
   CHECK(max_abs_diff(a.data.data(), z.data.data(), static_cast<int32_t>(a.data.size())) > 1e-3f);
 }
 
+TEST_CASE("Llama's attention_bias biases o_proj too; Qwen2's does not", "[model]") {
+  const json base = tiny_config(4, 2, 64).to_json();
+  json llama = base, qwen = base;
+  llama["attention_bias"] = true;
+  qwen["model_type"] = "qwen2";
+  qwen.erase("attention_bias");  // Qwen2's q/k/v biases are implied
+  const LlamaConfig cl = llama_config_parse(llama, "llama.json"), cq = llama_config_parse(qwen, "qwen2.json");
+  CHECK((cl.attention_bias && cl.o_proj_bias));
+  CHECK((cq.attention_bias && !cq.o_proj_bias));
+  const TensorMap w = llama_random_weights(cl, 19, 0.2);
+  REQUIRE(w.count("model.layers.1.self_attn.o_proj.bias"));
+  CHECK_FALSE(llama_random_weights(cq, 19, 0.2).count("model.layers.1.self_attn.o_proj.bias"));
+  for (const LlamaConfig& c : {cl, cq}) {  // the config written is read back as the same kind
+    const fs::path dir = fresh_dir(c.o_proj_bias ? "bias_llama" : "bias_qwen2");
+    llama_checkpoint_write(dir.string(), c, llama_random_weights(c, 19, 0.2));
+    CHECK(llama_config_load((dir / "config.json").string()).o_proj_bias == c.o_proj_bias);
+    CHECK_NOTHROW(TorchTransformer::load_dir(dir.string()));
+  }
+  TorchTransformer with(cl, w, {});
+  TensorMap zero = w;  // zeroing only the o_proj biases changes the logits: they are applied
+  for (auto& [name, t] : zero)
+    if (name.find("o_proj.bias") != std::string::npos) std::fill(t.data.begin(), t.data.end(), 0.0f);
+  TorchTransformer without(cl, zero, {});
+  const Logits a = logits_of(with), z = logits_of(without);
+  CHECK(max_abs_diff(a.data.data(), z.data.data(), static_cast<int32_t>(a.data.size())) > 1e-3f);
+}
+
 TEST_CASE("model directory with tokenizer.json: text in, token strings in the trace", "[model]") {
   torch_models_register();
   const LlamaConfig c = tiny_config(4, 2, 302);  // the small tokenizer's ids reach 301

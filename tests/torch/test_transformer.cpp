@@ -249,7 +249,7 @@ TEST_CASE("transformer model object: bad fields get named errors", "[model]") {
     return model_from_json(JsonObjectReader(j, "x.json", "model"));
   };
   REQUIRE_THROWS_WITH(parse(R"({"type": "transformer"})"), Catch::Contains("give exactly one of path"));
-  REQUIRE_THROWS_WITH(parse(R"({"type": "transformer", "path": "/nonexistent/dir"})"), Catch::Contains("is not a directory"));
+  REQUIRE_THROWS_WITH(parse(R"({"type": "transformer", "path": "/nonexistent/dir"})"), Catch::Contains("is neither a directory nor a .gguf file"));
   REQUIRE_THROWS_WITH(parse(R"({"type": "transformer", "random_init": {"vocab_size": 64, "hidden_size": 32, "intermediate_size": 64,
       "num_hidden_layers": 1, "num_attention_heads": 4, "num_key_value_heads": 2}, "device": "tpu"})"),
                       Catch::Contains("model.device"));

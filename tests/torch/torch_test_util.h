@@ -50,6 +50,9 @@ inline json small_tokenizer(bool digits = false) {
     m.push_back(a + " " + b);
     vocab[a + b] = id++;
   }
+  // Reserved entries up to 300, so the added tokens get ids 300 and 301 the
+  // way tokenizers numbers them (after the vocabulary).
+  for (; id < 300; ++id) vocab["<|reserved_" + std::to_string(id) + "|>"] = id;
   json pre = json{{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", true}};
   if (digits) pre = {{"type", "Sequence"}, {"pretokenizers", {{{"type", "Digits"}, {"individual_digits", true}}, pre}}};
   return {{"version", "1.0"},

@@ -12,7 +12,9 @@
 namespace triescope {
 
 nlohmann::json LlamaConfig::to_json() const {
-  nlohmann::json j = {{"model_type", "llama"},
+  // HF's Llama biases o_proj whenever attention_bias is set; a config with
+  // q/k/v biases only is a Qwen2 one.
+  nlohmann::json j = {{"model_type", attention_bias && !o_proj_bias ? "qwen2" : "llama"},
                       {"architectures", {"LlamaForCausalLM"}},
                       {"vocab_size", vocab_size},
                       {"hidden_size", hidden_size},
@@ -92,6 +94,7 @@ LlamaConfig llama_config_parse(const nlohmann::json& j, const std::string& origi
                                   : 2048;
   c.tie_word_embeddings = opt_bool(j, origin, "tie_word_embeddings", false);
   c.attention_bias = opt_bool(j, origin, "attention_bias", model_type == "qwen2");
+  c.o_proj_bias = c.attention_bias && model_type == "llama";  // LlamaAttention: bias=attention_bias on all four projections
   if (j.contains("hidden_act")) {
     TS_CHECK(j["hidden_act"] == "silu", origin << ": hidden_act must be \"silu\" (SwiGLU), got " << json_brief(j["hidden_act"]));
   }
@@ -149,6 +152,7 @@ std::vector<std::pair<std::string, std::vector<int64_t>>> llama_tensor_shapes(co
       s.push_back({p + "self_attn.v_proj.bias", {kvd}});
     }
     s.push_back({p + "self_attn.o_proj.weight", {H, qd}});
+    if (c.o_proj_bias) s.push_back({p + "self_attn.o_proj.bias", {H}});
     s.push_back({p + "post_attention_layernorm.weight", {H}});
     s.push_back({p + "mlp.gate_proj.weight", {I, H}});
     s.push_back({p + "mlp.up_proj.weight", {I, H}});
@@ -172,7 +176,7 @@ void llama_weights_check(const LlamaConfig& c, const TensorMap& w, const std::st
     auto it = w.find(name);
     TS_CHECK(it != w.end(), origin << ": tensor \"" << name << "\" is missing (expected shape " << shape_str(shape) << ")");
     TS_CHECK(it->second.shape == shape, origin << ": tensor \"" << name << "\" has shape " << shape_str(it->second.shape)
-                                               << ", config.json implies " << shape_str(shape));
+                                               << ", the config implies " << shape_str(shape));
   }
 }
 

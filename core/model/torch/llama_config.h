@@ -24,7 +24,8 @@ struct LlamaConfig {
   double rope_theta = 10000.0;
   int32_t max_position_embeddings = 2048;
   bool tie_word_embeddings = false;
-  bool attention_bias = false;  // q/k/v biases (Qwen2)
+  bool attention_bias = false;  // q/k/v biases (Qwen2; Llama's attention_bias)
+  bool o_proj_bias = false;     // an o_proj bias too (Llama's attention_bias; Qwen2 has none)
   int32_t eos_token_id = -1;    // the first one when config.json lists several
   nlohmann::json to_json() const;
 };

@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "core/common/error.h"
+#include "core/model/torch/gguf_llama.h"
 #include "core/model/tree_attention.h"
 
 namespace triescope {
@@ -29,7 +30,7 @@ struct TorchTransformer::Impl {
   TransformerOptions opt;
   at::Device dev{at::kCPU};
   struct Layer {
-    at::Tensor in_norm, wq, wk, wv, bq, bk, bv, wo, post_norm, wg, wu, wd;
+    at::Tensor in_norm, wq, wk, wv, bq, bk, bv, wo, bo, post_norm, wg, wu, wd;
   };
   at::Tensor embed, norm, head, inv_freq;
   std::vector<Layer> layers;
@@ -109,6 +110,7 @@ TorchTransformer::TorchTransformer(const LlamaConfig& cfg, const TensorMap& w, T
       L.bv = get(p + "self_attn.v_proj.bias");
     }
     L.wo = get(p + "self_attn.o_proj.weight");
+    if (cfg.o_proj_bias) L.bo = get(p + "self_attn.o_proj.bias");
     L.post_norm = get(p + "post_attention_layernorm.weight");
     L.wg = get(p + "mlp.gate_proj.weight");
     L.wu = get(p + "mlp.up_proj.weight");
@@ -407,7 +409,7 @@ void TorchTransformer::forward(const StepInput& in, Logits& out) {
       }
       attn = parts.size() == 1 ? parts[0] : at::cat(parts, 0);
     }
-    x = x + at::linear(attn, W.wo);
+    x = x + at::linear(attn, W.wo, W.bo);
     const at::Tensor h2 = m.rms_norm(x, W.post_norm);
     x = x + at::linear(at::silu(at::linear(h2, W.wg)) * at::linear(h2, W.wu), W.wd);
   }
@@ -449,6 +451,14 @@ std::unique_ptr<TorchTransformer> TorchTransformer::load_dir(const std::string& 
   auto m = std::make_unique<TorchTransformer>(cfg, w, std::move(opt));
   const fs::path tok = fs::path(dir) / "tokenizer.json";
   if (fs::exists(tok)) m->set_tokenizer(std::make_shared<BpeTokenizer>(BpeTokenizer::load(tok.string())));
+  return m;
+}
+
+std::unique_ptr<TorchTransformer> TorchTransformer::load_gguf(const std::string& path, TransformerOptions opt) {
+  GgufLlama g = gguf_llama_load(path);
+  if (opt.source.is_null()) opt.source = {{"path", path}, {"format", "gguf"}};
+  auto m = std::make_unique<TorchTransformer>(g.config, g.weights, std::move(opt));
+  if (g.tokenizer) m->set_tokenizer(std::move(g.tokenizer));
   return m;
 }
 

@@ -62,6 +62,9 @@ class TorchTransformer : public Model {
   // A Hugging Face model directory: config.json, model.safetensors (or the
   // sharded index) and, when present, tokenizer.json.
   static std::unique_ptr<TorchTransformer> load_dir(const std::string& dir, TransformerOptions opt = {});
+  // A llama.cpp GGUF file: weights (dequantised to fp32) and, when the file
+  // has one, its byte-level BPE tokenizer (gguf_llama.h).
+  static std::unique_ptr<TorchTransformer> load_gguf(const std::string& path, TransformerOptions opt = {});
 
  private:
   struct Impl;
@@ -70,7 +73,7 @@ class TorchTransformer : public Model {
 
 // Registers model type "transformer" with model_from_json (model_factory.h).
 // Idempotent; the CLI calls it at start-up, tests before they load samples.
-// Model object: {"type": "transformer", "path": "<HF dir>"} or
+// Model object: {"type": "transformer", "path": "<HF dir or .gguf file>"} or
 // {"type": "transformer", "random_init": {config.json keys}, "seed": N,
 //  "init_std": 0.02}, plus optional "tokenizer", "device", "attention".
 void torch_models_register();

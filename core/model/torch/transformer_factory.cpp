@@ -6,6 +6,7 @@
 
 #include "core/common/error.h"
 #include "core/model/model_factory.h"
+#include "core/model/torch/gguf_llama.h"
 #include "core/model/torch/torch_transformer.h"
 
 namespace triescope {
@@ -27,7 +28,7 @@ std::unique_ptr<Model> transformer_from_json(JsonObjectReader& r) {
   TS_CHECK(opt.device == "cpu" || opt.device == "cuda", r.where("device") << " must be \"cpu\" or \"cuda\", got \"" << opt.device << "\"");
   TS_CHECK(opt.attention == "auto" || opt.attention == "dense" || opt.attention == "gather" || opt.attention == "tree_kernel",
            r.where("attention") << " must be \"auto\", \"dense\", \"gather\" or \"tree_kernel\", got \"" << opt.attention << "\"");
-  TS_CHECK(r.has("path") != r.has("random_init"), r.origin() << ": " << r.field("path") << ": give exactly one of path (a Hugging Face model directory) or random_init (a config)");
+  TS_CHECK(r.has("path") != r.has("random_init"), r.origin() << ": " << r.field("path") << ": give exactly one of path (a Hugging Face model directory or a .gguf file) or random_init (a config)");
   // A draft derived from the target's weights (DSBD's transformer pair, docs/dsbd.md):
   // keep_layers L' keeps decoder layers [0, L'); perturb_std x adds N(0, x * std(w)) to every tensor.
   const bool derive = r.has("keep_layers") || r.has("perturb_std");
@@ -47,22 +48,31 @@ std::unique_ptr<Model> transformer_from_json(JsonObjectReader& r) {
     }
   };
   std::unique_ptr<TorchTransformer> m;
-  if (r.has("path") && !derive) {
-    const std::string dir = resolve(r.origin(), r.get_string("path"));
-    TS_CHECK(fs::is_directory(dir), r.where("path") << ": \"" << dir << "\" is not a directory (bring your own model: a Hugging Face Llama-architecture directory with config.json and *.safetensors)");
-    m = TorchTransformer::load_dir(dir, opt);
-  } else if (r.has("path")) {  // load_dir's steps, with the weights edited before the model is built
-    const std::string dir = resolve(r.origin(), r.get_string("path"));
-    TS_CHECK(fs::is_directory(dir), r.where("path") << ": \"" << dir << "\" is not a directory (bring your own model: a Hugging Face Llama-architecture directory with config.json and *.safetensors)");
-    LlamaConfig cfg = llama_config_load((fs::path(dir) / "config.json").string());
-    TensorMap w = safetensors_read_dir(dir);
-    llama_weights_check(cfg, w, fs::exists(fs::path(dir) / "model.safetensors") ? (fs::path(dir) / "model.safetensors").string()
-                                                                              : (fs::path(dir) / "model.safetensors.index.json").string());
-    opt.source = {{"path", dir}};
-    derive_weights(cfg, w, opt.source);
+  if (r.has("path")) {
+    // A Hugging Face directory or a llama.cpp .gguf file: config, weights and tokenizer.
+    const std::string path = resolve(r.origin(), r.get_string("path"));
+    LlamaConfig cfg;
+    TensorMap w;
+    std::shared_ptr<const BpeTokenizer> tok;
+    if (fs::is_regular_file(path) && fs::path(path).extension() == ".gguf") {
+      GgufLlama g = gguf_llama_load(path);
+      cfg = g.config;
+      w = std::move(g.weights);
+      tok = std::move(g.tokenizer);
+      opt.source = {{"path", path}, {"format", "gguf"}};
+    } else {
+      TS_CHECK(fs::is_directory(path), r.where("path") << ": \"" << path << "\" is neither a directory nor a .gguf file (bring your own model: a Hugging Face Llama-architecture directory with config.json and *.safetensors, or a llama.cpp GGUF file)");
+      cfg = llama_config_load((fs::path(path) / "config.json").string());
+      w = safetensors_read_dir(path);
+      llama_weights_check(cfg, w, fs::exists(fs::path(path) / "model.safetensors") ? (fs::path(path) / "model.safetensors").string()
+                                                                                 : (fs::path(path) / "model.safetensors.index.json").string());
+      const fs::path tj = fs::path(path) / "tokenizer.json";
+      if (fs::exists(tj)) tok = std::make_shared<BpeTokenizer>(BpeTokenizer::load(tj.string()));
+      opt.source = {{"path", path}};
+    }
+    if (derive) derive_weights(cfg, w, opt.source);
     m = std::make_unique<TorchTransformer>(cfg, w, opt);
-    const fs::path tok = fs::path(dir) / "tokenizer.json";
-    if (fs::exists(tok) && !r.has("tokenizer")) m->set_tokenizer(std::make_shared<BpeTokenizer>(BpeTokenizer::load(tok.string())));
+    if (tok && !r.has("tokenizer")) m->set_tokenizer(std::move(tok));
   } else {
     static const std::set<std::string> keys = {"vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers",
                                                "num_attention_heads", "num_key_value_heads", "head_dim", "rms_norm_eps",

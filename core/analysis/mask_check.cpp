@@ -1,0 +1,142 @@
+#include "core/analysis/mask_check.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include "core/common/error.h"
+
+namespace triescope {
+
+const char* mask_fault_name(MaskFault f) {
+  switch (f) {
+    case MaskFault::missing_self: return "missing self bit";
+    case MaskFault::missing_ancestor: return "missing ancestor bit";
+    case MaskFault::sees_sibling: return "sees a sibling's slot";
+    case MaskFault::sees_descendant: return "sees a descendant's slot";
+    case MaskFault::sees_other_branch: return "sees another branch's slot";
+    case MaskFault::sees_free_slot: return "sees a slot no node holds";
+    case MaskFault::wrong_position: return "wrong position id";
+    case MaskFault::wrong_slot: return "wrong slot written";
+  }
+  return "?";
+}
+
+std::string MaskViolation::describe() const {
+  std::ostringstream os;
+  os << "step " << step;
+  if (!phase.empty()) os << " (" << phase << ")";
+  os << ", row " << row;
+  if (query != kNoNode) os << ", query node " << query;
+  if (slot != kNoSlot) {
+    os << ", slot " << slot;
+    if (slot_node != kNoNode) os << " (node " << slot_node << ")";
+  }
+  os << ": " << mask_fault_name(fault) << ": expected " << expected << ", found " << found;
+  return os.str();
+}
+
+namespace {
+
+bool mask_bit(const ForwardView& f, int32_t row, int32_t col) { return col < f.mask.cols && f.mask.test(row, col); }
+
+struct Sink {
+  const StepView& v;
+  std::vector<MaskViolation>& out;
+  size_t limit;
+  int64_t count = 0;
+  void add(int32_t row, int32_t query, int32_t slot, int32_t slot_node, MaskFault fault, int64_t expected, int64_t found) {
+    ++count;
+    if (out.size() < limit) out.push_back({v.step, v.phase, row, query, slot, slot_node, fault, expected, found});
+  }
+};
+
+// Why a set bit on `k`'s slot is wrong for query `q` (k is not an ancestor-or-self of q).
+MaskFault stray_fault(const std::vector<TreeNode>& nodes, int32_t q, int32_t k) {
+  if (nodes[static_cast<size_t>(k)].parent == nodes[static_cast<size_t>(q)].parent) return MaskFault::sees_sibling;
+  for (int32_t a = nodes[static_cast<size_t>(k)].parent; a >= 0; a = nodes[static_cast<size_t>(a)].parent)
+    if (a == q) return MaskFault::sees_descendant;
+  return MaskFault::sees_other_branch;
+}
+
+}  // namespace
+
+int64_t mask_check_tree(const StepView& v, const ForwardView& f, const ForwardLayout& layout, std::vector<MaskViolation>& out,
+                        size_t limit) {
+  Sink sink{v, out, limit};
+  const int32_t n = static_cast<int32_t>(v.nodes.size());
+  std::vector<char> anc(v.nodes.size(), 0);
+  for (int32_t r = 0; r < f.mask.rows && static_cast<size_t>(r) < f.queries.size(); ++r) {
+    const int32_t q = f.queries[static_cast<size_t>(r)];
+    if (q < 0 || q >= n) continue;  // TraceReplay refuses a query naming no node
+    const TreeNode& qn = v.nodes[static_cast<size_t>(q)];
+    if (static_cast<size_t>(r) < f.positions.size() && f.positions[static_cast<size_t>(r)] != qn.depth)
+      sink.add(r, q, kNoSlot, kNoNode, MaskFault::wrong_position, qn.depth, f.positions[static_cast<size_t>(r)]);
+    const int32_t own = layout.slot_of(q);
+    if (static_cast<size_t>(r) < f.slots.size() && own != kNoSlot && f.slots[static_cast<size_t>(r)] != own)
+      sink.add(r, q, f.slots[static_cast<size_t>(r)], kNoNode, MaskFault::wrong_slot, own, f.slots[static_cast<size_t>(r)]);
+    std::fill(anc.begin(), anc.end(), 0);
+    for (int32_t a = q; a >= 0 && a < n; a = v.nodes[static_cast<size_t>(a)].parent) anc[static_cast<size_t>(a)] = 1;
+    // Every column of the row, then every ancestor slot past the row's width.
+    const int32_t width = std::max<int32_t>(f.mask.cols, static_cast<int32_t>(layout.slot_to_node.size()));
+    for (int32_t c = 0; c < width; ++c) {
+      const int32_t k = layout.node_in_slot(c);
+      const bool want = k >= 0 && k < n && anc[static_cast<size_t>(k)] != 0;
+      const bool have = mask_bit(f, r, c);
+      if (want == have) continue;
+      if (want) sink.add(r, q, c, k, k == q ? MaskFault::missing_self : MaskFault::missing_ancestor, 1, 0);
+      else if (k < 0 || k >= n) sink.add(r, q, c, kNoNode, MaskFault::sees_free_slot, 0, 1);
+      else sink.add(r, q, c, k, stray_fault(v.nodes, q, k), 0, 1);
+    }
+  }
+  return sink.count;
+}
+
+int64_t mask_check_copies(const StepView& v, const ForwardView& f, int32_t region, std::vector<MaskViolation>& out, size_t limit) {
+  Sink sink{v, out, limit};
+  for (int32_t r = 0; r < f.mask.rows && static_cast<size_t>(r) < f.slots.size(); ++r) {
+    const int32_t s = f.slots[static_cast<size_t>(r)];
+    const int32_t first = s / region * region;  // the row's copy starts here
+    if (static_cast<size_t>(r) < f.positions.size() && f.positions[static_cast<size_t>(r)] != s - first)
+      sink.add(r, kNoNode, kNoSlot, kNoNode, MaskFault::wrong_position, s - first, f.positions[static_cast<size_t>(r)]);
+    for (int32_t c = 0; c < std::max(f.mask.cols, s + 1); ++c) {
+      const bool want = c >= first && c <= s;
+      const bool have = mask_bit(f, r, c);
+      if (want == have) continue;
+      if (want) sink.add(r, kNoNode, c, kNoNode, c == s ? MaskFault::missing_self : MaskFault::missing_ancestor, 1, 0);
+      else sink.add(r, kNoNode, c, kNoNode, c > s && c < first + region ? MaskFault::sees_free_slot : MaskFault::sees_other_branch, 0, 1);
+    }
+  }
+  return sink.count;
+}
+
+MaskCheckReport mask_check_trace(const TraceReplay& t, size_t limit) {
+  MaskCheckReport rep;
+  const nlohmann::json& h = t.header();
+  const bool copies = h.value("algorithm", std::string()) == "batch_beam_search";
+  rep.layout = copies ? "copies" : "tree";
+  int32_t region = 0;
+  if (copies) {
+    const auto& cfg = h.at("config");
+    TS_CHECK(cfg.contains("prompt") && cfg["prompt"].is_array() && cfg.contains("beam") && cfg["beam"].is_object() &&
+                 cfg["beam"].contains("max_new_tokens") && cfg["beam"]["max_new_tokens"].is_number_integer(),
+             "check: a batch_beam_search header needs config.prompt and config.beam.max_new_tokens (the copy size)");
+    region = static_cast<int32_t>(cfg["prompt"].size()) + cfg["beam"]["max_new_tokens"].get<int32_t>();
+    TS_CHECK(region > 0, "check: config.prompt and config.beam.max_new_tokens give an empty copy");
+  }
+  const std::set<int32_t> gc_after = trace_gc_after_forward_steps(t.records());
+  StepView v;
+  bool first = true;
+  for (int32_t step : t.steps()) {
+    v = first ? t.at(step) : t.advance(v, step);  // stepping forward replays only the records in between
+    first = false;
+    if (!v.forward) continue;
+    const ForwardView& f = *v.forward;
+    ++rep.passes;
+    rep.rows += f.mask.rows;
+    if (copies) rep.violation_count += mask_check_copies(v, f, region, rep.violations, limit);
+    else rep.violation_count += mask_check_tree(v, f, forward_layout(v, gc_after.count(step) > 0), rep.violations, limit);
+  }
+  return rep;
+}
+
+}  // namespace triescope

@@ -1,0 +1,162 @@
+#include "core/trace/external_trace.h"
+
+#include <algorithm>
+
+#include "core/common/error.h"
+
+namespace triescope {
+
+ExternalTraceWriter::ExternalTraceWriter(std::string path, std::string engine, std::vector<std::string> vocab, json config,
+                                         int32_t keyframe_interval)
+    : path_(std::move(path)), rec_(nullptr, keyframe_interval) {
+  TS_CHECK(!engine.empty(), "algorithm: the engine's name must not be empty");
+  TS_CHECK(config.is_null() || config.is_object(), "config: must be an object (a dict), got " << config.type_name());
+  TS_CHECK(keyframe_interval >= 1, "keyframe_interval: must be >= 1, got " << keyframe_interval);
+  json cfg = config.is_object() ? config : json::object();
+  TS_CHECK(!cfg.contains("engine"), "config: \"engine\" is set from algorithm=, leave it out of config");
+  cfg["engine"] = engine;
+  file_ = std::make_unique<TraceFileWriter>(path_);
+  rec_ = TraceRecorder(file_.get(), keyframe_interval);
+  json model = {{"type", kExternalAlgorithm}};
+  if (!vocab.empty()) model["vocab_size"] = vocab.size();
+  rec_.header(kExternalAlgorithm, kExternalAlgorithm, cfg, model, vocab);
+}
+
+ExternalTraceWriter::~ExternalTraceWriter() = default;
+
+void ExternalTraceWriter::check_open() const {
+  TS_CHECK(state_ == State::open, path_ << ": the trace writer is already " << (state_ == State::closed ? "closed" : "abandoned"));
+}
+
+std::vector<int32_t> ExternalTraceWriter::step(const ExternalStep& s) {
+  check_open();
+  const int32_t step_no = next_step_;
+  // Everything is applied to copies first: an invalid step changes nothing.
+  TokenTree tree = tree_;
+  std::vector<int32_t> s2n = slot_to_node_;
+  CompactionPlan plan;
+
+  if (s.has_gc) {
+    TS_CHECK(step_no > 0, "gc: step 0 (the prefill) has nothing to compact");
+    const size_t k = s.gc_moves.size();
+    plan.old_num_slots = static_cast<int32_t>(s2n.size());
+    plan.src.assign(k, kNoSlot);
+    std::vector<char> old_used(s2n.size(), 0);
+    for (size_t i = 0; i < k; ++i) {
+      const auto [o, n] = s.gc_moves[i];
+      TS_CHECK(o >= 0 && static_cast<size_t>(o) < s2n.size(),
+               "gc[" << i << "]: old slot " << o << " outside the cache's " << s2n.size() << " slots");
+      TS_CHECK(n >= 0 && static_cast<size_t>(n) < k,
+               "gc[" << i << "]: new slot " << n << " outside [0, " << k << "): a compaction's new slots are 0 .. moves - 1");
+      TS_CHECK(!old_used[static_cast<size_t>(o)], "gc[" << i << "]: old slot " << o << " is moved twice");
+      TS_CHECK(plan.src[static_cast<size_t>(n)] == kNoSlot, "gc[" << i << "]: new slot " << n << " is filled twice");
+      old_used[static_cast<size_t>(o)] = 1;
+      plan.src[static_cast<size_t>(n)] = o;
+    }
+    std::vector<int32_t> after(k, kNoNode);
+    for (size_t o = 0; o < s2n.size(); ++o) {
+      const int32_t id = s2n[o];
+      if (id == kNoNode) continue;
+      TreeNode& node = tree.node(id);
+      if (!old_used[o]) {
+        TS_CHECK(node.status != NodeStatus::live,
+                 "gc: drops slot " << o << " of live node " << id << " (mark it pruned or finished first, or keep its slot)");
+        node.slot = kNoSlot;
+      }
+    }
+    for (size_t n = 0; n < k; ++n) {
+      const int32_t id = s2n[static_cast<size_t>(plan.src[n])];
+      after[n] = id;
+      if (id != kNoNode) tree.node(id).slot = static_cast<int32_t>(n);
+    }
+    s2n = std::move(after);
+  }
+
+  json added = json::array();
+  std::vector<int32_t> ids;
+  for (size_t i = 0; i < s.added.size(); ++i) {
+    const ExternalNode& a = s.added[i];
+    TS_CHECK(a.parent == kNoNode || (a.parent >= 0 && a.parent < tree.size()),
+             "added[" << i << "].parent: node " << a.parent << " does not exist (nodes 0 .. " << tree.size() - 1
+                      << " so far; -1 for a root)");
+    TS_CHECK(a.token >= 0, "added[" << i << "].token: must be >= 0, got " << a.token);
+    TS_CHECK(a.slot >= kNoSlot, "added[" << i << "].slot: must be >= 0 (or -1: no K/V), got " << a.slot);
+    if (a.slot >= 0) {
+      if (static_cast<size_t>(a.slot) >= s2n.size()) s2n.resize(static_cast<size_t>(a.slot) + 1, kNoNode);
+      const int32_t holder = s2n[static_cast<size_t>(a.slot)];
+      TS_CHECK(holder == kNoNode, "added[" << i << "].slot: slot " << a.slot << " is still held by node " << holder << " ("
+                                           << node_status_name(tree.node(holder).status)
+                                           << "): a slot is reused only after a gc frees it");
+    }
+    const int32_t id = a.parent == kNoNode ? tree.add_root(a.token, 0, a.logprob) : tree.add_child(a.parent, a.token, a.logprob);
+    TreeNode& n = tree.node(id);
+    n.slot = a.slot;
+    n.status = a.slot >= 0 ? NodeStatus::live : NodeStatus::finished;
+    if (a.slot >= 0) s2n[static_cast<size_t>(a.slot)] = id;
+    ids.push_back(id);
+  }
+
+  json status = json::array();
+  for (size_t i = 0; i < s.status.size(); ++i) {
+    const auto& [id, name] = s.status[i];
+    TS_CHECK(id >= 0 && id < tree.size(), "status[" << i << "]: node " << id << " does not exist (nodes 0 .. " << tree.size() - 1 << ")");
+    NodeStatus st;
+    try {
+      st = node_status_parse(name);
+    } catch (const Error& e) {
+      TS_FAIL("status[" << i << "]: " << e.what());
+    }
+    TS_CHECK(st != NodeStatus::live || tree.node(id).slot != kNoSlot,
+             "status[" << i << "]: node " << id << " holds no slot, so it cannot be live");
+    tree.node(id).status = st;
+    status.push_back({{"node", id}, {"status", name}});
+  }
+
+  json fields = json::object();
+  for (int32_t id : ids) added.push_back(trace_node(tree.node(id)));
+  fields["added"] = std::move(added);
+  if (!status.empty()) fields["status"] = std::move(status);
+  if (s.has_forward) {
+    const size_t q = s.queries.size();
+    TS_CHECK(q > 0, "queries: a forward pass needs at least one query");
+    std::vector<int32_t> slots;
+    for (size_t i = 0; i < q; ++i) {
+      const int32_t id = s.queries[i];
+      TS_CHECK(id >= 0 && id < tree.size(), "queries[" << i << "]: node " << id << " does not exist (nodes 0 .. " << tree.size() - 1 << ")");
+      TS_CHECK(tree.node(id).slot != kNoSlot, "queries[" << i << "]: node " << id << " holds no slot (a query writes its K/V into its slot)");
+      slots.push_back(tree.node(id).slot);
+    }
+    TS_CHECK(s.mask.rows == static_cast<int32_t>(q), "mask: " << s.mask.rows << " rows for " << q << " queries (one row per query)");
+    TS_CHECK(s.mask.cols >= 1, "mask: needs at least one column");
+    TS_CHECK(s.positions.size() == q, "positions: " << s.positions.size() << " entries for " << q << " queries");
+    fields["forward"] = {{"queries", s.queries}, {"positions", s.positions}, {"slots", slots}, {"mask", trace_mask(s.mask)}};
+  }
+  peak_ = std::max<int64_t>(peak_, static_cast<int64_t>(s2n.size()));
+  fields["kv"] = {{"slots", s2n.size()}, {"peak", peak_}};
+
+  // Valid: commit the state, then write.
+  tree_ = std::move(tree);
+  slot_to_node_ = std::move(s2n);
+  ++next_step_;
+  if (s.has_gc) rec_.gc(step_no, plan);
+  rec_.step(step_no, step_no == 0 ? "prefill" : "forward", std::move(fields), tree_, num_slots());
+  return ids;
+}
+
+void ExternalTraceWriter::close(const std::vector<std::vector<int32_t>>& outputs) {
+  check_open();
+  TS_CHECK(next_step_ > 0, path_ << ": no step recorded: a trace needs at least the prefill");
+  json outs = json::array();
+  for (const auto& o : outputs) outs.push_back({{"tokens", o}});
+  rec_.summary(std::move(outs), json::object(), 0.0, tree_, num_slots());
+  file_->commit();
+  state_ = State::closed;
+}
+
+void ExternalTraceWriter::abandon() {
+  if (state_ != State::open) return;
+  file_.reset();  // removes the temporary file
+  state_ = State::abandoned;
+}
+
+}  // namespace triescope

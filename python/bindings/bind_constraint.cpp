@@ -1,0 +1,131 @@
+// triescope.ConstraintIndex: STATIC's CSR transition matrix and VNTK (core/constraint/).
+#include <limits>
+#include <memory>
+
+#include <pybind11/stl.h>
+
+#include "python/bindings/bindings.h"
+#include "python/bindings/py_convert.h"
+#include "core/common/error.h"
+#include "core/constraint/constraint_set.h"
+#include "core/constraint/transition_matrix.h"
+#include "core/constraint/vntk.h"
+
+namespace triescope::py {
+
+namespace {
+
+struct PyConstraintIndex {
+  std::shared_ptr<const ConstraintSet> set;
+  std::shared_ptr<const TransitionMatrix> tm;
+  std::unique_ptr<VntkIndex> index;
+};
+
+template <class T>
+pyb::array_t<T> copy_array(const std::vector<T>& v) {
+  pyb::array_t<T> a(static_cast<pyb::ssize_t>(v.size()));
+  std::copy(v.begin(), v.end(), a.mutable_data());
+  return a;
+}
+
+}  // namespace
+
+void bind_constraint(pyb::module_& m) {
+  pyb::class_<PyConstraintIndex>(m, "ConstraintIndex", R"doc(STATIC's constraint index over a set of valid id sequences.
+
+ConstraintIndex(sequences, vocab_size, dense_levels=0, layout="stacked")
+
+sequences: integer array [n x L] (numpy, torch or a list of lists), each row
+one valid sequence of L tokens in [0, vocab_size). Built into the CSR
+transition matrix and masked with the Vectorized Node Transition Kernel
+(STATIC Alg. 1-2), the C++ code triescope's own decoders use.)doc")
+      .def(pyb::init([](pyb::object sequences, int32_t vocab_size, int32_t dense_levels, const std::string& layout) {
+             const auto rows = int_rows(sequences, "sequences");
+             TS_CHECK(!rows.empty(), "sequences: empty (no valid sequence)");
+             const size_t L = rows.front().size();
+             std::vector<int32_t> flat;
+             flat.reserve(rows.size() * L);
+             for (size_t i = 0; i < rows.size(); ++i) {
+               TS_CHECK(rows[i].size() == L, "sequences[" << i << "]: " << rows[i].size() << " tokens, the first row has " << L);
+               for (size_t k = 0; k < L; ++k) {
+                 TS_CHECK(rows[i][k] >= 0 && rows[i][k] < vocab_size,
+                          "sequences[" << i << "][" << k << "]: token " << rows[i][k] << " outside [0, vocab_size = " << vocab_size << ")");
+                 flat.push_back(static_cast<int32_t>(rows[i][k]));
+               }
+             }
+             auto out = std::make_unique<PyConstraintIndex>();
+             out->set = std::make_shared<const ConstraintSet>(
+                 constraint_set_from_rows(std::move(flat), static_cast<int32_t>(L), vocab_size, "sequences", "row"));
+             TransitionMatrixOptions opt;
+             opt.dense_levels = dense_levels;
+             opt.layout = csr_layout_parse(layout, "layout");
+             TS_CHECK(dense_levels >= 0 && dense_levels <= 2 && dense_levels < static_cast<int32_t>(L),
+                      "dense_levels: must be 0, 1 or 2 and below the length " << L << ", got " << dense_levels);
+             out->tm = std::make_shared<const TransitionMatrix>(TransitionMatrix::build(*out->set, opt));
+             out->index = std::make_unique<VntkIndex>(out->tm);
+             return out;
+           }),
+           pyb::arg("sequences"), pyb::arg("vocab_size"), pyb::arg("dense_levels") = 0, pyb::arg("layout") = "stacked")
+      .def_property_readonly("length", [](const PyConstraintIndex& c) { return c.set->length; }, "L, the tokens per sequence.")
+      .def_property_readonly("vocab_size", [](const PyConstraintIndex& c) { return c.set->vocab_size; })
+      .def_property_readonly("size", [](const PyConstraintIndex& c) { return c.set->size(); }, "Distinct sequences in the set.")
+      .def_property_readonly("memory_bytes", [](const PyConstraintIndex& c) { return c.index->memory_bytes(); })
+      .def("__len__", [](const PyConstraintIndex& c) { return c.set->size(); })
+      .def(
+          "contains",
+          [](const PyConstraintIndex& c, pyb::object seq) {
+            return c.set->contains(int32_vector(seq, "sequence"));
+          },
+          pyb::arg("sequence"), "True when `sequence` is one of the set's sequences.")
+      .def(
+          "mask_",
+          [](PyConstraintIndex& c, pyb::object generated, pyb::object scores) {
+            const auto prefixes = int_rows(generated, "generated");
+            auto s = float_rows_inplace(scores, "scores");
+            const auto n = s.shape(0), V = s.shape(1);
+            TS_CHECK(static_cast<pyb::ssize_t>(prefixes.size()) == n,
+                     "generated: " << prefixes.size() << " rows for " << n << " rows of scores");
+            TS_CHECK(V == c.set->vocab_size, "scores: " << V << " columns, the index was built for vocab_size " << c.set->vocab_size);
+            const size_t step = prefixes.empty() ? 0 : prefixes.front().size();
+            TS_CHECK(step < static_cast<size_t>(c.set->length),
+                     "generated: " << step << " tokens already, every sequence of the set has " << c.set->length
+                                   << " (generate at most that many new tokens)");
+            std::vector<int64_t> states(static_cast<size_t>(n));
+            for (pyb::ssize_t i = 0; i < n; ++i) {
+              const auto& p = prefixes[static_cast<size_t>(i)];
+              TS_CHECK(p.size() == step, "generated[" << i << "]: " << p.size() << " tokens, row 0 has " << step);
+              int64_t st = c.index->root_state();
+              for (size_t t = 0; t < step && st != kDeadState; ++t) {
+                const int64_t tok = p[t];
+                st = tok < 0 || tok >= c.set->vocab_size ? kDeadState : c.index->next_state(st, static_cast<int32_t>(tok), static_cast<int32_t>(t));
+              }
+              states[static_cast<size_t>(i)] = st;  // a dead prefix (a masked token chosen anyway) allows nothing
+            }
+            {
+              pyb::gil_scoped_release release;
+              c.index->mask(states.data(), static_cast<int32_t>(n), static_cast<int32_t>(step), s.mutable_data(), nullptr, nullptr);
+            }
+          },
+          pyb::arg("generated"), pyb::arg("scores"),
+          R"doc(Masks `scores` in place: -inf for every token the set does not allow after each row's prefix.
+
+generated: integer [n x t] (the tokens generated so far, t < L), scores:
+float32 [n x vocab_size], C-contiguous and writable (a numpy array or a CPU
+torch tensor, which is changed in place).)doc")
+      .def(
+          "csr",
+          [](const PyConstraintIndex& c) {
+            const TransitionMatrix& tm = *c.tm;
+            TS_CHECK(tm.layout == CsrLayout::stacked, "csr: only the stacked layout exposes (token, next) edges");
+            pyb::dict d;
+            d["row_ptr"] = copy_array(tm.row_ptr);
+            d["edges"] = copy_array(tm.edges).reshape({static_cast<pyb::ssize_t>(tm.edges.size() / 2), pyb::ssize_t{2}});
+            d["max_branch"] = copy_array(tm.max_branch);
+            d["level_start"] = copy_array(tm.level_start);
+            return d;
+          },
+          "The stacked CSR arrays (row_ptr, edges [E x 2] of (token, next state), max_branch B_t, level_start): "
+          "what a PyTorch rendering of Alg. 2 reads.");
+}
+
+}  // namespace triescope::py

@@ -1,0 +1,183 @@
+#include "python/bindings/py_convert.h"
+
+#include <limits>
+
+#include "core/common/error.h"
+
+namespace triescope::py {
+
+std::string describe_array(const pyb::array& a) {
+  std::string shape = "(";
+  for (pyb::ssize_t i = 0; i < a.ndim(); ++i) shape += (i ? ", " : "") + std::to_string(a.shape(i));
+  if (a.ndim() == 1) shape += ",";
+  shape += ")";
+  return pyb::str(a.dtype()).cast<std::string>() + " array of shape " + shape;
+}
+
+namespace {
+
+std::string type_name(pyb::handle obj) { return pyb::str(pyb::type::handle_of(obj).attr("__name__")).cast<std::string>(); }
+
+bool is_int(pyb::handle obj) {
+  return (pyb::isinstance<pyb::int_>(obj) && !pyb::isinstance<pyb::bool_>(obj)) ||
+         (pyb::hasattr(obj, "dtype") && pyb::hasattr(obj, "ndim") && obj.attr("ndim").cast<int>() == 0 &&
+          std::string("iu").find(obj.attr("dtype").attr("kind").cast<std::string>()) != std::string::npos);
+}
+
+}  // namespace
+
+pyb::object numpy_of(pyb::handle obj) {
+  const std::string mod = pyb::str(pyb::type::handle_of(obj).attr("__module__")).cast<std::string>();
+  if (mod.rfind("torch", 0) == 0 && pyb::hasattr(obj, "detach")) return obj.attr("detach")().attr("cpu")().attr("numpy")();
+  return pyb::reinterpret_borrow<pyb::object>(obj);
+}
+
+nlohmann::json to_json(pyb::handle obj, const std::string& name) {
+  if (obj.is_none()) return nullptr;
+  if (pyb::isinstance<pyb::bool_>(obj)) return obj.cast<bool>();
+  if (is_int(obj)) return obj.cast<int64_t>();
+  if (pyb::isinstance<pyb::float_>(obj)) return obj.cast<double>();
+  if (pyb::isinstance<pyb::str>(obj)) return obj.cast<std::string>();
+  if (pyb::isinstance<pyb::dict>(obj)) {
+    nlohmann::json j = nlohmann::json::object();
+    for (auto item : obj.cast<pyb::dict>()) {
+      if (!pyb::isinstance<pyb::str>(item.first)) throw pyb::type_error(name + ": keys must be strings, got " + type_name(item.first));
+      const std::string key = item.first.cast<std::string>();
+      j[key] = to_json(item.second, name + "." + key);
+    }
+    return j;
+  }
+  if (pyb::isinstance<pyb::list>(obj) || pyb::isinstance<pyb::tuple>(obj)) {
+    nlohmann::json j = nlohmann::json::array();
+    size_t i = 0;
+    for (auto item : obj) j.push_back(to_json(item, name + "[" + std::to_string(i++) + "]"));
+    return j;
+  }
+  throw pyb::type_error(name + ": cannot store a " + type_name(obj) + " in a trace (use dict, list, str, int, float, bool, None)");
+}
+
+pyb::object from_json(const nlohmann::json& j) {
+  switch (j.type()) {
+    case nlohmann::json::value_t::null: return pyb::none();
+    case nlohmann::json::value_t::boolean: return pyb::bool_(j.get<bool>());
+    case nlohmann::json::value_t::number_integer: return pyb::int_(j.get<int64_t>());
+    case nlohmann::json::value_t::number_unsigned: return pyb::int_(j.get<uint64_t>());
+    case nlohmann::json::value_t::number_float: return pyb::float_(j.get<double>());
+    case nlohmann::json::value_t::string: return pyb::str(j.get<std::string>());
+    case nlohmann::json::value_t::array: {
+      pyb::list l;
+      for (const auto& e : j) l.append(from_json(e));
+      return l;
+    }
+    case nlohmann::json::value_t::object: {
+      pyb::dict d;
+      for (const auto& [k, v] : j.items()) d[pyb::str(k)] = from_json(v);
+      return d;
+    }
+    default: return pyb::none();
+  }
+}
+
+std::vector<int64_t> int_vector(pyb::handle obj_in, const std::string& name) {
+  pyb::object obj = numpy_of(obj_in);
+  std::vector<int64_t> out;
+  if (pyb::isinstance<pyb::array>(obj)) {
+    auto a = obj.cast<pyb::array>();
+    const char kind = a.dtype().kind();
+    if (kind != 'i' && kind != 'u') throw pyb::type_error(name + ": expected integers, got a " + describe_array(a));
+    if (a.ndim() != 1) throw Error(name + ": expected a 1-D array, got a " + describe_array(a));
+    auto c = pyb::array_t<int64_t, pyb::array::c_style | pyb::array::forcecast>::ensure(a);
+    out.assign(c.data(), c.data() + c.size());
+    return out;
+  }
+  if (pyb::isinstance<pyb::str>(obj) || !pyb::isinstance<pyb::sequence>(obj))
+    throw pyb::type_error(name + ": expected a sequence of integers, got " + type_name(obj));
+  size_t i = 0;
+  for (auto item : obj) {
+    if (!is_int(item))
+      throw pyb::type_error(name + "[" + std::to_string(i) + "]: expected an integer, got " + type_name(item));
+    out.push_back(item.cast<int64_t>());
+    ++i;
+  }
+  return out;
+}
+
+std::vector<int32_t> int32_vector(pyb::handle obj, const std::string& name) {
+  const std::vector<int64_t> v = int_vector(obj, name);
+  std::vector<int32_t> out(v.size());
+  for (size_t i = 0; i < v.size(); ++i) {
+    TS_CHECK(v[i] >= std::numeric_limits<int32_t>::min() && v[i] <= std::numeric_limits<int32_t>::max(),
+             name << "[" << i << "]: " << v[i] << " does not fit in 32 bits");
+    out[i] = static_cast<int32_t>(v[i]);
+  }
+  return out;
+}
+
+std::vector<std::vector<int64_t>> int_rows(pyb::handle obj_in, const std::string& name) {
+  pyb::object obj = numpy_of(obj_in);
+  std::vector<std::vector<int64_t>> rows;
+  if (pyb::isinstance<pyb::array>(obj)) {
+    auto a = obj.cast<pyb::array>();
+    const char kind = a.dtype().kind();
+    if (kind != 'i' && kind != 'u') throw pyb::type_error(name + ": expected integers, got a " + describe_array(a));
+    if (a.ndim() != 2) throw Error(name + ": expected a 2-D array, got a " + describe_array(a));
+    auto c = pyb::array_t<int64_t, pyb::array::c_style | pyb::array::forcecast>::ensure(a);
+    const auto n = c.shape(0), m = c.shape(1);
+    for (pyb::ssize_t r = 0; r < n; ++r) rows.emplace_back(c.data() + r * m, c.data() + (r + 1) * m);
+    return rows;
+  }
+  if (pyb::isinstance<pyb::str>(obj) || !pyb::isinstance<pyb::sequence>(obj))
+    throw pyb::type_error(name + ": expected a 2-D integer array or a list of integer lists, got " + type_name(obj));
+  size_t i = 0;
+  for (auto item : obj) rows.push_back(int_vector(item, name + "[" + std::to_string(i++) + "]"));
+  return rows;
+}
+
+BitMask bit_mask(pyb::handle obj_in, const std::string& name) {
+  pyb::object obj = numpy_of(obj_in);
+  if (!pyb::isinstance<pyb::array>(obj))
+    throw pyb::type_error(name + ": expected a 2-D numpy array or torch tensor of bool or uint8, got " + type_name(obj));
+  auto a = obj.cast<pyb::array>();
+  const char kind = a.dtype().kind();
+  const bool is_bool = kind == 'b';
+  const bool is_u8 = kind == 'u' && a.dtype().itemsize() == 1;
+  if (!is_bool && !is_u8) throw pyb::type_error(name + ": expected bool or uint8 (0/1) entries, got a " + describe_array(a));
+  if (a.ndim() != 2) throw Error(name + ": expected a 2-D array [queries x slots], got a " + describe_array(a));
+  auto c = pyb::array_t<uint8_t, pyb::array::c_style | pyb::array::forcecast>::ensure(a);
+  const auto rows = c.shape(0), cols = c.shape(1);
+  TS_CHECK(cols < std::numeric_limits<int32_t>::max() && rows < std::numeric_limits<int32_t>::max(), name << ": too large");
+  BitMask m(static_cast<int32_t>(rows), static_cast<int32_t>(cols));
+  const uint8_t* p = c.data();
+  for (pyb::ssize_t r = 0; r < rows; ++r)
+    for (pyb::ssize_t col = 0; col < cols; ++col) {
+      const uint8_t v = p[r * cols + col];
+      TS_CHECK(v <= 1, name << "[" << r << ", " << col << "] = " << int{v} << ": entries must be 0 or 1");
+      if (v) m.set(static_cast<int32_t>(r), static_cast<int32_t>(col));
+    }
+  return m;
+}
+
+pyb::array_t<float> float_rows_inplace(pyb::handle obj_in, const std::string& name) {
+  pyb::object obj = numpy_of(obj_in);
+  if (!pyb::isinstance<pyb::array>(obj))
+    throw pyb::type_error(name + ": expected a 2-D float32 numpy array or CPU torch tensor, got " + type_name(obj));
+  auto a = obj.cast<pyb::array>();
+  if (a.dtype().kind() != 'f' || a.dtype().itemsize() != 4)
+    throw pyb::type_error(name + ": expected float32 entries (masked in place), got a " + describe_array(a));
+  if (a.ndim() != 2) throw Error(name + ": expected a 2-D array [rows x vocab], got a " + describe_array(a));
+  if (!(a.flags() & pyb::array::c_style)) throw Error(name + ": must be C-contiguous (masked in place)");
+  if (!a.writeable()) throw Error(name + ": must be writable (masked in place)");
+  return pyb::array_t<float>(a);
+}
+
+pyb::array_t<float, pyb::array::c_style | pyb::array::forcecast> float_rows(pyb::handle obj_in, const std::string& name) {
+  pyb::object obj = numpy_of(obj_in);
+  if (!pyb::isinstance<pyb::array>(obj))
+    throw pyb::type_error(name + ": expected a 2-D float numpy array or torch tensor, got " + type_name(obj));
+  auto a = obj.cast<pyb::array>();
+  if (a.dtype().kind() != 'f') throw pyb::type_error(name + ": expected floating-point entries, got a " + describe_array(a));
+  if (a.ndim() != 2) throw Error(name + ": expected a 2-D array [rows x vocab], got a " + describe_array(a));
+  return pyb::array_t<float, pyb::array::c_style | pyb::array::forcecast>::ensure(a);
+}
+
+}  // namespace triescope::py
