@@ -13,7 +13,7 @@
 // -Wmaybe-uninitialized reports as a false positive.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
-#define TRIESCOPE_LSE_AVX512 1
+#define TRIESCOPE_LSE_AVX512 1  // AVX-512 and AVX2 paths, chosen at run time
 #endif
 
 namespace triescope {
@@ -28,8 +28,13 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 // 1e-12 score tolerance can see).
 constexpr double kMagic = 0x1.8p52;  // adding it rounds to an integer held in the low mantissa bits
 constexpr double kScale = 23.083120654223414;  // 16 / ln 2
-constexpr double kLn2Hi = 6.93147180369123816490e-01 / 16;  // fdlibm's split of ln 2 (32 significant bits), / 16 exactly
-constexpr double kLn2Lo = 1.90821492927058770002e-10 / 16;
+// r = d - n ln2/16 in one FMA with ln 2 / 16 rounded to double (off by
+// 1.45e-18): exp(d) gains 3.35e-17 |d| relative error, which matters only
+// where exp(d) is small. In a sum >= 1 a term adds at most 1.2e-17 (at
+// d = -1): |V| x 1.2e-17 relative in the worst case (every logit one below
+// the maximum), ~1e-16 on real rows; one FMA (5 % of the pass) less than a
+// hi/lo split.
+constexpr double kLn2By16 = 0.043321698784996581;
 constexpr double kFloor = -700.0;  // exp below it is 0 here (far below one ulp of a sum that holds exp(0) = 1)
 constexpr double kC[7] = {1.0, 1.0, 1.0 / 2, 1.0 / 6, 1.0 / 24, 1.0 / 120, 1.0 / 720};
 constexpr int32_t kBlock = 32;
@@ -45,15 +50,15 @@ const double* pow2_table() {
   return t.v;
 }
 
-std::atomic<bool> g_force_portable{false};
+enum class Isa { portable = 0, avx2 = 1, avx512 = 2 };
+std::atomic<int> g_isa_cap{2};  // the best path a caller allows (tests lower it)
 
 // The scalar kernel; the AVX-512 lanes do exactly these operations.
 double exp_kernel(double d, const double* T) {
   const double t = std::fma(d, kScale, kMagic);
   const double nf = t - kMagic;
   const int64_t ni = static_cast<int64_t>(std::bit_cast<uint64_t>(t) - std::bit_cast<uint64_t>(kMagic));
-  double r = std::fma(-nf, kLn2Hi, d);
-  r = std::fma(-nf, kLn2Lo, r);
+  const double r = std::fma(-nf, kLn2By16, d);
   double p = kC[6];
   for (int c = 5; c >= 0; --c) p = std::fma(p, r, kC[c]);
   return std::ldexp(T[ni & 15] * p, static_cast<int>(ni >> 4));
@@ -70,6 +75,13 @@ float threshold_down(double t) {
   if (std::isnan(t)) return -std::numeric_limits<float>::infinity();
   float f = static_cast<float>(t);
   if (static_cast<double>(f) > t) f = std::nextafter(f, -std::numeric_limits<float>::infinity());
+  return f;
+}
+
+// The float at or above t: a logit >= it lies at or above t.
+float threshold_up(double t) {
+  float f = static_cast<float>(t);
+  if (static_cast<double>(f) < t) f = std::nextafter(f, std::numeric_limits<float>::infinity());
   return f;
 }
 
@@ -127,8 +139,7 @@ __attribute__((target("avx512f"))) inline __m512d exp_lanes(__m512d d, __m512d T
   const __m512d magic = _mm512_set1_pd(kMagic);
   const __m512d t = _mm512_fmadd_pd(d, _mm512_set1_pd(kScale), magic);
   const __m512d nf = _mm512_sub_pd(t, magic);
-  __m512d r = _mm512_fnmadd_pd(nf, _mm512_set1_pd(kLn2Hi), d);
-  r = _mm512_fnmadd_pd(nf, _mm512_set1_pd(kLn2Lo), r);
+  const __m512d r = _mm512_fnmadd_pd(nf, _mm512_set1_pd(kLn2By16), d);
   __m512d p = _mm512_set1_pd(kC[6]);
   p = _mm512_fmadd_pd(p, r, _mm512_set1_pd(kC[5]));
   p = _mm512_fmadd_pd(p, r, _mm512_set1_pd(kC[4]));
@@ -200,7 +211,7 @@ __attribute__((target("avx512f"))) double pass_avx512(const float* x, int32_t V,
     }
     const __m512d m = _mm512_set1_pd(mx);
     // Without a lane below mx + kFloor (no -inf, no tail) the clamp is not needed.
-    const __m512 lo = _mm512_set1_ps(static_cast<float>(mx + kFloor));
+    const __m512 lo = _mm512_set1_ps(threshold_up(mx + kFloor));
     if (n == kBlock && !(_mm512_cmp_ps_mask(v0, lo, _CMP_LT_OQ) | _mm512_cmp_ps_mask(v1, lo, _CMP_LT_OQ))) {
       acc0 = _mm512_add_pd(acc0, exp_lanes<false>(_mm512_sub_pd(widen_lo(v0), m), T0, T1));
       acc1 = _mm512_add_pd(acc1, exp_lanes<false>(_mm512_sub_pd(widen_hi(v0), m), T0, T1));
@@ -222,20 +233,118 @@ __attribute__((target("avx512f"))) double pass_avx512(const float* x, int32_t V,
   return finish(partial, started, mx);
 }
 
-bool use_avx512() {
-  static const bool ok = __builtin_cpu_supports("avx512f");
-  return ok && !g_force_portable.load(std::memory_order_relaxed);
+// The same lanes 4 at a time (AVX2 + FMA): 8 accumulators hold lanes
+// 0-3, 4-7, ..., 28-31. No scalef or 64-bit arithmetic shift here: 2^(n >> 4)
+// is built from floor(n / 16) in the exponent field, the same exact scaling.
+template <bool kClamp>
+__attribute__((target("avx2,fma"))) inline __m256d exp_lanes4(__m256d d, const double* T) {
+  __m256d live = _mm256_castsi256_pd(_mm256_set1_epi64x(-1));
+  if constexpr (kClamp) {
+    live = _mm256_cmp_pd(d, _mm256_set1_pd(kFloor), _CMP_GE_OQ);
+    d = _mm256_max_pd(d, _mm256_set1_pd(kFloor));
+  }
+  const __m256d magic = _mm256_set1_pd(kMagic);
+  const __m256d t = _mm256_fmadd_pd(d, _mm256_set1_pd(kScale), magic);
+  const __m256d nf = _mm256_sub_pd(t, magic);
+  const __m256d r = _mm256_fnmadd_pd(nf, _mm256_set1_pd(kLn2By16), d);
+  __m256d p = _mm256_set1_pd(kC[6]);
+  p = _mm256_fmadd_pd(p, r, _mm256_set1_pd(kC[5]));
+  p = _mm256_fmadd_pd(p, r, _mm256_set1_pd(kC[4]));
+  p = _mm256_fmadd_pd(p, r, _mm256_set1_pd(kC[3]));
+  p = _mm256_fmadd_pd(p, r, _mm256_set1_pd(kC[2]));
+  p = _mm256_fmadd_pd(p, r, _mm256_set1_pd(kC[1]));
+  p = _mm256_fmadd_pd(p, r, _mm256_set1_pd(kC[0]));
+  const __m256i j = _mm256_and_si256(_mm256_castpd_si256(t), _mm256_set1_epi64x(15));
+  const __m256d v = _mm256_mul_pd(_mm256_i64gather_pd(T, j, 8), p);
+  const __m256d e = _mm256_floor_pd(_mm256_mul_pd(nf, _mm256_set1_pd(1.0 / 16)));  // n >> 4, exactly
+  const __m256i biased = _mm256_castpd_si256(_mm256_add_pd(e, _mm256_set1_pd(kMagic + 1023)));  // low bits: e + 1023
+  const __m256d scale = _mm256_castsi256_pd(_mm256_slli_epi64(biased, 52));                      // 2^e
+  return _mm256_and_pd(_mm256_mul_pd(v, scale), live);
+}
+
+template <bool kAllowed>
+__attribute__((target("avx2,fma"))) double pass_avx2(const float* x, int32_t V, const uint64_t* allowed, double bound, int32_t* out,
+                                                    int32_t* count, const char* who) {
+  const double* T = pow2_table();
+  const __m256 pinf = _mm256_set1_ps(std::numeric_limits<float>::infinity());
+  __m256d acc[8];
+  for (auto& a : acc) a = _mm256_setzero_pd();
+  double mx = -kInf;
+  bool started = false;
+  int32_t c = 0;
+  for (int32_t b = 0; b < V; b += kBlock) {
+    const int32_t n = std::min(kBlock, V - b);
+    __m256 v[4];
+    for (int q = 0; q < 4; ++q) {
+      if (n == kBlock) {
+        v[q] = _mm256_loadu_ps(x + b + 8 * q);
+      } else {  // the tail: missing lanes read -inf
+        alignas(32) float tmp[8];
+        for (int i = 0; i < 8; ++i) tmp[i] = 8 * q + i < n ? x[b + 8 * q + i] : -std::numeric_limits<float>::infinity();
+        v[q] = _mm256_load_ps(tmp);
+      }
+    }
+    uint32_t bad = 0;
+    for (int q = 0; q < 4; ++q) bad |= static_cast<uint32_t>(_mm256_movemask_ps(_mm256_cmp_ps(v[q], pinf, _CMP_NLT_UQ))) << (8 * q);
+    if (bad) {
+      const int32_t i = std::countr_zero(bad);
+      bad_logit(who, b + i, x[b + i]);
+    }
+    const __m256 vmx = _mm256_set1_ps(static_cast<float>(mx));
+    int gt = 0;
+    for (int q = 0; q < 4; ++q) gt |= _mm256_movemask_ps(_mm256_cmp_ps(v[q], vmx, _CMP_GT_OQ));
+    if (gt) {
+      float bm = -std::numeric_limits<float>::infinity();
+      for (int32_t i = 0; i < n; ++i) bm = std::max(bm, x[b + i]);
+      if (started) {
+        const __m256d f = _mm256_set1_pd(exp_or_zero(mx - static_cast<double>(bm), T));
+        for (auto& a : acc) a = _mm256_mul_pd(a, f);
+      }
+      mx = bm;
+      started = true;
+    }
+    if constexpr (kAllowed) {
+      const __m256 thr = _mm256_set1_ps(threshold_down(bound + mx));
+      uint32_t above = 0;
+      for (int q = 0; q < 4; ++q) above |= static_cast<uint32_t>(_mm256_movemask_ps(_mm256_cmp_ps(v[q], thr, _CMP_GT_OQ))) << (8 * q);
+      uint32_t keep = static_cast<uint32_t>(allowed[b / 64] >> (b % 64)) & above;
+      for (; keep; keep &= keep - 1) out[c++] = b + std::countr_zero(keep);
+    }
+    const __m256d m = _mm256_set1_pd(mx);
+    const float lo_f = threshold_up(mx + kFloor);
+    int low = n != kBlock;
+    for (int q = 0; q < 4; ++q) low |= _mm256_movemask_ps(_mm256_cmp_ps(v[q], _mm256_set1_ps(lo_f), _CMP_LT_OQ));
+    for (int q = 0; q < 4; ++q) {
+      const __m256d dlo = _mm256_sub_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(v[q])), m);
+      const __m256d dhi = _mm256_sub_pd(_mm256_cvtps_pd(_mm256_extractf128_ps(v[q], 1)), m);
+      acc[2 * q] = _mm256_add_pd(acc[2 * q], low ? exp_lanes4<true>(dlo, T) : exp_lanes4<false>(dlo, T));
+      acc[2 * q + 1] = _mm256_add_pd(acc[2 * q + 1], low ? exp_lanes4<true>(dhi, T) : exp_lanes4<false>(dhi, T));
+    }
+  }
+  alignas(32) double partial[kBlock];
+  for (int a = 0; a < 8; ++a) _mm256_store_pd(partial + 4 * a, acc[a]);
+  if (count) *count = c;
+  return finish(partial, started, mx);
+}
+
+Isa best_isa() {
+  static const Isa best = __builtin_cpu_supports("avx512f")                                         ? Isa::avx512
+                          : (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) ? Isa::avx2
+                                                                                               : Isa::portable;
+  return best;
 }
 #else
-bool use_avx512() { return false; }
+Isa best_isa() { return Isa::portable; }
 #endif
+Isa isa() { return static_cast<Isa>(std::min(static_cast<int>(best_isa()), g_isa_cap.load(std::memory_order_relaxed))); }
 
 template <bool kAllowed>
 double pass(const float* x, int32_t V, const uint64_t* allowed, double bound, int32_t* out, int32_t* count, const char* who) {
   TS_CHECK(V >= 1, who << ": vocabulary of " << V << " tokens");
   TS_CHECK(!std::isnan(bound), who << ": the ranking bound is NaN");
 #ifdef TRIESCOPE_LSE_AVX512
-  if (use_avx512()) return pass_avx512<kAllowed>(x, V, allowed, bound, out, count, who);
+  if (isa() == Isa::avx512) return pass_avx512<kAllowed>(x, V, allowed, bound, out, count, who);
+  if (isa() == Isa::avx2) return pass_avx2<kAllowed>(x, V, allowed, bound, out, count, who);
 #endif
   return pass_portable<kAllowed>(x, V, allowed, bound, out, count, who);
 }
@@ -253,8 +362,20 @@ double row_log_normaliser_allowed(const float* x, int32_t vocab, const uint64_t*
 
 double log_normaliser_exp(double d) { return exp_or_zero(d, pow2_table()); }
 
-const char* log_normaliser_isa() { return use_avx512() ? "avx512" : "portable"; }
+const char* log_normaliser_isa() {
+  switch (isa()) {
+    case Isa::avx512: return "avx512";
+    case Isa::avx2: return "avx2";
+    case Isa::portable: break;
+  }
+  return "portable";
+}
 
-void log_normaliser_force_portable(bool on) { g_force_portable.store(on, std::memory_order_relaxed); }
+bool log_normaliser_use(const std::string& path) {
+  const int cap = path == "portable" ? 0 : path == "avx2" ? 1 : path == "avx512" || path == "best" ? 2 : -1;
+  TS_CHECK(cap >= 0, "log normaliser: no path \"" << path << "\" (best, avx512, avx2, portable)");
+  g_isa_cap.store(cap, std::memory_order_relaxed);
+  return path == "best" || path == log_normaliser_isa();
+}
 
 }  // namespace triescope

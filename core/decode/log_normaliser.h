@@ -4,13 +4,14 @@
 // constrained step that ranks only the allowed tokens needs nothing else
 // from the full vocabulary, so no log-softmax row is written.
 //
-// Both paths (AVX-512 and the portable one) do the same IEEE operations in
-// the same order (FMA-based exp over a 16-entry 2^(j/16) table, lane i of 32
-// summing the logits i mod 32), so the result is bit-identical on every
-// machine. Against log_softmax_row (glibc exp, one sequential sum, two
+// Every path (AVX-512, AVX2 + FMA, portable; chosen at run time) does the
+// same IEEE operations in the same order (FMA-based exp over a 16-entry
+// 2^(j/16) table, lane i of 32 summing the logits i mod 32), so the result
+// is bit-identical on every machine. Against log_softmax_row (glibc exp, one sequential sum, two
 // passes) it differs by rounding only (tests/core/test_log_normaliser.cpp).
 #pragma once
 #include <cstdint>
+#include <string>
 
 namespace triescope {
 
@@ -29,11 +30,15 @@ double row_log_normaliser(const float* x, int32_t vocab, const char* who = "log 
 double row_log_normaliser_allowed(const float* x, int32_t vocab, const uint64_t* allowed, double bound, int32_t* out_tokens,
                                   int32_t* count, const char* who = "log normaliser");
 
-// exp(d) for d <= 0 as the normaliser computes it (0 below -700); for tests.
+// exp(d) for d <= 0 as the normaliser computes it (0 below -700); relative
+// error below 1e-15 + 3.4e-17 |d| (the second term from the one-FMA range
+// reduction; see log_normaliser.cpp for what it does to a sum); for tests.
 double log_normaliser_exp(double d);
-// "avx512" or "portable": the path row_log_normaliser takes on this machine.
+// "avx512", "avx2" or "portable": the path row_log_normaliser takes now.
 const char* log_normaliser_isa();
-// Forces the portable path (tests compare both paths bit for bit).
-void log_normaliser_force_portable(bool on);
+// Caps the path at "avx512", "avx2" or "portable" ("best": no cap), for
+// tests comparing the paths bit for bit; false when this machine cannot run
+// the path asked for (a lower one runs instead).
+bool log_normaliser_use(const std::string& path);
 
 }  // namespace triescope
