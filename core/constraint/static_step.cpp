@@ -140,7 +140,13 @@ void StaticStep::run(const float* const* rows, const int64_t* states, const doub
         // checked exactly below).
         const double bound = have_t ? (t_score - bs) - 1e-12 * (std::abs(t_score) + std::abs(bs)) : -std::numeric_limits<double>::infinity();
         int32_t c = 0;
+        const bool timed = times && times->time_dense_passes;
+        const auto p0 = timed ? Clock::now() : Clock::time_point();
         const double lse = row_log_normaliser_allowed(x, V, bits, bound, tokens_.data(), &c, "static step");
+        if (timed) {
+          times->dense_pass_s += seconds_since(p0);
+          ++times->dense_passes;
+        }
         for (int32_t j = 0; j < c; ++j) {
           const int32_t v = tokens_[static_cast<size_t>(j)];
           offer(bs + (static_cast<double>(x[v]) - lse), flat0 + v, v);

@@ -40,10 +40,16 @@ struct StaticStepResult {
 };
 
 // Seconds spent in the constraint's phases (A and D) and in the rest (B, C),
-// accumulated over calls when a StaticStepTimes is passed to run().
+// accumulated over calls when a StaticStepTimes is passed to run(). With
+// time_dense_passes, each dense-level pass over a row (normaliser + bit row)
+// is timed too, so a benchmark can subtract the plain normaliser's time over
+// the same rows and get the bit test's own cost.
 struct StaticStepTimes {
   double constraint_s = 0.0;
   double rank_s = 0.0;
+  bool time_dense_passes = false;
+  double dense_pass_s = 0.0;
+  int64_t dense_passes = 0;
 };
 
 class StaticStep {

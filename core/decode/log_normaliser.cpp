@@ -98,6 +98,7 @@ double pass_portable(const float* x, int32_t V, const uint64_t* allowed, double 
   double partial[kBlock] = {};
   double mx = -kInf;
   bool started = false;
+  float thr = -std::numeric_limits<float>::infinity();  // kept tokens lie above it (recomputed when mx moves)
   int32_t c = 0;
   for (int32_t b = 0; b < V; b += kBlock) {
     const int32_t n = std::min(kBlock, V - b);
@@ -114,9 +115,9 @@ double pass_portable(const float* x, int32_t V, const uint64_t* allowed, double 
       }
       mx = bm;
       started = true;
+      thr = threshold_down(bound + mx);
     }
     if constexpr (kAllowed) {
-      const float thr = threshold_down(bound + mx);
       const uint32_t bits = static_cast<uint32_t>(allowed[b / 64] >> (b % 64));
       for (int32_t i = 0; i < n; ++i)
         if (((bits >> i) & 1u) && x[b + i] > thr) out[c++] = b + i;
@@ -170,6 +171,11 @@ __attribute__((target("avx512f"))) double pass_avx512(const float* x, int32_t V,
   __m512d acc0 = _mm512_setzero_pd(), acc1 = acc0, acc2 = acc0, acc3 = acc0;
   double mx = -kInf;
   bool started = false;
+  // Thresholds that move with mx, recomputed only when it moves: the bound
+  // for kept tokens, and the lowest logit whose exp needs no clamp.
+  // Before the first finite logit, lo = +inf sends every block through the
+  // clamp (an all -inf block there has d = -inf - (-inf) = NaN).
+  __m512 thr = _mm512_set1_ps(-std::numeric_limits<float>::infinity()), lo = _mm512_set1_ps(std::numeric_limits<float>::infinity());
   int32_t c = 0;
   for (int32_t b = 0; b < V; b += kBlock) {
     const int32_t n = std::min(kBlock, V - b);
@@ -201,17 +207,19 @@ __attribute__((target("avx512f"))) double pass_avx512(const float* x, int32_t V,
       }
       mx = bm;
       started = true;
+      if constexpr (kAllowed) thr = _mm512_set1_ps(threshold_down(bound + mx));
+      lo = _mm512_set1_ps(threshold_up(mx + kFloor));
     }
     if constexpr (kAllowed) {
-      const __m512 thr = _mm512_set1_ps(threshold_down(bound + mx));
-      uint32_t keep = static_cast<uint32_t>(allowed[b / 64] >> (b % 64)) &
-                      (static_cast<uint32_t>(_mm512_cmp_ps_mask(v0, thr, _CMP_GT_OQ)) |
-                       (static_cast<uint32_t>(_mm512_cmp_ps_mask(v1, thr, _CMP_GT_OQ)) << 16));
-      for (; keep; keep &= keep - 1) out[c++] = b + std::countr_zero(keep);
+      const uint32_t bits = static_cast<uint32_t>(allowed[b / 64] >> (b % 64));
+      if (bits) {  // a block with no allowed token costs nothing more
+        uint32_t keep = bits & (static_cast<uint32_t>(_mm512_cmp_ps_mask(v0, thr, _CMP_GT_OQ)) |
+                                (static_cast<uint32_t>(_mm512_cmp_ps_mask(v1, thr, _CMP_GT_OQ)) << 16));
+        for (; keep; keep &= keep - 1) out[c++] = b + std::countr_zero(keep);
+      }
     }
     const __m512d m = _mm512_set1_pd(mx);
     // Without a lane below mx + kFloor (no -inf, no tail) the clamp is not needed.
-    const __m512 lo = _mm512_set1_ps(threshold_up(mx + kFloor));
     if (n == kBlock && !(_mm512_cmp_ps_mask(v0, lo, _CMP_LT_OQ) | _mm512_cmp_ps_mask(v1, lo, _CMP_LT_OQ))) {
       acc0 = _mm512_add_pd(acc0, exp_lanes<false>(_mm512_sub_pd(widen_lo(v0), m), T0, T1));
       acc1 = _mm512_add_pd(acc1, exp_lanes<false>(_mm512_sub_pd(widen_hi(v0), m), T0, T1));
@@ -271,6 +279,7 @@ __attribute__((target("avx2,fma"))) double pass_avx2(const float* x, int32_t V, 
   for (auto& a : acc) a = _mm256_setzero_pd();
   double mx = -kInf;
   bool started = false;
+  __m256 thr = _mm256_set1_ps(-std::numeric_limits<float>::infinity()), lo = _mm256_set1_ps(std::numeric_limits<float>::infinity());  // as in pass_avx512
   int32_t c = 0;
   for (int32_t b = 0; b < V; b += kBlock) {
     const int32_t n = std::min(kBlock, V - b);
@@ -302,18 +311,18 @@ __attribute__((target("avx2,fma"))) double pass_avx2(const float* x, int32_t V, 
       }
       mx = bm;
       started = true;
+      if constexpr (kAllowed) thr = _mm256_set1_ps(threshold_down(bound + mx));
+      lo = _mm256_set1_ps(threshold_up(mx + kFloor));
     }
     if constexpr (kAllowed) {
-      const __m256 thr = _mm256_set1_ps(threshold_down(bound + mx));
       uint32_t above = 0;
       for (int q = 0; q < 4; ++q) above |= static_cast<uint32_t>(_mm256_movemask_ps(_mm256_cmp_ps(v[q], thr, _CMP_GT_OQ))) << (8 * q);
       uint32_t keep = static_cast<uint32_t>(allowed[b / 64] >> (b % 64)) & above;
       for (; keep; keep &= keep - 1) out[c++] = b + std::countr_zero(keep);
     }
     const __m256d m = _mm256_set1_pd(mx);
-    const float lo_f = threshold_up(mx + kFloor);
     int low = n != kBlock;
-    for (int q = 0; q < 4; ++q) low |= _mm256_movemask_ps(_mm256_cmp_ps(v[q], _mm256_set1_ps(lo_f), _CMP_LT_OQ));
+    for (int q = 0; q < 4; ++q) low |= _mm256_movemask_ps(_mm256_cmp_ps(v[q], lo, _CMP_LT_OQ));
     for (int q = 0; q < 4; ++q) {
       const __m256d dlo = _mm256_sub_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(v[q])), m);
       const __m256d dhi = _mm256_sub_pd(_mm256_cvtps_pd(_mm256_extractf128_ps(v[q], 1)), m);
