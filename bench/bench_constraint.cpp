@@ -333,7 +333,7 @@ void BM_hash_fpr(benchmark::State& state) {
 // times slower whenever the row sat 16 bytes past the block modulo 4096.
 // "alias/copy_from_block/<offset>" replays that copy into 140 rows at
 // `offset` bytes past the block modulo 4096 (the hazard itself);
-// "alias/fill_neg_inf/<offset>" is today's fill (stores from a register) at
+// "alias/fill_neg_inf/<offset>" is today's fill (a string store from a register) at
 // the same addresses, which must not care about the offset.
 void BM_alias(benchmark::State& state, bool copy) {
   const int64_t offset = state.range(0), V = state.range(1);
