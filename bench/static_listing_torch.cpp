@@ -157,7 +157,7 @@ struct StaticListingTorch::Impl {
 
 StaticListingTorch::StaticListingTorch(const TransitionMatrix& tm, const std::string& device) : impl_(std::make_unique<Impl>()) {
   std::string why;
-  TS_CHECK(device_usable(device, &why), "static torch step: device \"" << device << "\" is not usable: " << why);
+  TS_CHECK(device_usable(device, &why), "Algorithm 2 listing (torch): device \"" << device << "\" is not usable: " << why);
   torch::NoGradGuard ng;
   Impl& m = *impl_;
   m.dev = torch::Device(device);
@@ -241,7 +241,7 @@ int64_t StaticListingTorch::device_bytes() const {
 }
 
 void StaticListingTorch::set_inputs(const float* logits, int32_t n, const int64_t* states, const double* beam_scores) {
-  TS_CHECK(n >= 1, "static torch step: needs at least one beam, got " << n);
+  TS_CHECK(n >= 1, "Algorithm 2 listing (torch): needs at least one beam, got " << n);
   torch::NoGradGuard ng;
   Impl& m = *impl_;
   m.n = n;
@@ -252,11 +252,11 @@ void StaticListingTorch::set_inputs(const float* logits, int32_t n, const int64_
 
 void StaticListingTorch::run(int32_t step, int32_t groups, int32_t k, bool keep_masked) {
   Impl& m = *impl_;
-  TS_CHECK(m.n >= 1, "static torch step: run() before set_inputs()");
-  TS_CHECK(step >= 0 && step < m.L, "static torch step: step " << step << " outside [0, L = " << m.L << ")");
-  TS_CHECK(groups >= 1 && m.n % groups == 0, "static torch step: " << m.n << " beams do not split into " << groups << " groups");
+  TS_CHECK(m.n >= 1, "Algorithm 2 listing (torch): run() before set_inputs()");
+  TS_CHECK(step >= 0 && step < m.L, "Algorithm 2 listing (torch): step " << step << " outside [0, L = " << m.L << ")");
+  TS_CHECK(groups >= 1 && m.n % groups == 0, "Algorithm 2 listing (torch): " << m.n << " beams do not split into " << groups << " groups");
   const int64_t M = m.n / groups;
-  TS_CHECK(k >= 1 && k <= M * m.V, "static torch step: k = " << k << " outside [1, " << M * m.V << "]");
+  TS_CHECK(k >= 1 && k <= M * m.V, "Algorithm 2 listing (torch): k = " << k << " outside [1, " << M * m.V << "]");
   torch::NoGradGuard ng;
   // Alg. 1 phase 1.
   const auto lp = torch::log_softmax(m.logits, 1);
@@ -303,10 +303,10 @@ void StaticListingTorch::run(int32_t step, int32_t groups, int32_t k, bool keep_
 
 void StaticListingTorch::run_unconstrained(int32_t groups, int32_t k) {
   Impl& m = *impl_;
-  TS_CHECK(m.n >= 1, "static torch step: run_unconstrained() before set_inputs()");
-  TS_CHECK(groups >= 1 && m.n % groups == 0, "static torch step: " << m.n << " beams do not split into " << groups << " groups");
+  TS_CHECK(m.n >= 1, "Algorithm 2 listing (torch): run_unconstrained() before set_inputs()");
+  TS_CHECK(groups >= 1 && m.n % groups == 0, "Algorithm 2 listing (torch): " << m.n << " beams do not split into " << groups << " groups");
   const int64_t M = m.n / groups;
-  TS_CHECK(k >= 1 && k <= M * m.V, "static torch step: k = " << k << " outside [1, " << M * m.V << "]");
+  TS_CHECK(k >= 1 && k <= M * m.V, "Algorithm 2 listing (torch): k = " << k << " outside [1, " << M * m.V << "]");
   torch::NoGradGuard ng;
   const auto lp = torch::log_softmax(m.logits, 1);
   const auto scores = (lp.to(torch::kDouble) + m.beam_scores.unsqueeze(1)).reshape({groups, M * m.V});
@@ -322,7 +322,7 @@ void StaticListingTorch::synchronize() const {
 
 StaticListingTorchResult StaticListingTorch::result() const {
   const Impl& m = *impl_;
-  TS_CHECK(m.top_next.defined(), "static torch step: result() needs a run() first");
+  TS_CHECK(m.top_next.defined(), "Algorithm 2 listing (torch): result() needs a run() first");
   const auto host = [](const torch::Tensor& t, auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
     const auto c = t.to(torch::kCPU).contiguous();
@@ -340,8 +340,8 @@ StaticListingTorchResult StaticListingTorch::result() const {
 
 std::vector<int64_t> StaticListingTorch::next_states(const std::vector<int64_t>& states, const std::vector<int32_t>& tokens, int32_t step) const {
   const Impl& m = *impl_;
-  TS_CHECK(states.size() == tokens.size(), "static torch step: next_states needs one token per state");
-  TS_CHECK(step >= 0 && step < m.L, "static torch step: step " << step << " outside [0, L = " << m.L << ")");
+  TS_CHECK(states.size() == tokens.size(), "Algorithm 2 listing (torch): next_states needs one token per state");
+  TS_CHECK(step >= 0 && step < m.L, "Algorithm 2 listing (torch): step " << step << " outside [0, L = " << m.L << ")");
   if (states.empty()) return {};
   torch::NoGradGuard ng;
   const int64_t cnt = static_cast<int64_t>(states.size());

@@ -50,7 +50,7 @@ std::vector<int64_t> beam_states(const ConstraintSet& c, const TransitionMatrix&
 
 }  // namespace
 
-TEST_CASE("static torch: LibTorch formulation equals the CPU reference (masks, valid, next states, top-k)", "[constraint][torch]") {
+TEST_CASE("Algorithm 2 listing in LibTorch: equals the CPU reference (masks, valid, next states, top-k)", "[constraint][torch]") {
   const CsrLayout layout = GENERATE(CsrLayout::stacked, CsrLayout::compact);
   const int32_t d = GENERATE(0, 1, 2);
   const int32_t V = GENERATE(5, 40, 300, 2048);
@@ -120,7 +120,7 @@ TEST_CASE("static torch: LibTorch formulation equals the CPU reference (masks, v
     for (size_t q = 0; q < qs.size(); ++q) next_mismatch += nx[q] != static_next_state(tm, qs[q], qt[q], t);
     CHECK(next_mismatch == 0);
 
-    // Top-k of each group over the formulation's own masked log-probs (so the
+    // Top-k of each group over the listing's own masked log-probs (so the
     // float log-softmax cannot reorder near-ties): ids equal, next states equal.
     for (int32_t gi = 0; gi < groups; ++gi) {
       CAPTURE(gi);
@@ -146,7 +146,7 @@ TEST_CASE("static torch: LibTorch formulation equals the CPU reference (masks, v
   }
 }
 
-TEST_CASE("static torch: bad input is refused by name", "[constraint][torch]") {
+TEST_CASE("Algorithm 2 listing in LibTorch: bad input is refused by name", "[constraint][torch]") {
   const auto c = constraint_set_random(50, 3, 16, 5);
   const auto tm = TransitionMatrix::build(c, {1, CsrLayout::compact});
   StaticListingTorch ts(tm, "cpu");
