@@ -29,6 +29,11 @@ Measured, each over --reps repetitions (median, p10, p90):
     the dense levels' bit test, which runs inside the normaliser's pass
     (constraint_with_filter_us).
 Decoded ids of the two whole decodes are compared beam by beam.
+
+--figure1 instead runs only their decoder on the paper's Figure 1 set (3 ids,
+|V| = 4, L = 3) with batch 2 x beam 4 (more beams than ids), their
+RandomModel, 10 seeds, d = 1 and 2, and counts the decoded ids that are in C
+(ours: tests/constraint/test_static_step.cpp, every live beam is in C).
 """
 import argparse
 import json
@@ -71,17 +76,46 @@ def their_states(prefixes, p_csr, indptr, d_states):
     return out
 
 
+def figure1(args):
+    sys.path.insert(0, os.path.abspath(args.peer))
+    import torch
+    from static_decoding.csr_utils import build_static_index
+    from static_decoding import decoding_pt
+    torch.set_num_threads(1)
+    sids = np.array([[1, 2, 1], [3, 1, 2], [3, 1, 3]], dtype=np.int32)  # Figure 1: C over V = {1, 2, 3}
+    vocab, length, beams = 4, 3, 4
+    valid = {tuple(r) for r in sids.tolist()}
+    for d in (1, 2):
+        p, ind, br, sm, dm, ds = build_static_index(sids, vocab, dense_lookup_layers=d)
+        ok = total = 0
+        for seed in range(10):
+            torch.manual_seed(seed)
+            out = decoding_pt.sparse_transition_torch(
+                decoding_pt.RandomModel(vocab, torch.device("cpu")), BATCH, beams, beams, 0, length, vocab, br,
+                torch.tensor(p, dtype=torch.long), torch.tensor(ind, dtype=torch.long), torch.tensor(sm), torch.tensor(dm),
+                torch.tensor(ds, dtype=torch.long), torch.device("cpu"), d_dense=d)
+            ids = out.numpy().reshape(-1, length).tolist()
+            ok += sum(tuple(i) in valid for i in ids)
+            total += len(ids)
+        print(f"Figure 1, d = {d}: {ok} of {total} decoded ids in C (10 seeds x batch {BATCH} x beam {beams})")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--peer", required=True, help="checkout of youtube/static-constraint-decoding")
-    ap.add_argument("--build", required=True, help="our build directory (app/triescope, bench/bench_static_step)")
-    ap.add_argument("--items", type=int, required=True)
-    ap.add_argument("--work", required=True, help="folder for the shared inputs and the results")
+    ap.add_argument("--build", default="", help="our build directory (app/triescope, bench/bench_static_step)")
+    ap.add_argument("--items", type=int, default=0)
+    ap.add_argument("--work", default="", help="folder for the shared inputs and the results")
     ap.add_argument("--reps", type=int, default=30)
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--layout", default="compact")
+    ap.add_argument("--figure1", action="store_true", help="only their decoder's quirk with more beams than ids")
     args = ap.parse_args()
+    if args.figure1:
+        return figure1(args)
 
+    if not (args.build and args.items and args.work):
+        raise SystemExit("static_peer_bench: --build, --items and --work are required (or --figure1)")
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     sys.path.insert(0, os.path.abspath(args.peer))
     import torch
