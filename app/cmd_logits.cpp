@@ -69,15 +69,17 @@ HostTensor causal_logits(Model& m, const std::vector<int32_t>& tokens) {
 
 int cmd_logits(const Args& args) {
   auto p = parse_args(args, {"prompts", "out", "attention"}, {});
-  TS_CHECK(p.positional.size() == 1, "logits: expected one model directory, got " << p.positional.size() << " arguments");
+  TS_CHECK(p.positional.size() == 1, "logits: expected one model (a directory or a .gguf file), got " << p.positional.size() << " arguments");
   TS_CHECK(p.has("prompts") && p.has("out"), "logits: --prompts <prompts.json> and --out <logits.safetensors> are required");
-  const std::string dir = p.positional[0];
-  TS_CHECK(std::filesystem::is_directory(dir), "logits: \"" << dir << "\" is not a model directory (config.json + *.safetensors)");
+  const std::string path = p.positional[0];
+  const bool gguf = std::filesystem::path(path).extension() == ".gguf";
+  TS_CHECK(gguf || std::filesystem::is_directory(path),
+           "logits: \"" << path << "\" is neither a model directory (config.json + *.safetensors) nor a .gguf file");
   TransformerOptions opt;
   opt.attention = p.get("attention", "auto");
   TS_CHECK(opt.attention == "auto" || opt.attention == "dense" || opt.attention == "gather" || opt.attention == "tree_kernel",
            "logits: --attention must be auto, dense, gather or tree_kernel, got \"" << opt.attention << "\"");
-  auto model = TorchTransformer::load_dir(dir, opt);
+  auto model = gguf ? TorchTransformer::load_gguf(path, opt) : TorchTransformer::load_dir(path, opt);
   const auto prompts = prompts_load(p.get("prompts"), *model);
   TensorMap out;
   for (size_t i = 0; i < prompts.size(); ++i) out["logits." + std::to_string(i)] = causal_logits(*model, prompts[i]);

@@ -10,12 +10,16 @@
 // Counters: step_us (wall time per decoding step), step_cpu_us (thread CPU
 // time per step), constraint_cpu_us (thread CPU time per step inside the
 // mask and the next-state update: the constraint's own cost).
+// step/static_step_*: the whole step of core/constraint/static_step.h
+// instead (no masked rows; the allowed tokens ranked); alias/*: the 4K
+// aliasing guard (BM_alias).
 #include <benchmark/benchmark.h>
 
 #include <chrono>
 #include <ctime>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <limits>
 #include <map>
@@ -27,9 +31,10 @@
 #include "core/common/error.h"
 #include "core/constraint/baselines.h"
 #include "core/constraint/static_constraint.h"
+#include "core/constraint/static_step.h"
 #include "core/constraint/vntk.h"
 #ifdef TRIESCOPE_BENCH_TORCH
-#include "bench/static_torch.h"
+#include "bench/static_listing_torch.h"
 #endif
 
 using namespace triescope;
@@ -210,8 +215,48 @@ void run_steps(benchmark::State& state, const std::string& key) {
   }
 }
 
+// The whole step as core/constraint/static_step.h does it, over the same
+// set, states and logits: one pass per beam for the log-normaliser (dense
+// bit rows applied in it), only the allowed tokens ranked, no masked rows.
+// constraint_cpu_us here = its constraint phases (candidate lookup, next
+// states of the winners), timed by the step (steady clock).
+void run_static_step(benchmark::State& state, const std::string& key) {
+  Fixture& f = fixture(state.range(0), static_cast<int32_t>(state.range(1)));
+  VntkIndex* ix = nullptr;
+  try {
+    ix = &static_cast<VntkIndex&>(index_for(f, key));
+  } catch (const Error& e) {
+    state.SkipWithError(e.what());
+    return;
+  }
+  StaticStep step(ix->matrix());
+  StaticStepResult res;
+  StaticStepTimes times;
+  const std::vector<double> scores(static_cast<size_t>(kRows), 0.0);
+  double seconds = 0.0, cpu = 0.0;
+  int64_t steps = 0, sink = 0;
+  for (auto _ : state) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const double c0 = cpu_now();
+    for (int32_t t = 0; t < kL; ++t) {
+      step.run(f.logits.data(), f.states[key][static_cast<size_t>(t)].data(), scores.data(), kRows, kBatch, kBeam, t, res, &times);
+      sink += res.next[0];
+    }
+    cpu += cpu_now() - c0;
+    seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    steps += kL;
+    benchmark::DoNotOptimize(sink);
+  }
+  state.counters["step_us"] = seconds / static_cast<double>(steps) * 1e6;
+  state.counters["step_cpu_us"] = cpu / static_cast<double>(steps) * 1e6;
+  state.counters["constraint_cpu_us"] = times.constraint_s / static_cast<double>(steps) * 1e6;
+  state.counters["index_MB"] = static_cast<double>(ix->memory_bytes()) / 1e6;
+}
+void BM_static_step_compact(benchmark::State& s) { run_static_step(s, "vntk_compact"); }
+void BM_static_step_stacked(benchmark::State& s) { run_static_step(s, "vntk_stacked"); }
+
 #ifdef TRIESCOPE_BENCH_TORCH
-// STATIC's LibTorch tensor-op formulation (bench/static_torch.h) on
+// The paper's Algorithm 2 listing in LibTorch ops (bench/static_listing_torch.h) on
 // the CPU, one intra-op thread, over the same set, states and logits as the
 // VNTK rows: one step = log-softmax, mask, top-M per batch, next states of the
 // chosen (the same work as run_steps). The logits/states upload of each step is
@@ -219,11 +264,11 @@ void run_steps(benchmark::State& state, const std::string& key) {
 // key "unconstrained": log-softmax and top-M only (the overhead's baseline).
 void run_torch(benchmark::State& state, const std::string& key) {
   Fixture& f = fixture(state.range(0), static_cast<int32_t>(state.range(1)));
-  std::unique_ptr<StaticTorchStep> ts;
+  std::unique_ptr<StaticListingTorch> ts;
   try {
     auto& ix = static_cast<VntkIndex&>(index_for(f, key == "unconstrained" ? "vntk_compact" : key));
-    StaticTorchStep::set_cpu_threads(1);
-    ts = std::make_unique<StaticTorchStep>(ix.matrix(), "cpu");
+    StaticListingTorch::set_cpu_threads(1);
+    ts = std::make_unique<StaticListingTorch>(ix.matrix(), "cpu");
   } catch (const Error& e) {
     state.SkipWithError(e.what());
     return;
@@ -247,11 +292,11 @@ void run_torch(benchmark::State& state, const std::string& key) {
   state.counters["step_cpu_us"] = cpu / static_cast<double>(steps) * 1e6;
   if (key != "unconstrained") state.counters["index_MB"] = static_cast<double>(ts->device_bytes()) / 1e6;
 }
-void BM_torch_unconstrained(benchmark::State& s) { run_torch(s, "unconstrained"); }
-void BM_torch_stacked(benchmark::State& s) { run_torch(s, "vntk_stacked"); }
-void BM_torch_compact(benchmark::State& s) { run_torch(s, "vntk_compact"); }
-void BM_torch_stacked_d0(benchmark::State& s) { run_torch(s, "vntk_stacked_d0"); }
-void BM_torch_compact_d0(benchmark::State& s) { run_torch(s, "vntk_compact_d0"); }
+void BM_listing_torch_unconstrained(benchmark::State& s) { run_torch(s, "unconstrained"); }
+void BM_listing_torch_stacked(benchmark::State& s) { run_torch(s, "vntk_stacked"); }
+void BM_listing_torch_compact(benchmark::State& s) { run_torch(s, "vntk_compact"); }
+void BM_listing_torch_stacked_d0(benchmark::State& s) { run_torch(s, "vntk_stacked_d0"); }
+void BM_listing_torch_compact_d0(benchmark::State& s) { run_torch(s, "vntk_compact_d0"); }
 #endif
 
 // Hash bitmap: false-positive rate over the masks of this workload, measured
@@ -280,6 +325,39 @@ void BM_hash_fpr(benchmark::State& state) {
   state.counters["fpr_pct"] = 100.0 * static_cast<double>(fp) / static_cast<double>(std::max<int64_t>(1, neg));
   state.counters["false_neg"] = static_cast<double>(fn);
   state.counters["expected_fpr_pct"] = 100.0 * static_cast<HashBitmapIndex&>(h).expected_false_positive_rate();
+}
+
+// The 4K-aliasing trap, kept as a regression guard: the projection used to
+// copy -inf from a fixed block into each [|V|] row (memcpy, i.e. rep movsb
+// for 8 KB rows), and on AMD EPYC with glibc 2.36 that copy ran several
+// times slower whenever the row sat 16 bytes past the block modulo 4096.
+// "alias/copy_from_block/<offset>" replays that copy into 140 rows at
+// `offset` bytes past the block modulo 4096 (the hazard itself);
+// "alias/fill_neg_inf/<offset>" is today's fill (a string store from a register) at
+// the same addresses, which must not care about the offset.
+void BM_alias(benchmark::State& state, bool copy) {
+  const int64_t offset = state.range(0), V = state.range(1);
+  constexpr size_t kPage = 4096;
+  const size_t row_bytes = static_cast<size_t>(V) * sizeof(float);
+  std::vector<char> arena(row_bytes + static_cast<size_t>(kRows) * row_bytes + 4 * kPage);
+  char* base = arena.data() + (kPage - reinterpret_cast<uintptr_t>(arena.data()) % kPage);
+  float* block = reinterpret_cast<float*>(base);  // page-aligned, like a block the allocator placed so
+  for (int64_t v = 0; v < V; ++v) block[v] = -std::numeric_limits<float>::infinity();
+  char* rows = base + ((row_bytes + kPage - 1) / kPage + 1) * kPage + static_cast<size_t>(offset);
+  double cpu = 0.0;
+  int64_t steps = 0;
+  for (auto _ : state) {
+    const double c0 = cpu_now();
+    for (int32_t r = 0; r < kRows; ++r) {
+      float* row = reinterpret_cast<float*>(rows + static_cast<size_t>(r) * row_bytes);
+      if (copy) std::memcpy(row, block, row_bytes);
+      else fill_neg_inf(row, V);
+    }
+    benchmark::DoNotOptimize(rows);
+    cpu += cpu_now() - c0;
+    ++steps;
+  }
+  state.counters["step_cpu_us"] = cpu / static_cast<double>(steps) * 1e6;
 }
 
 // Index build: time and bytes per layout (App. B), from the same set.
@@ -335,12 +413,14 @@ void register_all() {
     args(benchmark::RegisterBenchmark("step/vntk_compact_d2", BM_vntk_compact))->MinTime(0.3);
     args(benchmark::RegisterBenchmark("step/vntk_stacked_d0", BM_vntk_stacked_d0))->MinTime(0.3);
     args(benchmark::RegisterBenchmark("step/vntk_compact_d0", BM_vntk_compact_d0))->MinTime(0.3);
+    args(benchmark::RegisterBenchmark("step/static_step_compact_d2", BM_static_step_compact))->MinTime(0.3);
+    args(benchmark::RegisterBenchmark("step/static_step_stacked_d2", BM_static_step_stacked))->MinTime(0.3);
 #ifdef TRIESCOPE_BENCH_TORCH
-    args(benchmark::RegisterBenchmark("step/torch_unconstrained", BM_torch_unconstrained))->MinTime(0.3);
-    args(benchmark::RegisterBenchmark("step/torch_stacked_d2", BM_torch_stacked))->MinTime(0.3);
-    args(benchmark::RegisterBenchmark("step/torch_compact_d2", BM_torch_compact))->MinTime(0.3);
-    args(benchmark::RegisterBenchmark("step/torch_stacked_d0", BM_torch_stacked_d0))->MinTime(0.3);
-    args(benchmark::RegisterBenchmark("step/torch_compact_d0", BM_torch_compact_d0))->MinTime(0.3);
+    args(benchmark::RegisterBenchmark("step/listing_torch_unconstrained", BM_listing_torch_unconstrained))->MinTime(0.3);
+    args(benchmark::RegisterBenchmark("step/listing_torch_stacked_d2", BM_listing_torch_stacked))->MinTime(0.3);
+    args(benchmark::RegisterBenchmark("step/listing_torch_compact_d2", BM_listing_torch_compact))->MinTime(0.3);
+    args(benchmark::RegisterBenchmark("step/listing_torch_stacked_d0", BM_listing_torch_stacked_d0))->MinTime(0.3);
+    args(benchmark::RegisterBenchmark("step/listing_torch_compact_d0", BM_listing_torch_compact_d0))->MinTime(0.3);
 #endif
     // the pointer trie needs ~100 bytes per node: skipped at 1e7+ on this 24 GB shared machine
     if (c <= 1000000) args(benchmark::RegisterBenchmark("step/pointer_trie", BM_pointer_trie))->MinTime(0.3);
@@ -349,6 +429,12 @@ void register_all() {
     args(benchmark::RegisterBenchmark("step/hash_bitmap", BM_hash_bitmap))->MinTime(0.3);
     args(benchmark::RegisterBenchmark("hash_fpr", BM_hash_fpr))->Iterations(1);
   }
+  for (const bool copy : {true, false})
+    for (const int64_t offset : {0, 16, 64})
+      benchmark::RegisterBenchmark(copy ? "alias/copy_from_block" : "alias/fill_neg_inf", BM_alias, copy)
+          ->Args({offset, 2048})
+          ->Unit(benchmark::kMicrosecond)
+          ->MinTime(0.2);
 }
 
 }  // namespace

@@ -8,7 +8,7 @@
 //   3. one trie beam step at b = 15 (K/V write, mask extend, synthetic
 //      logits, log-softmax, top-2b) at the end of synthetic_long's decode;
 //   4. the STATIC constraint step (issue 9): the fused step (CUDA graph
-//      replay and plain launches) vs STATIC's LibTorch formulation on the
+//      replay and plain launches) vs the paper's Algorithm 2 listing in LibTorch on the
 //      device vs the CPU reference, at the paper's configuration over |C|,
 //      over |V|, and the App. D branch-factor sweep (bench_static below).
 // Flags: --reps N, --static (section 4 only), --quick (section 4 at smoke
@@ -162,7 +162,7 @@ void static_case(const ConstraintSet& set, int32_t d, CsrLayout layout, int32_t 
   }
   StaticRow r = time_fused(p, batch, k, only_step, write_masked);
   std::string why;
-  r.torch_ms = bench::static_torch_step_ms(p, "cuda", batch, k, g_reps, &why, &r.torch_bytes, only_step);
+  r.torch_ms = bench::static_listing_torch_step_ms(p, "cuda", batch, k, g_reps, &why, &r.torch_bytes, only_step);
   r.cpu_ms = bench::static_cpu_step_ms(p, batch, k, cpu_reps, only_step);
   static_line(set.size(), set.vocab_size, set.length, p.tm.dense_levels, layout, r);
   if (r.torch_ms < 0) std::printf("  (LibTorch on CUDA not measured: %s)\n", why.c_str());
@@ -170,7 +170,7 @@ void static_case(const ConstraintSet& set, int32_t d, CsrLayout layout, int32_t 
 
 void bench_static(bool quick) {
   std::printf("\nSTATIC constraint step: ms per decoding step (mean over the L steps from the root, median of %d reps); fused = "
-              "%d kernels per step, graph = one cudaGraphLaunch per step; torch = the same algorithm in LibTorch tensor ops on this "
+              "%d kernels per step, graph = one cudaGraphLaunch per step; torch = the paper's Algorithm 2 listing in LibTorch ops on this "
               "device; cpu = core's reference (one thread). torch/us and cpu/us: ratios to the fused graph step. MB/1M = device "
               "bytes per 1M items.\n",
               g_reps, kStaticStepKernels);
@@ -220,7 +220,7 @@ void bench_static(bool quick) {
     if (!fits_on_device(p, 2.0)) continue;
     StaticRow r = time_fused(p, batch, 1, 0, true);  // mask only: the masked log-probs, k = 1
     std::string why;
-    r.torch_ms = bench::static_torch_step_ms(p, "cuda", batch, 1, g_reps, &why, &r.torch_bytes, 0);
+    r.torch_ms = bench::static_listing_torch_step_ms(p, "cuda", batch, 1, g_reps, &why, &r.torch_bytes, 0);
     r.cpu_ms = bench::static_cpu_step_ms(p, batch, 1, quick ? 2 : 3, 0);
     std::printf("  mask-only (k = 1, masked log-probs written), B_0 = %d:\n", p.tm.max_branch[0]);
     static_line(set.size(), V, Ld, 0, CsrLayout::compact, r);

@@ -6,11 +6,10 @@
 #include <random>
 
 #include "core/common/error.h"
+#include "core/constraint/static_step.h"
 #include "core/constraint/vntk.h"
-#include "core/decode/beam_config.h"
-#include "core/decode/topk_candidates.h"
 #ifdef TRIESCOPE_BENCH_TORCH
-#include "bench/static_torch.h"
+#include "bench/static_listing_torch.h"
 #endif
 
 namespace triescope::bench {
@@ -60,25 +59,19 @@ StaticProblem static_problem(const ConstraintSet& set, int32_t dense_levels, Csr
 }
 
 double static_cpu_step_ms(const StaticProblem& p, int32_t groups, int32_t k, int reps, int32_t only_step) {
-  const int32_t V = p.tm.vocab_size, n = p.rows, M = n / groups;
+  const int32_t n = p.rows;
   TS_CHECK(n % groups == 0, "bench: rows do not split into groups");
-  std::vector<double> lp(p.logits.size()), scores(static_cast<size_t>(n), 0.0);
+  const std::vector<double> scores(static_cast<size_t>(n), 0.0);
+  StaticStep step(p.tm);
+  StaticStepResult r;
   int64_t sink = 0;
   std::vector<double> ms;
   const auto steps = steps_of(p, only_step);
   for (int rep = 0; rep < std::max(1, reps); ++rep) {
     const auto t0 = Clock::now();
     for (int32_t t : steps) {
-      const auto& st = p.states[static_cast<size_t>(t)];
-      for (int32_t i = 0; i < n; ++i)
-        log_softmax_row(p.logits.data() + static_cast<size_t>(i) * V, V, lp.data() + static_cast<size_t>(i) * V);
-      if (t < p.tm.dense_levels) dense_lookup(p.tm, st.data(), n, t, lp.data(), nullptr);
-      else vntk_sparse<double>(p.tm, st.data(), n, t, lp.data(), nullptr, nullptr, nullptr);
-      for (int32_t g = 0; g < groups; ++g) {
-        const auto best = topk_candidates(lp.data() + static_cast<size_t>(g) * M * V, M, V, scores.data() + static_cast<size_t>(g) * M, k);
-        for (const auto& c : best)
-          sink += static_next_state(p.tm, st[static_cast<size_t>(g * M + c.flat / V)], static_cast<int32_t>(c.flat % V), t);
-      }
+      step.run(p.logits.data(), p.states[static_cast<size_t>(t)].data(), scores.data(), n, groups, k, t, r);
+      sink += r.next[0];
     }
     ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count() / static_cast<double>(steps.size()));
   }
@@ -86,11 +79,11 @@ double static_cpu_step_ms(const StaticProblem& p, int32_t groups, int32_t k, int
   return median(ms);
 }
 
-double static_torch_step_ms(const StaticProblem& p, const std::string& device, int32_t groups, int32_t k, int reps, std::string* why,
+double static_listing_torch_step_ms(const StaticProblem& p, const std::string& device, int32_t groups, int32_t k, int reps, std::string* why,
                             int64_t* device_bytes, int32_t only_step) {
 #ifdef TRIESCOPE_BENCH_TORCH
-  if (!StaticTorchStep::device_usable(device, why)) return -1.0;
-  StaticTorchStep ts(p.tm, device);
+  if (!StaticListingTorch::device_usable(device, why)) return -1.0;
+  StaticListingTorch ts(p.tm, device);
   if (device_bytes) *device_bytes = ts.device_bytes();
   const int32_t n = p.rows;
   const std::vector<double> scores(static_cast<size_t>(n), 0.0);

@@ -15,9 +15,10 @@ namespace triescope {
 enum class MaskPath : uint8_t { dense = 0, sparse = 1, pointer = 2, search = 3, hash = 4 };
 const char* mask_path_name(MaskPath p);
 
-// Sets row[0 .. n) to -inf by copying from a block of -inf values: a plain
-// fill of floats compiles to a scalar store loop at -O2, and the projection
-// (writing the whole [B*M x |V|] mask) is the floor of every method.
+// Sets row[0 .. n) to -inf with a string store from a register (rep stos on
+// x86-64): a plain fill of floats compiles to a scalar store loop at -O2, and
+// the projection (writing the whole [B*M x |V|] mask) is the floor of every
+// method.
 template <class T>
 void fill_neg_inf(T* row, int64_t n);
 

@@ -25,32 +25,61 @@ std::shared_ptr<ConstraintIndex> constraint_index_make(const std::string& impl, 
   TS_FAIL("constraint: impl must be one of vntk, pointer_trie, ppv_exact, ppv_approx, hash_bitmap; got \"" << impl << "\"");
 }
 
-StaticConstraint::StaticConstraint(std::shared_ptr<const ConstraintSet> set, std::shared_ptr<ConstraintIndex> index)
+StaticConstraint::StaticConstraint(std::shared_ptr<const ConstraintSet> set, std::shared_ptr<ConstraintIndex> index, bool sparse_ranking)
     : set_(std::move(set)), index_(std::move(index)) {
   TS_CHECK(set_ && index_, "static constraint: needs a set and an index");
+  if (sparse_ranking) {
+    const auto* vntk = dynamic_cast<const VntkIndex*>(index_.get());
+    TS_CHECK(vntk, "constraint: ranking \"sparse\" needs impl vntk (the CSR index), not " << index_->name());
+    step_ = std::make_unique<StaticStep>(vntk->matrix());
+  }
+}
+
+void StaticConstraint::check_vocab(int32_t vocab) const {
+  TS_CHECK(vocab == index_->vocab_size(), "constraint: the model's vocabulary has " << vocab << " tokens, the constraint set "
+                                                                                    << set_->origin << " was read for " << index_->vocab_size());
+}
+
+void StaticConstraint::trace_beams(const std::vector<int64_t>& states, int32_t step, const int32_t* valid, const MaskPath* path,
+                                   nlohmann::json& trace) const {
+  if (!trace.is_array()) trace = nlohmann::json::array();
+  for (size_t i = 0; i < states.size(); ++i) {
+    nlohmann::json rec = {{"beam", i}, {"state", index_->trace_state(states[i], step)}, {"valid", valid[i]}, {"path", mask_path_name(path[i])}};
+    index_->trace_extra(states[i], step, rec);
+    trace.push_back(std::move(rec));
+  }
 }
 
 void StaticConstraint::apply(const std::vector<int64_t>& states, int32_t step, double* logprobs, int32_t vocab, nlohmann::json* trace) {
-  TS_CHECK(vocab == index_->vocab_size(), "constraint: the model's vocabulary has " << vocab << " tokens, the constraint set "
-                                                                                    << set_->origin << " was read for " << index_->vocab_size());
+  check_vocab(vocab);
   const int32_t n = static_cast<int32_t>(states.size());
   std::vector<int32_t> valid(static_cast<size_t>(n));
   std::vector<MaskPath> path(static_cast<size_t>(n));
   index_->mask(states.data(), n, step, logprobs, valid.data(), path.data());
-  if (!trace) return;
-  if (!trace->is_array()) *trace = nlohmann::json::array();
-  for (int32_t i = 0; i < n; ++i) {
-    nlohmann::json rec = {{"beam", i},
-                          {"state", index_->trace_state(states[static_cast<size_t>(i)], step)},
-                          {"valid", valid[static_cast<size_t>(i)]},
-                          {"path", mask_path_name(path[static_cast<size_t>(i)])}};
-    index_->trace_extra(states[static_cast<size_t>(i)], step, rec);
-    trace->push_back(std::move(rec));
+  if (trace) trace_beams(states, step, valid.data(), path.data(), *trace);
+}
+
+bool StaticConstraint::rank(const std::vector<int64_t>& states, int32_t step, const std::vector<const float*>& rows, const double* beam_scores,
+                            int32_t vocab, int32_t k, std::vector<ScoredCandidate>& out, nlohmann::json* trace) {
+  if (!step_) return false;
+  check_vocab(vocab);
+  const int32_t n = static_cast<int32_t>(states.size());
+  TS_CHECK(rows.size() == states.size(), "constraint: " << rows.size() << " logits rows for " << n << " beams");
+  out.clear();
+  if (n == 0) return true;
+  step_->run(rows.data(), states.data(), beam_scores, n, 1, k, step, step_result_);
+  for (int32_t j = 0; j < step_result_.count[0]; ++j)
+    out.push_back({step_result_.score[static_cast<size_t>(j)], step_result_.flat[static_cast<size_t>(j)]});
+  if (trace) {
+    const std::vector<MaskPath> path(states.size(), step < step_->matrix().dense_levels ? MaskPath::dense : MaskPath::sparse);
+    trace_beams(states, step, step_result_.valid.data(), path.data(), *trace);
   }
+  return true;
 }
 
 nlohmann::json StaticConstraint::describe() const {
   nlohmann::json j = index_->describe();
+  if (step_) j["ranking"] = "sparse";
   j["set"] = {{"origin", set_->origin}, {"items", set_->size()}, {"length", set_->length}, {"vocab_size", set_->vocab_size},
               {"duplicates_removed", set_->duplicates_removed}};
   return j;
@@ -77,12 +106,15 @@ std::shared_ptr<StaticConstraint> static_constraint_from_json(JsonObjectReader r
   TS_CHECK(std::find(names.begin(), names.end(), impl) != names.end(),
            r.where("impl") << " must be one of vntk, pointer_trie, ppv_exact, ppv_approx, hash_bitmap; got \"" << impl << "\"");
   const int32_t top_k = static_cast<int32_t>(r.get_int("top_k", 1, 1 << 20, 50));
+  const std::string ranking = r.get_string("ranking", "full");
+  TS_CHECK(ranking == "full" || ranking == "sparse", r.where("ranking") << " must be full or sparse, got \"" << ranking << "\"");
+  TS_CHECK(ranking == "full" || impl == "vntk", r.where("ranking") << ": \"sparse\" needs impl vntk (the CSR index), not " << impl);
   r.finish();
   std::filesystem::path p(file);
   if (p.is_relative()) p = std::filesystem::path(sample_path).parent_path() / p;
   auto set = std::make_shared<const ConstraintSet>(constraint_set_read(p.string(), format, vocab_size));
   try {
-    return std::make_shared<StaticConstraint>(set, constraint_index_make(impl, set, opt, top_k));
+    return std::make_shared<StaticConstraint>(set, constraint_index_make(impl, set, opt, top_k), ranking == "sparse");
   } catch (const Error& e) {
     TS_FAIL(r.where("impl") << ": " << e.what());
   }

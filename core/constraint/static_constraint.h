@@ -11,6 +11,7 @@
 #include "core/config/json_reader.h"
 #include "core/constraint/constraint_index.h"
 #include "core/constraint/constraint_set.h"
+#include "core/constraint/static_step.h"
 #include "core/constraint/transition_matrix.h"
 #include "core/decode/beam_config.h"
 #include "core/decode/logits_constraint.h"
@@ -25,10 +26,14 @@ const std::vector<std::string>& constraint_impl_names();
 
 class StaticConstraint final : public LogitsConstraint {
  public:
-  StaticConstraint(std::shared_ptr<const ConstraintSet> set, std::shared_ptr<ConstraintIndex> index);
+  // sparse_ranking: rank() ranks only the allowed tokens (core/constraint/
+  // static_step.h); needs the CSR index (impl vntk).
+  StaticConstraint(std::shared_ptr<const ConstraintSet> set, std::shared_ptr<ConstraintIndex> index, bool sparse_ranking = false);
   int64_t initial_state() const override { return index_->root_state(); }
   // Trace (when not null): one object per beam {beam, state, valid, path[, row, slice]}.
   void apply(const std::vector<int64_t>& states, int32_t step, double* logprobs, int32_t vocab, nlohmann::json* trace) override;
+  bool rank(const std::vector<int64_t>& states, int32_t step, const std::vector<const float*>& rows, const double* beam_scores, int32_t vocab,
+            int32_t k, std::vector<ScoredCandidate>& out, nlohmann::json* trace) override;
   int64_t next_state(int64_t state, int32_t token, int32_t step) const override { return index_->next_state(state, token, step); }
   nlohmann::json describe() const override;
 
@@ -41,13 +46,19 @@ class StaticConstraint final : public LogitsConstraint {
   Compliance compliance(const std::vector<Hypothesis>& hyps) const;
 
  private:
+  void check_vocab(int32_t vocab) const;
+  void trace_beams(const std::vector<int64_t>& states, int32_t step, const int32_t* valid, const MaskPath* path, nlohmann::json& trace) const;
   std::shared_ptr<const ConstraintSet> set_;
   std::shared_ptr<ConstraintIndex> index_;
+  std::unique_ptr<StaticStep> step_;  // set when ranking sparsely
+  StaticStepResult step_result_;
 };
 
 // A sample's "constraint" object: {"file": path relative to the sample,
 // "format": "text"|"npy"|"auto", "dense_levels": d, "layout":
-// "stacked"|"compact", "impl": see constraint_index_make, "top_k": k}.
+// "stacked"|"compact", "impl": see constraint_index_make, "top_k": k,
+// "ranking": "full" (mask every row, rank every token; the default) |
+// "sparse" (rank the allowed tokens only; impl vntk)}.
 std::shared_ptr<StaticConstraint> static_constraint_from_json(JsonObjectReader r, int32_t vocab_size, const std::string& sample_path);
 
 // One report line: implementation, |C|, and how many hypotheses lie in C.

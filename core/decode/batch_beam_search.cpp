@@ -114,24 +114,35 @@ DecodeResult batch_beam_search(Model& model, const std::vector<int32_t>& prompt,
   for (int32_t cur = 1; cur <= cfg.max_new_tokens; ++cur) {
     // next_token_scores = log_softmax(logits) (+ constraint mask) + beam_scores[:, None], flattened [rows * V]
     scores.assign(static_cast<size_t>(rows) * static_cast<size_t>(V), 0.0);
-    for (int32_t r = 0; r < rows; ++r) log_softmax_row(logits.row(last_row[static_cast<size_t>(r)]), V, &scores[static_cast<size_t>(r) * V]);
     json cinfo;
-    if (constraint) {
-      cinfo = json::array();
-      constraint->apply(std::vector<int64_t>(cstates.begin(), cstates.begin() + rows), cur - 1, scores.data(), V,
-                        trace ? &cinfo : nullptr);
+    if (constraint) cinfo = json::array();
+    const std::vector<int64_t> row_states(cstates.begin(), cstates.begin() + rows);
+    std::vector<const float*> row_logits;
+    for (int32_t r = 0; r < rows; ++r) row_logits.push_back(logits.row(last_row[static_cast<size_t>(r)]));
+    const size_t k = std::min<size_t>(static_cast<size_t>(2 * B), scores.size());
+    std::vector<int64_t> idx;
+    // A constraint that ranks sparsely scores only its allowed tokens (the
+    // same finite candidates in the same order as the full ranking below).
+    std::vector<ScoredCandidate> ranked;
+    if (constraint && constraint->rank(row_states, cur - 1, row_logits, beam_scores.data(), V, static_cast<int32_t>(k), ranked, trace ? &cinfo : nullptr)) {
+      for (const ScoredCandidate& c : ranked) {
+        idx.push_back(c.flat);
+        scores[static_cast<size_t>(c.flat)] = c.score;
+      }
+    } else {
+      for (int32_t r = 0; r < rows; ++r) log_softmax_row(row_logits[static_cast<size_t>(r)], V, &scores[static_cast<size_t>(r) * V]);
+      if (constraint) constraint->apply(row_states, cur - 1, scores.data(), V, trace ? &cinfo : nullptr);
+      for (int32_t r = 0; r < rows; ++r)
+        for (int32_t v = 0; v < V; ++v) scores[static_cast<size_t>(r) * V + static_cast<size_t>(v)] += beam_scores[static_cast<size_t>(r)];
+      // torch.topk(scores, 2B), ties to the lower flat index.
+      idx.resize(scores.size());
+      std::iota(idx.begin(), idx.end(), 0);
+      std::partial_sort(idx.begin(), idx.begin() + static_cast<std::ptrdiff_t>(k), idx.end(), [&](int64_t a, int64_t c) {
+        return scores[static_cast<size_t>(a)] > scores[static_cast<size_t>(c)] ||
+               (scores[static_cast<size_t>(a)] == scores[static_cast<size_t>(c)] && a < c);
+      });
+      idx.resize(k);
     }
-    for (int32_t r = 0; r < rows; ++r)
-      for (int32_t v = 0; v < V; ++v) scores[static_cast<size_t>(r) * V + static_cast<size_t>(v)] += beam_scores[static_cast<size_t>(r)];
-    // torch.topk(scores, 2B), ties to the lower flat index.
-    std::vector<int64_t> idx(scores.size());
-    std::iota(idx.begin(), idx.end(), 0);
-    const size_t k = std::min<size_t>(static_cast<size_t>(2 * B), idx.size());
-    std::partial_sort(idx.begin(), idx.begin() + static_cast<std::ptrdiff_t>(k), idx.end(), [&](int64_t a, int64_t c) {
-      return scores[static_cast<size_t>(a)] > scores[static_cast<size_t>(c)] ||
-             (scores[static_cast<size_t>(a)] == scores[static_cast<size_t>(c)] && a < c);
-    });
-    idx.resize(k);
 
     std::vector<int32_t> next_tokens, next_indices;
     std::vector<double> next_scores;

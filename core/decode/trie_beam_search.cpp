@@ -139,19 +139,25 @@ DecodeResult trie_beam_search(Model& model, const std::vector<int32_t>& prompt, 
   for (int32_t step = 1; step <= cfg.max_new_tokens && !done; ++step) {
     // Alg. 2 line 9: score every (beam, token) and keep the top 2b.
     const int32_t nb = static_cast<int32_t>(beams.size());
-    lp.resize(static_cast<size_t>(nb) * static_cast<size_t>(V));
-    for (int32_t i = 0; i < nb; ++i) log_softmax_row(logits.row(beams[static_cast<size_t>(i)].logits_row), V, lp.data() + static_cast<size_t>(i) * V);
-    json cinfo;
-    if (constraint) {
-      std::vector<int64_t> states;
-      for (auto& bm : beams) states.push_back(bm.cstate);
-      cinfo = json::array();
-      constraint->apply(states, step - 1, lp.data(), V, rec.on() ? &cinfo : nullptr);
-    }
     std::vector<double> beam_scores;
-    for (const Beam& bm : beams) beam_scores.push_back(bm.score);
-    // Alg. 2 line 9: the top 2b (beam, token) pairs, ties to the lower flat index.
-    cands = topk_candidates(lp.data(), nb, V, beam_scores.data(), 2 * b);
+    std::vector<const float*> rows;
+    std::vector<int64_t> states;
+    for (const Beam& bm : beams) {
+      beam_scores.push_back(bm.score);
+      rows.push_back(logits.row(bm.logits_row));
+      states.push_back(bm.cstate);
+    }
+    json cinfo;
+    if (constraint) cinfo = json::array();
+    // A constraint that ranks sparsely scores only its allowed tokens; otherwise
+    // every row is log-softmaxed, masked, and all (beam, token) pairs ranked.
+    if (!constraint || !constraint->rank(states, step - 1, rows, beam_scores.data(), V, 2 * b, cands, rec.on() ? &cinfo : nullptr)) {
+      lp.resize(static_cast<size_t>(nb) * static_cast<size_t>(V));
+      for (int32_t i = 0; i < nb; ++i) log_softmax_row(rows[static_cast<size_t>(i)], V, lp.data() + static_cast<size_t>(i) * V);
+      if (constraint) constraint->apply(states, step - 1, lp.data(), V, rec.on() ? &cinfo : nullptr);
+      // Alg. 2 line 9: the top 2b (beam, token) pairs, ties to the lower flat index.
+      cands = topk_candidates(lp.data(), nb, V, beam_scores.data(), 2 * b);
+    }
 
     // Process the candidates in rank order (HF BeamSearchScorer.process).
     struct Pick { int32_t beam; int32_t token; double score; };

@@ -38,8 +38,11 @@ __device__ __forceinline__ double block_sum(double v, double* s_red) {
   return r;
 }
 
-// A block per beam row: Alg. 1 phases 1-2 (+ Alg. 2), the projection, and the
-// row's part of phase 3 (its best k candidates, each with its next state).
+// A block per beam row, in the shape of the CPU step (core/constraint/
+// static_step.h): the row's candidates (Alg. 2 slice or dense bit row), one
+// pass over its logits for the log-normaliser, the optional projection, and
+// the row's part of phase 3 (its best k candidates, each with its next
+// state), ranked among the candidates only.
 __global__ void __launch_bounds__(kThreads, 4) static_row_kernel(StaticStepParams p) {
   __shared__ double s_red[kThreads];
   __shared__ Cand s_c[kThreads / 32 + 1];
@@ -61,17 +64,8 @@ __global__ void __launch_bounds__(kThreads, 4) static_row_kernel(StaticStepParam
     const bool dense = live && step < m.dense_levels;
     const bool sparse = live && !dense;
 
-    // Phase 1: log-softmax (double, the same sums as log_softmax_rows).
-    const float* x = p.logits + static_cast<size_t>(r) * V;
-    double mx = -CUDART_INF;
-    for (int32_t v = threadIdx.x; v < V; v += blockDim.x) mx = fmax(mx, static_cast<double>(x[v]));
-    mx = block_max(mx, s_red);
-    double sum = 0.0;
-    for (int32_t v = threadIdx.x; v < V; v += blockDim.x) sum += exp(static_cast<double>(x[v]) - mx);
-    const double lse = mx + log(block_sum(sum, s_red));
-
-    // Phase 2: the allowed tokens. Dense: a bit row (null = none).
-    // Sparse (Alg. 2): boundary lookup, then a slice of exactly B_t slots.
+    // Phase 2's lookups first (Alg. 2: boundary lookup, a slice of exactly
+    // B_t slots; dense: a bit row, null = none), so phase 1's pass can use them.
     const uint64_t* bits = dense ? step_dense_row(m, s, step) : nullptr;
     int64_t start = 0, len = 0;
     int32_t Bt = 0;
@@ -82,12 +76,29 @@ __global__ void __launch_bounds__(kThreads, 4) static_row_kernel(StaticStepParam
       Bt = m.max_branch[step];
     }
     const int32_t slots = static_cast<int32_t>(len < Bt ? len : Bt);  // Range(B_t) < len
-    int32_t count = sparse ? slots : 0;
-    if (bits) {
-      double c = 0.0;
-      for (int32_t w = threadIdx.x; w < m.words_per_row; w += blockDim.x) c += popcount64(bits[w]);
-      count = static_cast<int32_t>(block_sum(c, s_red));
+
+    // Phase 1, fused: one pass over the logits for the full-vocabulary
+    // log-normaliser (each thread a running max and a sum of exponentials
+    // rescaled when its max grows; -inf logits add nothing), a dense row's
+    // bit mask read in the same pass (its allowed count). Nothing is written.
+    const float* x = p.logits + static_cast<size_t>(r) * V;
+    double mx = -CUDART_INF, sum = 0.0, allowed = 0.0;
+    for (int32_t v = threadIdx.x; v < V; v += blockDim.x) {
+      if (bits) allowed += step_bit(bits, v) ? 1.0 : 0.0;
+      const double xv = static_cast<double>(x[v]);
+      if (xv == -CUDART_INF) continue;
+      if (xv > mx) {
+        sum = sum * exp(mx - xv) + 1.0;
+        mx = xv;
+      } else {
+        sum += exp(xv - mx);
+      }
     }
+    const double row_max = block_max(mx, s_red);
+    const double row_sum = block_sum(mx == -CUDART_INF ? 0.0 : sum * exp(mx - row_max), s_red);
+    const double lse = row_max == -CUDART_INF ? -CUDART_INF : row_max + log(row_sum);
+    int32_t count = sparse ? slots : 0;
+    if (bits) count = static_cast<int32_t>(block_sum(allowed, s_red));
 
     // Phase 4 projection (optional output): -inf, then the allowed log-probs.
     if (p.masked_logprobs) {
@@ -118,7 +129,7 @@ __global__ void __launch_bounds__(kThreads, 4) static_row_kernel(StaticStepParam
       Cand mine{0.0, -1, 0};
       if (bits) {
         for (int32_t v = threadIdx.x; v < V; v += blockDim.x) {
-          if (!step_bit(bits, v)) continue;
+          if (!step_bit(bits, v) || x[v] == -CUDART_INF) continue;  // a -inf log-prob is masked, as in topk_candidates
           const Cand c{bs + (static_cast<double>(x[v]) - lse), static_cast<long long>(r) * V + v, v};
           if (prev.flat >= 0 && !better(prev, c)) continue;
           if (better(c, mine)) mine = c;
@@ -126,6 +137,7 @@ __global__ void __launch_bounds__(kThreads, 4) static_row_kernel(StaticStepParam
       } else {
         for (int32_t k = threadIdx.x; k < slots; k += blockDim.x) {
           const int32_t tok = step_edge_token(m, start + k);
+          if (x[tok] == -CUDART_INF) continue;
           const Cand c{bs + (static_cast<double>(x[tok]) - lse), static_cast<long long>(r) * V + tok, k};
           if (prev.flat >= 0 && !better(prev, c)) continue;
           if (better(c, mine)) mine = c;

@@ -1,17 +1,21 @@
 // The fused STATIC constrained decoding step on the device (STATIC Alg. 1
 // phases 1-4 with Alg. 2 for t >= d), in two kernel launches:
-//   1. static_row_kernel, a block per beam row: log-softmax of the raw
-//      logits (double), the mask (dense bit rows for t < d, the VNTK slice of
-//      B_t entries for t >= d, both layouts), the projection into the masked
-//      log-probs (optional output), the valid count, and the row's best k
-//      candidates (beam score + masked log-prob) with their next states;
+//   1. static_row_kernel, a block per beam row: the row's candidates (dense
+//      bit rows for t < d, the VNTK slice of B_t entries for t >= d, both
+//      layouts), the full-vocabulary log-normaliser of the raw logits in one
+//      pass (double; the dense bit row read in the same pass), the
+//      projection into the masked log-probs (optional output, not needed for
+//      the ranking), the valid count, and the row's best k candidates (beam
+//      score + log-prob, over the allowed tokens only) with their next states;
 //   2. static_merge_kernel, a block per group (a batch's beams): the best k of
 //      the group's rows' winners, their next states, and optionally the
 //      beams' advance in place (states, scores, step) so a captured CUDA
 //      graph can be replayed step after step with no host work.
 // The step index is read from device memory, so one graph serves every step.
-// CPU reference: core's log_softmax_row + dense_lookup / vntk_sparse +
-// topk_candidates (per group) + static_next_state.
+// CPU twin, same shape: core/constraint/static_step.h (StaticStep). Also
+// checked against the full-vocabulary composition it replaces: core's
+// log_softmax_row + dense_lookup / vntk_sparse + topk_candidates (per group)
+// + static_next_state.
 #pragma once
 #include <cuda_runtime_api.h>
 

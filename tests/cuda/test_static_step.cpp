@@ -1,15 +1,19 @@
 // The fused STATIC step on the device (cuda/static/static_step.cuh via
-// cuda::StaticStepCuda) against its CPU twin composed of core's
-// log_softmax_row + dense_lookup / vntk_sparse + topk_candidates (per group)
-// + static_next_state: masks and valid counts and next states exact, top-k ids
-// identical, scores within 1e-12 relative (device exp/log differ in the last
-// ulp). Outputs are poisoned before each launch. Device only.
+// cuda::StaticStepCuda) against its CPU twin of the same shape
+// (core/constraint/static_step.h) and against the full-vocabulary path it
+// replaces, composed of core's log_softmax_row + dense_lookup / vntk_sparse
+// + topk_candidates (per group) + static_next_state: masks and valid counts
+// and next states exact, top-k ids identical, scores within 1e-12 relative
+// (the three log-normalisers sum the same exponentials in different orders,
+// with different exp implementations: last-ulp differences). Some logits
+// are -inf (a model's own mask). Outputs are poisoned before each launch.
 #include <catch2/catch.hpp>
 
 #include <cmath>
 #include <limits>
 #include <random>
 
+#include "core/constraint/static_step.h"
 #include "core/constraint/transition_matrix.h"
 #include "core/constraint/vntk.h"
 #include "core/decode/beam_config.h"
@@ -63,9 +67,12 @@ TEST_CASE("cuda static step: fused step equals the CPU twin (masks, valid, next 
   std::normal_distribution<float> g(0.0f, 3.0f);
   std::vector<float> logits(static_cast<size_t>(n) * V);
   for (auto& x : logits) x = g(rng);
+  for (int32_t i = 0; i < n * V / 50; ++i) logits[rng() % logits.size()] = -std::numeric_limits<float>::infinity();
   const auto d_logits = testing::upload(logits);
   std::vector<double> scores(static_cast<size_t>(n));
   for (auto& x : scores) x = -std::uniform_real_distribution<double>(0.0, 4.0)(rng);
+  StaticStep cpu_step(tm);
+  StaticStepResult twin;
 
   for (int32_t t = 0; t < L; ++t) {
     CAPTURE(t);
@@ -90,6 +97,12 @@ TEST_CASE("cuda static step: fused step equals the CPU twin (masks, valid, next 
     }
     CHECK(mask_bad == 0);
     CHECK(value_bad == 0);
+    cpu_step.run(logits.data(), states.data(), scores.data(), n, groups, k, t, twin);
+    CHECK(twin.valid == h.valid);
+    CHECK(twin.count == h.top_count);
+    CHECK(twin.flat == h.top_flat);
+    CHECK(twin.next == h.top_next);
+    for (size_t o = 0; o < twin.score.size(); ++o) CHECK(close(twin.score[o], h.top_score[o]));
     for (int32_t gi = 0; gi < groups; ++gi) {
       CAPTURE(gi);
       const auto want = topk_candidates(lp.data() + static_cast<size_t>(gi) * M * V, M, V, scores.data() + static_cast<size_t>(gi) * M, k);

@@ -2,7 +2,6 @@
 // to compare with the gguf package and transformers on the same file:
 //   gguf_probe metadata <file.gguf> <out.json>                  header, every key/value (typed), tensor infos
 //   gguf_probe tensors  <file.gguf> <out.safetensors> [names]   tensors dequantised to F32 (GGUF names, ne reversed)
-//   gguf_probe logits   <file.gguf> <prompts.json> <out.safetensors>  "logits.<i>": [len, vocab] of each id prompt
 //   gguf_probe encode   <file.gguf> <texts.json> <out.json>     the file's tokenizer: ids and decoded text per text
 #include <iostream>
 #include <sstream>
@@ -13,8 +12,6 @@
 #include "core/common/file_io.h"
 #include "core/config/json_reader.h"
 #include "core/model/torch/gguf_llama.h"
-#include "core/model/torch/torch_transformer.h"
-#include "tests/torch/torch_test_util.h"
 
 using namespace triescope;
 using json = nlohmann::json;
@@ -63,19 +60,6 @@ int tensors(const std::string& file, const std::string& out, const std::string& 
   return 0;
 }
 
-int logits(const std::string& file, const std::string& prompts_path, const std::string& out) {
-  auto model = TorchTransformer::load_gguf(file);
-  const json prompts = json_load_file(prompts_path);
-  TensorMap m;
-  for (size_t i = 0; i < prompts.size(); ++i) {
-    const auto ids = prompts[i].get<std::vector<int32_t>>();
-    Logits l = test::run_causal(*model, ids);
-    m["logits." + std::to_string(i)] = HostTensor{{static_cast<int64_t>(ids.size()), l.vocab}, std::move(l.data)};
-  }
-  safetensors_write(out, m, "F32");
-  return 0;
-}
-
 int encode(const std::string& file, const std::string& texts_path, const std::string& out) {
   const auto tok = gguf_tokenizer(GgufFile::read(file));
   TS_CHECK(tok, file << ": has no tokenizer");
@@ -95,12 +79,11 @@ int main(int argc, char** argv) {
   try {
     if (a.size() == 3 && a[0] == "metadata") return metadata(a[1], a[2]);
     if ((a.size() == 3 || a.size() == 4) && a[0] == "tensors") return tensors(a[1], a[2], a.size() == 4 ? a[3] : "");
-    if (a.size() == 4 && a[0] == "logits") return logits(a[1], a[2], a[3]);
     if (a.size() == 4 && a[0] == "encode") return encode(a[1], a[2], a[3]);
   } catch (const Error& e) {
     std::cerr << "error: " << e.what() << "\n";
     return 1;
   }
-  std::cerr << "usage: gguf_probe metadata|tensors|logits|encode <file.gguf> ... (see the header of tests/peer/gguf_probe.cpp)\n";
+  std::cerr << "usage: gguf_probe metadata|tensors|encode <file.gguf> ... (see the header of tests/peer/gguf_probe.cpp)\n";
   return 2;
 }

@@ -235,11 +235,11 @@ def test_smollm2_tokenizer_encodes_like_transformers(gguf_probe, smollm2, hf_tok
             assert got["decoded"] == text
 
 
-def test_smollm2_logits_equal_transformers(gguf_probe, smollm2, hf_tokenizer, tmp_path):
+def test_smollm2_logits_equal_transformers(triescope_cli, smollm2, hf_tokenizer, tmp_path):
     prompts = [hf_tokenizer.encode(t, add_special_tokens=False) for t in TEXTS[:3]]
     src, out = tmp_path / "prompts.json", tmp_path / "logits.safetensors"
     src.write_text(json.dumps(prompts))
-    probe(gguf_probe, "logits", smollm2, src, out)
+    probe(triescope_cli, "logits", smollm2, "--prompts", src, "--out", out)
     ours = load_file(str(out))
     # transformers 4.45.2 does not tie the head when a GGUF file has no output.weight
     # (llama.cpp then uses token_embd as the head) and leaves lm_head random; tie it.

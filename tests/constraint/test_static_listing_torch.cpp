@@ -1,4 +1,4 @@
-// STATIC's LibTorch tensor-op formulation (bench/static_torch.h)
+// The paper's Algorithm 2 listing in LibTorch ops (bench/static_listing_torch.h)
 // against core's CPU reference (vntk_sparse, dense_lookup, static_next_state,
 // log_softmax_row, topk_candidates): exact masks, valid counts and next
 // states, top-k ids equal. Runs on the CPU LibTorch here; the same code runs
@@ -9,7 +9,7 @@
 #include <iostream>
 #include <random>
 
-#include "bench/static_torch.h"
+#include "bench/static_listing_torch.h"
 #include "core/constraint/transition_matrix.h"
 #include "core/constraint/vntk.h"
 #include "core/decode/beam_config.h"
@@ -24,7 +24,7 @@ uint64_t fresh_seed() {
     if (const char* e = std::getenv("TRIESCOPE_TEST_SEED")) return static_cast<uint64_t>(std::strtoull(e, nullptr, 10));
     std::random_device rd;
     const uint64_t v = (static_cast<uint64_t>(rd()) << 32) ^ rd();
-    std::cout << "test_static_torch: base seed " << v << " (rerun with TRIESCOPE_TEST_SEED=<seed>)\n";
+    std::cout << "test_static_listing_torch: base seed " << v << " (rerun with TRIESCOPE_TEST_SEED=<seed>)\n";
     return v;
   }();
   return s;
@@ -50,7 +50,7 @@ std::vector<int64_t> beam_states(const ConstraintSet& c, const TransitionMatrix&
 
 }  // namespace
 
-TEST_CASE("static torch: LibTorch formulation equals the CPU reference (masks, valid, next states, top-k)", "[constraint][torch]") {
+TEST_CASE("Algorithm 2 listing in LibTorch: equals the CPU reference (masks, valid, next states, top-k)", "[constraint][torch]") {
   const CsrLayout layout = GENERATE(CsrLayout::stacked, CsrLayout::compact);
   const int32_t d = GENERATE(0, 1, 2);
   const int32_t V = GENERATE(5, 40, 300, 2048);
@@ -63,7 +63,7 @@ TEST_CASE("static torch: LibTorch formulation equals the CPU reference (masks, v
   const int64_t items = std::min<int64_t>(std::uniform_int_distribution<int64_t>(1, V == 2048 ? 3000 : 600)(rng), static_cast<int64_t>(std::pow(double(V), double(L)) / 2));
   const ConstraintSet c = constraint_set_random(items, L, V, rng());
   const TransitionMatrix tm = TransitionMatrix::build(c, {d, layout});
-  StaticTorchStep ts(tm, "cpu");
+  StaticListingTorch ts(tm, "cpu");
   CHECK(ts.device_bytes() > 0);
 
   const int32_t groups = 2, M = std::uniform_int_distribution<int32_t>(2, 6)(rng), n = groups * M;
@@ -80,7 +80,7 @@ TEST_CASE("static torch: LibTorch formulation equals the CPU reference (masks, v
     const auto states = beam_states(c, tm, t, n, rng);
     ts.set_inputs(logits.data(), n, states.data(), scores.data());
     ts.run(t, groups, k, /*keep_masked=*/true);
-    const StaticTorchResult r = ts.result();
+    const StaticListingTorchResult r = ts.result();
 
     // CPU reference: double log-softmax, then dense_lookup / vntk_sparse.
     std::vector<double> lp(logits.size());
@@ -120,7 +120,7 @@ TEST_CASE("static torch: LibTorch formulation equals the CPU reference (masks, v
     for (size_t q = 0; q < qs.size(); ++q) next_mismatch += nx[q] != static_next_state(tm, qs[q], qt[q], t);
     CHECK(next_mismatch == 0);
 
-    // Top-k of each group over the formulation's own masked log-probs (so the
+    // Top-k of each group over the listing's own masked log-probs (so the
     // float log-softmax cannot reorder near-ties): ids equal, next states equal.
     for (int32_t gi = 0; gi < groups; ++gi) {
       CAPTURE(gi);
@@ -146,10 +146,10 @@ TEST_CASE("static torch: LibTorch formulation equals the CPU reference (masks, v
   }
 }
 
-TEST_CASE("static torch: bad input is refused by name", "[constraint][torch]") {
+TEST_CASE("Algorithm 2 listing in LibTorch: bad input is refused by name", "[constraint][torch]") {
   const auto c = constraint_set_random(50, 3, 16, 5);
   const auto tm = TransitionMatrix::build(c, {1, CsrLayout::compact});
-  StaticTorchStep ts(tm, "cpu");
+  StaticListingTorch ts(tm, "cpu");
   std::vector<float> logits(4 * 16, 0.0f);
   std::vector<int64_t> states(4, 0);
   std::vector<double> scores(4, 0.0);
@@ -159,6 +159,6 @@ TEST_CASE("static torch: bad input is refused by name", "[constraint][torch]") {
   CHECK_THROWS_WITH(ts.run(0, 3, 1), Catch::Contains("do not split into 3 groups"));
   CHECK_THROWS_WITH(ts.run(0, 1, 65), Catch::Contains("k = 65"));
   std::string why;
-  CHECK_FALSE(StaticTorchStep::device_usable("tpu", &why));
+  CHECK_FALSE(StaticListingTorch::device_usable("tpu", &why));
   CHECK_FALSE(why.empty());
 }

@@ -1,15 +1,19 @@
-// STATIC's constrained decoding step written with LibTorch tensor ops, the
-// way the paper's own JAX/PyTorch decoder is written (App. A.2 and the
-// listing after Alg. 2): row-pointer (indptr) lookup, a fixed-width slice of
-// B_t entries by arange + gather (reads past the edge array return 0, like
-// jnp.take(mode="fill")), Where for the sanitisation, scatter into a
-// [n x (|V| + 1)] row for the projection, dense levels by indexing the
-// bit-packed masks, then log-softmax, per-group top-k and the next states of
-// the chosen candidates. It runs on any device LibTorch has (CPU here, CUDA
-// with a CUDA LibTorch): the baseline the fused CUDA step is measured against.
+// The paper's Algorithm 2 listing (the JAX code after Alg. 2, App. A.2's
+// PyTorch mapping) written with LibTorch tensor ops: row-pointer (indptr)
+// lookup, a fixed-width slice of B_t entries by arange + gather (reads past
+// the edge array return 0, like jnp.take(mode="fill")), Where for the
+// sanitisation, scatter into a [n x (|V| + 1)] row for the projection (the
+// listing's dense mask), dense levels by indexing the bit-packed masks, then
+// log-softmax, per-group top-k over every (beam, token) and the next states
+// of the chosen. It is NOT the authors' released decoder
+// (static_decoding/decoding_pt.py), which never scatters nor builds a full
+// mask at sparse levels: it ranks the B_t candidates per beam directly
+// (bench/static_peer_bench.py runs that code itself). It runs on any device
+// LibTorch has (CPU here, CUDA with a CUDA LibTorch): the listing's data flow
+// as the baseline bench_cuda measures the fused CUDA step against.
 //
 // This header is LibTorch-free (pimpl), so nvcc-compiled benchmarks can call it.
-// Built only with TRIESCOPE_WITH_TORCH (library triescope::static_torch).
+// Built only with TRIESCOPE_WITH_TORCH (library triescope::static_listing_torch).
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -20,7 +24,7 @@
 
 namespace triescope {
 
-struct StaticTorchResult {
+struct StaticListingTorchResult {
   std::vector<float> masked_logprobs;  // [n x V]: log-softmax, -inf where the constraint masks (empty unless asked for)
   std::vector<int32_t> valid;          // [n] allowed tokens per beam
   std::vector<double> top_score;       // [groups x k] best first: beam score + masked logprob
@@ -29,13 +33,13 @@ struct StaticTorchResult {
   std::vector<int32_t> top_count;      // [groups] finite candidates found (< k when fewer are allowed)
 };
 
-class StaticTorchStep {
+class StaticListingTorch {
  public:
   // Uploads the matrix once to `device` ("cpu", "cuda", "cuda:1", ...).
-  StaticTorchStep(const TransitionMatrix& tm, const std::string& device);
-  ~StaticTorchStep();
-  StaticTorchStep(const StaticTorchStep&) = delete;
-  StaticTorchStep& operator=(const StaticTorchStep&) = delete;
+  StaticListingTorch(const TransitionMatrix& tm, const std::string& device);
+  ~StaticListingTorch();
+  StaticListingTorch(const StaticListingTorch&) = delete;
+  StaticListingTorch& operator=(const StaticListingTorch&) = delete;
 
   // False (with the reason) when this LibTorch cannot use `device`.
   static bool device_usable(const std::string& device, std::string* why);
@@ -54,7 +58,7 @@ class StaticTorchStep {
   // baseline a benchmark subtracts to get the constraint's own overhead.
   void run_unconstrained(int32_t groups, int32_t k);
   void synchronize() const;
-  StaticTorchResult result() const;
+  StaticListingTorchResult result() const;
 
   // The next-state gather of run(), for arbitrary (state, token) pairs at
   // `step` (kDeadState where the token is not allowed): exposes the same code

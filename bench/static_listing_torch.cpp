@@ -1,4 +1,4 @@
-#include "bench/static_torch.h"
+#include "bench/static_listing_torch.h"
 
 #include <torch/cuda.h>
 #include <torch/torch.h>
@@ -49,7 +49,7 @@ torch::Tensor host_tensor(const std::vector<T>& v, torch::ScalarType type) {
 
 }  // namespace
 
-struct StaticTorchStep::Impl {
+struct StaticListingTorch::Impl {
   torch::Device dev{torch::kCPU};
   int32_t V = 0, L = 0, d = 0, wpr = 0;
   CsrLayout layout = CsrLayout::stacked;
@@ -155,9 +155,9 @@ struct StaticTorchStep::Impl {
   }
 };
 
-StaticTorchStep::StaticTorchStep(const TransitionMatrix& tm, const std::string& device) : impl_(std::make_unique<Impl>()) {
+StaticListingTorch::StaticListingTorch(const TransitionMatrix& tm, const std::string& device) : impl_(std::make_unique<Impl>()) {
   std::string why;
-  TS_CHECK(device_usable(device, &why), "static torch step: device \"" << device << "\" is not usable: " << why);
+  TS_CHECK(device_usable(device, &why), "Algorithm 2 listing (torch): device \"" << device << "\" is not usable: " << why);
   torch::NoGradGuard ng;
   Impl& m = *impl_;
   m.dev = torch::Device(device);
@@ -205,9 +205,9 @@ StaticTorchStep::StaticTorchStep(const TransitionMatrix& tm, const std::string& 
   m.neg_inf = torch::full({}, -std::numeric_limits<float>::infinity(), m.opt(torch::kFloat));
 }
 
-StaticTorchStep::~StaticTorchStep() = default;
+StaticListingTorch::~StaticListingTorch() = default;
 
-bool StaticTorchStep::device_usable(const std::string& device, std::string* why) {
+bool StaticListingTorch::device_usable(const std::string& device, std::string* why) {
   try {
     const torch::Device dev(device);
     if (dev.is_cpu()) return true;
@@ -230,9 +230,9 @@ bool StaticTorchStep::device_usable(const std::string& device, std::string* why)
   }
 }
 
-void StaticTorchStep::set_cpu_threads(int n) { torch::set_num_threads(std::max(1, n)); }
+void StaticListingTorch::set_cpu_threads(int n) { torch::set_num_threads(std::max(1, n)); }
 
-int64_t StaticTorchStep::device_bytes() const {
+int64_t StaticListingTorch::device_bytes() const {
   const Impl& m = *impl_;
   int64_t b = 0;
   for (const auto* t : {&m.row_ptr, &m.edges, &m.cols, &m.mask1, &m.mask2, &m.dstates1, &m.dstates2, &m.rank1, &m.rank2})
@@ -240,8 +240,8 @@ int64_t StaticTorchStep::device_bytes() const {
   return b;
 }
 
-void StaticTorchStep::set_inputs(const float* logits, int32_t n, const int64_t* states, const double* beam_scores) {
-  TS_CHECK(n >= 1, "static torch step: needs at least one beam, got " << n);
+void StaticListingTorch::set_inputs(const float* logits, int32_t n, const int64_t* states, const double* beam_scores) {
+  TS_CHECK(n >= 1, "Algorithm 2 listing (torch): needs at least one beam, got " << n);
   torch::NoGradGuard ng;
   Impl& m = *impl_;
   m.n = n;
@@ -250,13 +250,13 @@ void StaticTorchStep::set_inputs(const float* logits, int32_t n, const int64_t* 
   m.beam_scores = torch::from_blob(const_cast<double*>(beam_scores), {n}, torch::kDouble).to(m.dev, false, true);
 }
 
-void StaticTorchStep::run(int32_t step, int32_t groups, int32_t k, bool keep_masked) {
+void StaticListingTorch::run(int32_t step, int32_t groups, int32_t k, bool keep_masked) {
   Impl& m = *impl_;
-  TS_CHECK(m.n >= 1, "static torch step: run() before set_inputs()");
-  TS_CHECK(step >= 0 && step < m.L, "static torch step: step " << step << " outside [0, L = " << m.L << ")");
-  TS_CHECK(groups >= 1 && m.n % groups == 0, "static torch step: " << m.n << " beams do not split into " << groups << " groups");
+  TS_CHECK(m.n >= 1, "Algorithm 2 listing (torch): run() before set_inputs()");
+  TS_CHECK(step >= 0 && step < m.L, "Algorithm 2 listing (torch): step " << step << " outside [0, L = " << m.L << ")");
+  TS_CHECK(groups >= 1 && m.n % groups == 0, "Algorithm 2 listing (torch): " << m.n << " beams do not split into " << groups << " groups");
   const int64_t M = m.n / groups;
-  TS_CHECK(k >= 1 && k <= M * m.V, "static torch step: k = " << k << " outside [1, " << M * m.V << "]");
+  TS_CHECK(k >= 1 && k <= M * m.V, "Algorithm 2 listing (torch): k = " << k << " outside [1, " << M * m.V << "]");
   torch::NoGradGuard ng;
   // Alg. 1 phase 1.
   const auto lp = torch::log_softmax(m.logits, 1);
@@ -301,12 +301,12 @@ void StaticTorchStep::run(int32_t step, int32_t groups, int32_t k, bool keep_mas
   m.masked = keep_masked ? masked : torch::Tensor();
 }
 
-void StaticTorchStep::run_unconstrained(int32_t groups, int32_t k) {
+void StaticListingTorch::run_unconstrained(int32_t groups, int32_t k) {
   Impl& m = *impl_;
-  TS_CHECK(m.n >= 1, "static torch step: run_unconstrained() before set_inputs()");
-  TS_CHECK(groups >= 1 && m.n % groups == 0, "static torch step: " << m.n << " beams do not split into " << groups << " groups");
+  TS_CHECK(m.n >= 1, "Algorithm 2 listing (torch): run_unconstrained() before set_inputs()");
+  TS_CHECK(groups >= 1 && m.n % groups == 0, "Algorithm 2 listing (torch): " << m.n << " beams do not split into " << groups << " groups");
   const int64_t M = m.n / groups;
-  TS_CHECK(k >= 1 && k <= M * m.V, "static torch step: k = " << k << " outside [1, " << M * m.V << "]");
+  TS_CHECK(k >= 1 && k <= M * m.V, "Algorithm 2 listing (torch): k = " << k << " outside [1, " << M * m.V << "]");
   torch::NoGradGuard ng;
   const auto lp = torch::log_softmax(m.logits, 1);
   const auto scores = (lp.to(torch::kDouble) + m.beam_scores.unsqueeze(1)).reshape({groups, M * m.V});
@@ -316,19 +316,19 @@ void StaticTorchStep::run_unconstrained(int32_t groups, int32_t k) {
   m.top_next = torch::Tensor();  // result() is for run() only
 }
 
-void StaticTorchStep::synchronize() const {
+void StaticListingTorch::synchronize() const {
   if (impl_->dev.is_cuda()) torch::cuda::synchronize(impl_->dev.index());
 }
 
-StaticTorchResult StaticTorchStep::result() const {
+StaticListingTorchResult StaticListingTorch::result() const {
   const Impl& m = *impl_;
-  TS_CHECK(m.top_next.defined(), "static torch step: result() needs a run() first");
+  TS_CHECK(m.top_next.defined(), "Algorithm 2 listing (torch): result() needs a run() first");
   const auto host = [](const torch::Tensor& t, auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
     const auto c = t.to(torch::kCPU).contiguous();
     return std::vector<T>(c.data_ptr<T>(), c.data_ptr<T>() + c.numel());
   };
-  StaticTorchResult r;
+  StaticListingTorchResult r;
   if (m.masked.defined()) r.masked_logprobs = host(m.masked, static_cast<float*>(nullptr));
   r.valid = host(m.valid, static_cast<int32_t*>(nullptr));
   r.top_score = host(m.top_score, static_cast<double*>(nullptr));
@@ -338,10 +338,10 @@ StaticTorchResult StaticTorchStep::result() const {
   return r;
 }
 
-std::vector<int64_t> StaticTorchStep::next_states(const std::vector<int64_t>& states, const std::vector<int32_t>& tokens, int32_t step) const {
+std::vector<int64_t> StaticListingTorch::next_states(const std::vector<int64_t>& states, const std::vector<int32_t>& tokens, int32_t step) const {
   const Impl& m = *impl_;
-  TS_CHECK(states.size() == tokens.size(), "static torch step: next_states needs one token per state");
-  TS_CHECK(step >= 0 && step < m.L, "static torch step: step " << step << " outside [0, L = " << m.L << ")");
+  TS_CHECK(states.size() == tokens.size(), "Algorithm 2 listing (torch): next_states needs one token per state");
+  TS_CHECK(step >= 0 && step < m.L, "Algorithm 2 listing (torch): step " << step << " outside [0, L = " << m.L << ")");
   if (states.empty()) return {};
   torch::NoGradGuard ng;
   const int64_t cnt = static_cast<int64_t>(states.size());
