@@ -175,7 +175,7 @@ TEST_CASE("bad checkpoints get named errors", "[model]") {
     j = c.to_json();
     j.erase("hidden_size");
     file_write_atomic(cp.string(), j.dump());
-    REQUIRE_THROWS_WITH(TorchTransformer::load_dir(dir.string()), Catch::Contains("hidden_size is missing"));
+    REQUIRE_THROWS_WITH(TorchTransformer::load_dir(dir.string()), Catch::Contains("missing field hidden_size"));
     j = c.to_json();
     j["rope_scaling"] = {{"type", "linear"}, {"factor", 2.0}};
     file_write_atomic(cp.string(), j.dump());

@@ -34,52 +34,31 @@ nlohmann::json LlamaConfig::to_json() const {
   return j;
 }
 
-namespace {
-int32_t need_int(const nlohmann::json& j, const std::string& origin, const char* key, int64_t lo, int64_t hi) {
-  TS_CHECK(j.contains(key), origin << ": " << key << " is missing");
-  const auto& v = j[key];
-  TS_CHECK(v.is_number_integer(), origin << ": " << key << " must be an integer, got " << json_brief(v));
-  const auto x = json_int_in(v, lo, hi);
-  TS_CHECK(x, origin << ": " << key << " must be in [" << lo << ", " << hi << "], got " << json_brief(v));
-  return static_cast<int32_t>(*x);
-}
-double opt_double(const nlohmann::json& j, const std::string& origin, const char* key, double lo, double hi, double d) {
-  if (!j.contains(key) || j[key].is_null()) return d;
-  TS_CHECK(j[key].is_number(), origin << ": " << key << " must be a number, got " << json_brief(j[key]));
-  const double x = j[key].get<double>();
-  TS_CHECK(x >= lo && x <= hi, origin << ": " << key << " must be in [" << lo << ", " << hi << "], got " << x);
-  return x;
-}
-bool opt_bool(const nlohmann::json& j, const std::string& origin, const char* key, bool d) {
-  if (!j.contains(key) || j[key].is_null()) return d;
-  TS_CHECK(j[key].is_boolean(), origin << ": " << key << " must be true or false, got " << json_brief(j[key]));
-  return j[key].get<bool>();
-}
-}  // namespace
-
 LlamaConfig llama_config_parse(const nlohmann::json& j, const std::string& origin) {
   TS_CHECK(j.is_object(), origin << ": config must be a JSON object");
-  std::string model_type = "llama";
-  if (j.contains("model_type")) {
-    TS_CHECK(j["model_type"].is_string(), origin << ": model_type must be a string");
-    model_type = j["model_type"].get<std::string>();
-    TS_CHECK(model_type == "llama" || model_type == "qwen2" || model_type == "mistral",
-             origin << ": model_type \"" << model_type << "\" is not a Llama-architecture model (llama, qwen2, mistral)");
+  // transformers writes null for an option left unset: read as absent. The
+  // many keys this reader does not use (architectures, transformers_version,
+  // token ids of other roles...) are allowed: no finish().
+  json set_fields = json::object();
+  for (const auto& [key, value] : j.items()) {
+    if (!value.is_null()) set_fields[key] = value;
   }
+  JsonObjectReader r(set_fields, origin);
+  const std::string model_type = r.get_string("model_type", "llama");
+  TS_CHECK(model_type == "llama" || model_type == "qwen2" || model_type == "mistral",
+           r.where("model_type") << " \"" << model_type << "\" is not a Llama-architecture model (llama, qwen2, mistral)");
   LlamaConfig c;
-  c.vocab_size = need_int(j, origin, "vocab_size", 2, 1 << 22);
-  c.hidden_size = need_int(j, origin, "hidden_size", 1, 1 << 16);
-  c.intermediate_size = need_int(j, origin, "intermediate_size", 1, 1 << 18);
-  c.num_hidden_layers = need_int(j, origin, "num_hidden_layers", 1, 1024);
-  c.num_attention_heads = need_int(j, origin, "num_attention_heads", 1, 1024);
-  c.num_key_value_heads = j.contains("num_key_value_heads") && !j["num_key_value_heads"].is_null()
-                              ? need_int(j, origin, "num_key_value_heads", 1, 1024)
-                              : c.num_attention_heads;
+  c.vocab_size = static_cast<int32_t>(r.get_int("vocab_size", 2, 1 << 22));
+  c.hidden_size = static_cast<int32_t>(r.get_int("hidden_size", 1, 1 << 16));
+  c.intermediate_size = static_cast<int32_t>(r.get_int("intermediate_size", 1, 1 << 18));
+  c.num_hidden_layers = static_cast<int32_t>(r.get_int("num_hidden_layers", 1, 1024));
+  c.num_attention_heads = static_cast<int32_t>(r.get_int("num_attention_heads", 1, 1024));
+  c.num_key_value_heads = static_cast<int32_t>(r.get_int("num_key_value_heads", 1, 1024, c.num_attention_heads));
   TS_CHECK(c.num_attention_heads % c.num_key_value_heads == 0,
            origin << ": num_attention_heads (" << c.num_attention_heads << ") must be a multiple of num_key_value_heads ("
                   << c.num_key_value_heads << ")");
-  if (j.contains("head_dim") && !j["head_dim"].is_null()) {
-    c.head_dim = need_int(j, origin, "head_dim", 2, 4096);
+  if (r.has("head_dim")) {
+    c.head_dim = static_cast<int32_t>(r.get_int("head_dim", 2, 4096));
   } else {
     TS_CHECK(c.hidden_size % c.num_attention_heads == 0, origin << ": hidden_size (" << c.hidden_size
                                                                 << ") must be a multiple of num_attention_heads ("
@@ -87,34 +66,30 @@ LlamaConfig llama_config_parse(const nlohmann::json& j, const std::string& origi
     c.head_dim = c.hidden_size / c.num_attention_heads;
   }
   TS_CHECK(c.head_dim % 2 == 0, origin << ": head_dim must be even for rotary embeddings, got " << c.head_dim);
-  c.rms_norm_eps = opt_double(j, origin, "rms_norm_eps", 0.0, 1.0, 1e-6);
-  c.rope_theta = opt_double(j, origin, "rope_theta", 1.0, 1e12, 10000.0);
-  c.max_position_embeddings = j.contains("max_position_embeddings")
-                                  ? need_int(j, origin, "max_position_embeddings", 1, 1 << 24)
-                                  : 2048;
-  c.tie_word_embeddings = opt_bool(j, origin, "tie_word_embeddings", false);
-  c.attention_bias = opt_bool(j, origin, "attention_bias", model_type == "qwen2");
+  c.rms_norm_eps = r.get_double("rms_norm_eps", 0.0, 1.0, 1e-6);
+  c.rope_theta = r.get_double("rope_theta", 1.0, 1e12, 10000.0);
+  c.max_position_embeddings = static_cast<int32_t>(r.get_int("max_position_embeddings", 1, 1 << 24, 2048));
+  c.tie_word_embeddings = r.get_bool("tie_word_embeddings", false);
+  c.attention_bias = r.get_bool("attention_bias", model_type == "qwen2");
   c.o_proj_bias = c.attention_bias && model_type == "llama";  // LlamaAttention: bias=attention_bias on all four projections
-  if (j.contains("hidden_act")) {
-    TS_CHECK(j["hidden_act"] == "silu", origin << ": hidden_act must be \"silu\" (SwiGLU), got " << json_brief(j["hidden_act"]));
-  }
-  TS_CHECK(!opt_bool(j, origin, "mlp_bias", false), origin << ": mlp_bias is not implemented (Llama MLPs have no biases)");
-  TS_CHECK(!j.contains("rope_scaling") || j["rope_scaling"].is_null(),
-           origin << ": rope_scaling " << json_brief(j["rope_scaling"]) << " is not implemented (plain RoPE only)");
-  if (opt_bool(j, origin, "use_sliding_window", false) || (model_type == "mistral" && j.contains("sliding_window") &&
-                                                           !j["sliding_window"].is_null())) {
+  const std::string act = r.get_string("hidden_act", "silu");
+  TS_CHECK(act == "silu", r.where("hidden_act") << " must be \"silu\" (SwiGLU), got \"" << act << "\"");
+  TS_CHECK(!r.get_bool("mlp_bias", false), r.where("mlp_bias") << " is not implemented (Llama MLPs have no biases)");
+  TS_CHECK(!r.has("rope_scaling"), r.where("rope_scaling") << " " << json_brief(r.raw("rope_scaling"))
+                                                           << " is not implemented (plain RoPE only)");
+  if (r.get_bool("use_sliding_window", false) || (model_type == "mistral" && r.has("sliding_window"))) {
     TS_FAIL(origin << ": sliding-window attention is not implemented");
   }
-  if (j.contains("eos_token_id") && !j["eos_token_id"].is_null()) {
+  if (r.has("eos_token_id")) {
     // One id or a list of them (the first is used); each a token of the vocabulary.
-    const auto& e = j["eos_token_id"];
+    const json& e = r.raw("eos_token_id");
     TS_CHECK(e.is_number_integer() || (e.is_array() && !e.empty()),
-             origin << ": eos_token_id must be a token id or a non-empty list of them, got " << json_brief(e));
+             r.where("eos_token_id") << " must be a token id or a non-empty list of them, got " << json_brief(e));
     for (size_t i = 0; i < (e.is_array() ? e.size() : 1); ++i) {
       const json& id = e.is_array() ? e[i] : e;
       const auto x = json_int_in(id, 0, c.vocab_size - 1);
-      TS_CHECK(x, origin << ": eos_token_id" << (e.is_array() ? "[" + std::to_string(i) + "]" : std::string()) << " must be in [0, "
-                         << c.vocab_size - 1 << "] (vocab_size - 1), got " << json_brief(id));
+      TS_CHECK(x, r.where("eos_token_id") << (e.is_array() ? "[" + std::to_string(i) + "]" : std::string()) << " must be in [0, "
+                                          << c.vocab_size - 1 << "] (vocab_size - 1), got " << json_brief(id));
       if (i == 0) c.eos_token_id = static_cast<int32_t>(*x);
     }
   }
