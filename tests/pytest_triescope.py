@@ -1,4 +1,6 @@
-"""Shared fixtures of the Python package's tests: the build, the sources, the CLI."""
+"""The pytest plugin of every Python test (labels peer and python), loaded by
+triescope_add_pytest with `-p pytest_triescope`: where the build and the
+sources are, the CLI, and a runner for it."""
 import os
 import pathlib
 import subprocess
@@ -9,7 +11,7 @@ import pytest
 def _dir(var: str) -> pathlib.Path:
     value = os.environ.get(var)
     if not value:
-        raise RuntimeError(f"{var} is not set: run these tests through ctest (label python)")
+        raise RuntimeError(f"{var} is not set: run these tests through ctest (labels peer, python)")
     return pathlib.Path(value)
 
 
