@@ -21,6 +21,8 @@ import pathlib
 import sys
 import unicodedata
 
+from generated_file import write_or_check
+
 OUT = pathlib.Path(__file__).resolve().parent.parent / "core" / "model" / "torch" / "unicode_normalization_table.inc"
 HANGUL = range(0xAC00, 0xD7A4)
 
@@ -104,16 +106,7 @@ def render() -> str:
 
 
 def main() -> int:
-    text = render()
-    if "--check" in sys.argv[1:]:
-        if not OUT.exists() or OUT.read_text() != text:
-            print(f"{OUT} differs from what tools/gen_unicode_normalization.py generates "
-                  f"(Unicode {unicodedata.unidata_version}): regenerate it", file=sys.stderr)
-            return 1
-        return 0
-    OUT.write_text(text)
-    print(f"wrote {OUT} (Unicode {unicodedata.unidata_version})")
-    return 0
+    return write_or_check(OUT, render(), "tools/gen_unicode_normalization.py")
 
 
 if __name__ == "__main__":
