@@ -34,6 +34,9 @@ struct HfGenerateRun {
   nlohmann::json model = nlohmann::json::object();  // what the header says about the model (type is set here)
   std::vector<std::string> vocab;
   int32_t keyframe_interval = 16;
+  // One item of a batched generate(): `scores` may hold steps generate() ran
+  // after this item finished (for the other items); they are not replayed.
+  bool batch_item = false;
 };
 
 struct HfReplay {

@@ -39,7 +39,7 @@ void bind_hf(pyb::module_& m) {
       [](pyb::object prompt, pyb::object scores, pyb::object sequences, pyb::object beam_indices, int32_t num_beams,
          int32_t max_new_tokens, int32_t eos_token_id, int32_t pad_token_id, double length_penalty, pyb::object early_stop,
          int32_t gc_interval, pyb::object kv_shape, pyb::object model, pyb::object vocab, pyb::object trie_path,
-         pyb::object batch_path, int32_t keyframe_interval) {
+         pyb::object batch_path, int32_t keyframe_interval, bool batch_item) {
         HfGenerateRun run;
         run.prompt = int32_vector(prompt, "prompt");
         TS_CHECK(!run.prompt.empty(), "prompt: empty");
@@ -50,7 +50,7 @@ void bind_hf(pyb::module_& m) {
           const std::string name = "scores[" + std::to_string(t++) + "]";
           auto a = float_rows(s, name);
           TS_CHECK(a.shape(0) == num_beams, name << ": " << a.shape(0) << " rows, expected num_beams = " << num_beams
-                                                 << " (batch size 1, one row per beam)");
+                                                 << " (one row per beam of the item)");
           if (run.vocab_size == 0) run.vocab_size = static_cast<int32_t>(a.shape(1));
           TS_CHECK(a.shape(1) == run.vocab_size, name << ": " << a.shape(1) << " columns, scores[0] has " << run.vocab_size);
           run.scores.emplace_back(a.data(), a.data() + a.size());
@@ -77,6 +77,7 @@ void bind_hf(pyb::module_& m) {
         run.model = to_json(model, "model");
         if (!vocab.is_none()) run.vocab = vocab.cast<std::vector<std::string>>();
         run.keyframe_interval = keyframe_interval;
+        run.batch_item = batch_item;
         std::unique_ptr<TraceFileWriter> trie, batch;
         if (!trie_path.is_none()) trie = std::make_unique<TraceFileWriter>(trie_path.cast<std::string>());
         if (!batch_path.is_none()) batch = std::make_unique<TraceFileWriter>(batch_path.cast<std::string>());
@@ -97,7 +98,7 @@ void bind_hf(pyb::module_& m) {
       pyb::arg("prompt"), pyb::arg("scores"), pyb::arg("sequences"), pyb::arg("beam_indices"), pyb::arg("num_beams"),
       pyb::arg("max_new_tokens"), pyb::arg("eos_token_id"), pyb::arg("pad_token_id"), pyb::arg("length_penalty"),
       pyb::arg("early_stopping"), pyb::arg("gc_interval"), pyb::arg("kv_shape"), pyb::arg("model"), pyb::arg("vocab"),
-      pyb::arg("trie_path"), pyb::arg("batch_path"), pyb::arg("keyframe_interval"),
+      pyb::arg("trie_path"), pyb::arg("batch_path"), pyb::arg("keyframe_interval"), pyb::arg("batch_item") = false,
       "Re-decodes a Hugging Face beam search from its recorded scores with TrieScope's batch and trie beam search "
       "and writes their traces (core/decode/hf_replay.h). Use triescope.from_hf_generate.");
 }

@@ -178,4 +178,5 @@ def hf_generate_replay(
     trie_path: Optional[str],
     batch_path: Optional[str],
     keyframe_interval: int,
+    batch_item: bool = False,
 ) -> Dict[str, Any]: ...

@@ -81,9 +81,11 @@ def from_hf_generate(
     config: Any = None,
     tokenizer: Any = None,
     keyframe_interval: int = 16,
+    batch_index: Optional[int] = None,
+    attention_mask: Any = None,
 ) -> Dict[str, Any]:
     """Turns a ``generate(num_beams=b, return_dict_in_generate=True, output_scores=True)``
-    result (batch size 1) into TrieScope traces: ``batch_path`` gets HF's batch layout
+    result into TrieScope traces: ``batch_path`` gets HF's batch layout
     (algorithm batch_beam_search, one KV row per beam) and ``trie_path`` the equivalent
     trie (trie_beam_search, GC every ``gc_interval`` steps), both opened by triescope-gui,
     ``triescope inspect`` and ``triescope diff``.
@@ -94,6 +96,13 @@ def from_hf_generate(
     against ``result.sequences`` and ``result.beam_indices``: triescope.Error says where
     they disagree. ``config`` (the model's config) sizes the KV bytes; ``tokenizer``
     labels tokens. Returns the replayed outputs and metrics of both layouts.
+
+    A batched run (``prompt`` of B rows, left-padded as generate() wants for a
+    decoder-only model): ``batch_index`` picks the item to import; its prompt is its row
+    less the left padding (the zeros of ``attention_mask`` when given, else the leading
+    ``pad_token_id``), and generate()'s rows for the item are taken from ``scores``,
+    ``sequences`` and ``beam_indices``. Steps generate() ran after the item finished
+    (for the other items) are not replayed.
     """
     for field in ("sequences", "scores"):
         if getattr(result, field, None) is None:
@@ -119,15 +128,23 @@ def from_hf_generate(
     if tokenizer is not None:
         vocab = [tokenizer.convert_ids_to_tokens(i) or "" for i in range(len(tokenizer))]
     prompt_ids = prompt.tolist() if hasattr(prompt, "tolist") else list(prompt)
+    scores = list(result.scores)
+    batch_item = False
     if prompt_ids and isinstance(prompt_ids[0], list):
-        if len(prompt_ids) != 1:
-            raise _core.Error(f"prompt: {len(prompt_ids)} rows; from_hf_generate reads batch size 1")
-        prompt_ids = prompt_ids[0]
+        batch = len(prompt_ids)
+        item = _batch_item(prompt_ids, scores, sequences, beam_indices, num_beams, batch_index, attention_mask, pad_token_id)
+        prompt_ids, scores, sequences, beam_indices = item
+        if batch > 1:
+            batch_item = True
+            model = {**model, "hf_batch_index": batch_index, "hf_batch_size": batch}
+    elif batch_index not in (None, 0):
+        raise _core.Error(f"batch_index: {batch_index}, but the prompt is one row")
     return _core.hf_generate_replay(
         prompt=prompt_ids,
-        scores=list(result.scores),
+        scores=scores,
         sequences=sequences,
         beam_indices=beam_indices,
+        batch_item=batch_item,
         num_beams=num_beams,
         max_new_tokens=max_new_tokens,
         eos_token_id=-1 if eos_token_id is None else int(eos_token_id),
@@ -142,3 +159,62 @@ def from_hf_generate(
         batch_path=None if batch_path is None else os.fspath(batch_path),
         keyframe_interval=keyframe_interval,
     )
+
+
+def _rows(tensor: Any) -> int:
+    return int(tensor.shape[0])
+
+
+def _batch_item(
+    prompt_rows: list,
+    scores: list,
+    sequences: Any,
+    beam_indices: Any,
+    num_beams: int,
+    batch_index: Optional[int],
+    attention_mask: Any,
+    pad_token_id: Optional[int],
+) -> tuple:
+    """Item ``batch_index`` of a batched generate(): its prompt without left padding, and
+    its rows of scores, sequences and beam_indices (beam numbers made local)."""
+    batch = len(prompt_rows)
+    if batch == 1 and batch_index in (None, 0):
+        return prompt_rows[0], scores, sequences, beam_indices
+    if batch_index is None:
+        raise _core.Error(f"prompt: {batch} rows; pass batch_index= to pick the batch item to import")
+    if isinstance(batch_index, bool) or not isinstance(batch_index, int) or not 0 <= batch_index < batch:
+        raise _core.Error(f"batch_index: {batch_index!r} is not a row of the prompt's {batch}")
+    row = prompt_rows[batch_index]
+    if attention_mask is not None:
+        mask = attention_mask.tolist() if hasattr(attention_mask, "tolist") else list(attention_mask)
+        if len(mask) != batch or len(mask[batch_index]) != len(row):
+            raise _core.Error(f"attention_mask: {len(mask)} rows, expected the prompt's shape [{batch} x {len(row)}]")
+        lead = 0
+        while lead < len(row) and mask[batch_index][lead] == 0:
+            lead += 1
+        if any(v == 0 for v in mask[batch_index][lead:]):
+            raise _core.Error(f"attention_mask[{batch_index}]: padding after the prompt's first token (pad on the left)")
+    elif pad_token_id is not None:
+        lead = 0
+        while lead < len(row) and row[lead] == pad_token_id:
+            lead += 1
+    else:
+        lead = 0
+    for t, s in enumerate(scores):
+        if _rows(s) != batch * num_beams:
+            raise _core.Error(f"scores[{t}]: {_rows(s)} rows, expected batch size x num_beams = {batch} x {num_beams}")
+    seq_rows = sequences.tolist() if hasattr(sequences, "tolist") else [list(r) for r in sequences]
+    if len(seq_rows) % batch:
+        raise _core.Error(f"sequences: {len(seq_rows)} rows, not a multiple of the batch size {batch}")
+    per_item = len(seq_rows) // batch
+    mine = slice(batch_index * per_item, (batch_index + 1) * per_item)
+    first_beam = batch_index * num_beams
+    item_scores = [s[first_beam:first_beam + num_beams] for s in scores]
+    item_sequences = [r[lead:] for r in seq_rows[mine]]
+    item_beams = None
+    if beam_indices is not None:
+        bi_rows = beam_indices.tolist() if hasattr(beam_indices, "tolist") else [list(r) for r in beam_indices]
+        if len(bi_rows) != len(seq_rows):
+            raise _core.Error(f"beam_indices: {len(bi_rows)} rows for {len(seq_rows)} sequences")
+        item_beams = [[b - first_beam if b >= 0 else b for b in r] for r in bi_rows[mine]]
+    return row[lead:], item_scores, item_sequences, item_beams

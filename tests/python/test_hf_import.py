@@ -128,3 +128,46 @@ def test_settings_that_differ_from_the_run_are_named(checkpoint, tmp_path):
         triescope.from_hf_generate(model.generate(prompt, num_beams=BEAMS, max_new_tokens=2, return_dict_in_generate=True,
                                                   pad_token_id=0), prompt, **kw)
     assert not (tmp_path / "t.jsonl").exists() and list(tmp_path.iterdir()) == []
+
+
+def test_batched_run_imports_each_item(checkpoint, tmp_path, run_cli):
+    """generate() on two left-padded prompts of different lengths: each item imports (its rows
+    of scores, sequences and beam_indices, its prompt without the padding) and equals our own
+    decode of that prompt alone; with EOS likely, one item finishes while the other runs on."""
+    model, ckpt, boost = checkpoint
+    prompts = [PROMPT, [40, 12, 88]]
+    width = max(map(len, prompts))
+    ids = torch.tensor([[0] * (width - len(p)) + p for p in prompts])
+    mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts])
+    with torch.no_grad():
+        out = model.generate(ids, attention_mask=mask, num_beams=BEAMS, num_return_sequences=BEAMS, max_new_tokens=NEW,
+                             do_sample=False, early_stopping=True, eos_token_id=2, pad_token_id=0,
+                             return_dict_in_generate=True, output_scores=True)
+    steps_used = []
+    for i, p in enumerate(prompts):
+        trie = tmp_path / f"trie{i}.jsonl"
+        r = triescope.from_hf_generate(out, ids, batch_index=i, attention_mask=mask if i == 0 else None, num_beams=BEAMS,
+                                       max_new_tokens=NEW, eos_token_id=2, pad_token_id=0, early_stopping=True,
+                                       gc_interval=4, keyframe_interval=8, config=model.config, trie_path=trie)
+        rows = out.sequences[i * BEAMS:(i + 1) * BEAMS, width:].tolist()
+        assert [o["tokens"] for o in r["batch_outputs"]] == [[t for t in s if t not in (0, 2)] for s in rows]
+        for o, s in zip(r["batch_outputs"], out.sequences_scores[i * BEAMS:(i + 1) * BEAMS].tolist()):
+            assert math.isclose(o["score"], s, rel_tol=1e-4, abs_tol=1e-5)
+        header = load(trie)[0]
+        assert header["model"]["hf_batch_index"] == i and header["model"]["hf_batch_size"] == 2
+        steps_used.append(max(rec.get("step", 0) for rec in load(trie)))
+        sample = {"schema": "triescope.sample", "version": 1, "name": "hf batch item", "algorithm": "trie_beam_search",
+                  "model": {"type": "transformer", "path": str(ckpt), "device": "cpu"}, "prompt": p,
+                  "beam": {"num_beams": BEAMS, "max_new_tokens": NEW, "eos_token": 2, "early_stopping": True,
+                           "gc_interval": 4}, "trace": {"keyframe_interval": 8}}
+        (tmp_path / f"ours{i}.json").write_text(json.dumps(sample))
+        run_cli("run", tmp_path / f"ours{i}.json", "--out", tmp_path / f"ours{i}.jsonl")
+        same_trace(tmp_path / f"ours{i}.jsonl", trie)
+    if boost > 0:  # one item stopped while generate() went on for the other
+        assert min(steps_used) < max(steps_used) == len(out.scores), (steps_used, len(out.scores))
+    with pytest.raises(triescope.Error, match="batch_index="):
+        triescope.from_hf_generate(out, ids, num_beams=BEAMS, max_new_tokens=NEW, eos_token_id=2, pad_token_id=0)
+    with pytest.raises(triescope.Error, match="batch_index: 2"):
+        triescope.from_hf_generate(out, ids, batch_index=2, num_beams=BEAMS, max_new_tokens=NEW, eos_token_id=2, pad_token_id=0)
+    with pytest.raises(triescope.Error, match=r"scores\[0\]: 6 rows, expected batch size x num_beams = 2 x 2"):
+        triescope.from_hf_generate(out, ids, batch_index=0, num_beams=2, max_new_tokens=NEW, eos_token_id=2, pad_token_id=0)
