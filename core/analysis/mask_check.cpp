@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "core/common/error.h"
+#include "core/config/json_reader.h"
 
 namespace triescope {
 
@@ -25,6 +26,7 @@ std::string MaskViolation::describe() const {
   std::ostringstream os;
   os << "step " << step;
   if (!phase.empty()) os << " (" << phase << ")";
+  if (!pass.empty()) os << ", " << pass;
   os << ", row " << row;
   if (query != kNoNode) os << ", query node " << query;
   if (slot != kNoSlot) {
@@ -43,10 +45,11 @@ struct Sink {
   const StepView& v;
   std::vector<MaskViolation>& out;
   size_t limit;
+  std::string pass;
   int64_t count = 0;
   void add(int32_t row, int32_t query, int32_t slot, int32_t slot_node, MaskFault fault, int64_t expected, int64_t found) {
     ++count;
-    if (out.size() < limit) out.push_back({v.step, v.phase, row, query, slot, slot_node, fault, expected, found});
+    if (out.size() < limit) out.push_back({v.step, v.phase, pass, row, query, slot, slot_node, fault, expected, found});
   }
 };
 
@@ -61,8 +64,8 @@ MaskFault stray_fault(const std::vector<TreeNode>& nodes, int32_t q, int32_t k) 
 }  // namespace
 
 int64_t mask_check_tree(const StepView& v, const ForwardView& f, const ForwardLayout& layout, std::vector<MaskViolation>& out,
-                        size_t limit) {
-  Sink sink{v, out, limit};
+                        size_t limit, const std::string& pass) {
+  Sink sink{v, out, limit, pass};
   const int32_t n = static_cast<int32_t>(v.nodes.size());
   std::vector<char> anc(v.nodes.size(), 0);
   for (int32_t r = 0; r < f.mask.rows && static_cast<size_t>(r) < f.queries.size(); ++r) {
@@ -92,7 +95,7 @@ int64_t mask_check_tree(const StepView& v, const ForwardView& f, const ForwardLa
 }
 
 int64_t mask_check_copies(const StepView& v, const ForwardView& f, int32_t region, std::vector<MaskViolation>& out, size_t limit) {
-  Sink sink{v, out, limit};
+  Sink sink{v, out, limit, {}};
   for (int32_t r = 0; r < f.mask.rows && static_cast<size_t>(r) < f.slots.size(); ++r) {
     const int32_t s = f.slots[static_cast<size_t>(r)];
     const int32_t first = s / region * region;  // the row's copy starts here
@@ -125,16 +128,44 @@ MaskCheckReport mask_check_trace(const TraceReplay& t, size_t limit) {
   }
   const std::set<int32_t> gc_after = trace_gc_after_forward_steps(t.records());
   StepView v;
+  ForwardView draft;
   bool first = true;
   for (int32_t step : t.steps()) {
     v = first ? t.at(step) : t.advance(v, step);  // stepping forward replays only the records in between
     first = false;
-    if (!v.forward) continue;
-    const ForwardView& f = *v.forward;
-    ++rep.passes;
-    rep.rows += f.mask.rows;
-    if (copies) rep.violation_count += mask_check_copies(v, f, region, rep.violations, limit);
-    else rep.violation_count += mask_check_tree(v, f, forward_layout(v, gc_after.count(step) > 0), rep.violations, limit);
+    if (copies) {
+      if (!v.forward) continue;
+      ++rep.passes;
+      rep.rows += v.forward->mask.rows;
+      rep.violation_count += mask_check_copies(v, *v.forward, region, rep.violations, limit);
+      continue;
+    }
+    const bool has_drafts = v.extra.is_object() && (v.extra.contains("draft_forward") || v.extra.contains("draft_forwards"));
+    if (!v.forward && !has_drafts) continue;
+    const ForwardLayout layout = forward_layout(v, gc_after.count(step) > 0);
+    auto check = [&](const ForwardView& f, const std::string& pass) {
+      ++rep.passes;
+      rep.rows += f.mask.rows;
+      rep.violation_count += mask_check_tree(v, f, layout, rep.violations, limit, pass);
+    };
+    if (v.forward) check(*v.forward, "");
+    if (!has_drafts) continue;
+    // A draft pass ran before the step's later nodes existed: its mask is
+    // narrower, and every node it reads is already in the step's layout.
+    const std::string where = t.origin() + ": step " + std::to_string(step) + ": ";
+    if (v.extra.contains("draft_forward")) {
+      forward_view_parse(v.extra["draft_forward"], where + "draft_forward", draft);
+      check(draft, "draft_forward");
+    }
+    if (v.extra.contains("draft_forwards")) {
+      const nlohmann::json& passes = v.extra["draft_forwards"];
+      TS_CHECK(passes.is_array(), where << "draft_forwards must be an array, got " << json_brief(passes));
+      for (size_t i = 0; i < passes.size(); ++i) {
+        const std::string name = "draft_forwards[" + std::to_string(i) + "]";
+        forward_view_parse(passes[i], where + name, draft);
+        check(draft, name);
+      }
+    }
   }
   return rep;
 }

@@ -30,7 +30,8 @@ const char* mask_fault_name(MaskFault f);
 struct MaskViolation {
   int32_t step = 0;
   std::string phase;
-  int32_t row = 0;             // row of the forward pass
+  std::string pass;            // "" (the target's forward), "draft_forward" or "draft_forwards[i]"
+  int32_t row = 0;             // row of the pass
   int32_t query = kNoNode;     // its node (kNoNode in the batch layout)
   int32_t slot = kNoSlot;      // the column at fault (kNoSlot for position faults)
   int32_t slot_node = kNoNode; // the node in that slot, kNoNode when free or unknown
@@ -40,22 +41,24 @@ struct MaskViolation {
 };
 
 // The violations of one forward pass of step view `v`, appended to `out`
-// (at most `limit` in total); returns how many the pass has in all.
+// (at most `limit` in total); returns how many the pass has in all. `pass`
+// names a draft model's pass ("" for the target's forward).
 int64_t mask_check_tree(const StepView& v, const ForwardView& f, const ForwardLayout& layout, std::vector<MaskViolation>& out,
-                        size_t limit);
+                        size_t limit, const std::string& pass = {});
 // The batch layout: `region` slots per beam copy.
 int64_t mask_check_copies(const StepView& v, const ForwardView& f, int32_t region, std::vector<MaskViolation>& out, size_t limit);
 
 struct MaskCheckReport {
   std::string layout;            // "tree" or "copies"
-  int64_t passes = 0;            // forward passes checked
+  int64_t passes = 0;            // forward passes checked (draft passes included)
   int64_t rows = 0;              // mask rows checked
   int64_t violation_count = 0;   // all of them
   std::vector<MaskViolation> violations;  // the first `limit`, by step
   bool ok() const { return violation_count == 0; }
 };
 
-// Every step's target forward pass of a whole trace.
+// Every step's forward passes of a whole trace: the target's, and the draft
+// model's (`draft_forward`, `draft_forwards`) in the same tree layout.
 MaskCheckReport mask_check_trace(const TraceReplay& t, size_t limit = 20);
 
 }  // namespace triescope

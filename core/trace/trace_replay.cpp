@@ -119,6 +119,17 @@ void mask_parse_fast(const json& j, const std::string& where, BitMask& m) {
 
 }  // namespace
 
+void forward_view_parse(const json& f, const std::string& where, ForwardView& out) {
+  TS_CHECK(f.is_object(), where << " must be an object, got " << json_brief(f));
+  int_array_into(f, "queries", where, out.queries);
+  int_array_into(f, "positions", where, out.positions);
+  int_array_into(f, "slots", where, out.slots);
+  TS_CHECK(f.contains("mask"), where << " needs a mask");
+  mask_parse_fast(f["mask"], where + ".mask", out.mask);
+  TS_CHECK(out.positions.size() == static_cast<size_t>(out.mask.rows) && out.slots.size() == out.positions.size(),
+           where << ": positions/slots/mask rows disagree in length");
+}
+
 TraceReplay::TraceReplay(std::vector<json> records, std::string origin)
     : records_(std::move(records)), origin_(std::move(origin)) {
   reader_boundary(origin_, [&] { index_records(); });
@@ -296,16 +307,8 @@ void TraceReplay::replay_records(StepView& v, size_t start) const {
         if (v.forward) spare.swap(v.forward);
         v.forward.reset();
         if (r.contains("forward") && r["forward"].is_object()) {
-          const json& f = r["forward"];
           if (!spare) spare.emplace();
-          ForwardView& fv = *spare;
-          int_array_into(f, "queries", where + ": forward", fv.queries);
-          int_array_into(f, "positions", where + ": forward", fv.positions);
-          int_array_into(f, "slots", where + ": forward", fv.slots);
-          TS_CHECK(f.contains("mask"), where << ": forward needs a mask");
-          mask_parse_fast(f["mask"], where + ": forward.mask", fv.mask);
-          TS_CHECK(fv.positions.size() == static_cast<size_t>(fv.mask.rows) && fv.slots.size() == fv.positions.size(),
-                   where << ": forward positions/slots/mask rows disagree in length");
+          forward_view_parse(r["forward"], where + ": forward", *spare);
           v.forward.swap(spare);
         }
       }

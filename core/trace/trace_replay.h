@@ -21,6 +21,11 @@ struct ForwardView {
   BitMask mask;                    // [queries x cols]
 };
 
+// A recorded pass ({queries, positions, slots, mask}: a step's `forward`,
+// `draft_forward` or an entry of `draft_forwards`) into `out`, whose buffers
+// it reuses. `where` names the field in errors.
+void forward_view_parse(const nlohmann::json& f, const std::string& where, ForwardView& out);
+
 struct StepView {
   int32_t step = 0;
   std::string phase;
@@ -44,6 +49,7 @@ class TraceReplay {
   const nlohmann::json* summary() const;
   const std::vector<nlohmann::json>& records() const { return records_; }
   const std::vector<std::string>& vocab() const { return vocab_; }
+  const std::string& origin() const { return origin_; }  // the file errors name
   std::string token_text(int32_t token) const;
   // Steps present in the trace, ascending (0 = prefill).
   const std::vector<int32_t>& steps() const { return steps_; }

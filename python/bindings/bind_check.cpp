@@ -16,6 +16,8 @@ void bind_check(pyb::module_& m) {
   pyb::class_<MaskViolation>(m, "Violation", "One mask bit or position id that breaks its rule.")
       .def_readonly("step", &MaskViolation::step)
       .def_readonly("phase", &MaskViolation::phase)
+      .def_readonly("pass_name", &MaskViolation::pass,
+                    "The pass: \"\" (the target's forward), \"draft_forward\" or \"draft_forwards[i]\" (the draft model's).")
       .def_readonly("row", &MaskViolation::row, "Row of the forward pass.")
       .def_readonly("query", &MaskViolation::query, "The row's node (-1 in the batch layout).")
       .def_readonly("slot", &MaskViolation::slot, "The column at fault (-1 for a position id).")

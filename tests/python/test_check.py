@@ -176,6 +176,30 @@ def test_mistakes_in_a_sample_trace(sample_traces, tmp_path):
     assert [(x.step, x.query, x.slot, x.fault, x.expected, x.found) for x in v] == [(2, 8, 3, "wrong slot written", 7, 3)]
 
 
+def test_mistakes_in_a_draft_pass(sample_traces, tmp_path):
+    # speculative_synthetic, step 3 (draft): the draft model's second pass feeds node 12 at
+    # slot 12 (mask row "ff1f": slots 0..12). Its own bit cleared, then its position moved.
+    src = sample_traces["speculative_synthetic"]
+
+    def edit(step, fn):
+        recs = [json.loads(line) for line in pathlib.Path(src).read_text().splitlines()]
+        for r in recs:
+            if r["kind"] == "step" and r["step"] == step and r["phase"] == "draft":
+                fn(r["draft_forwards"][1])
+        pathlib.Path(tmp_path / "d.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+        return triescope.check(tmp_path / "d.jsonl").violations
+
+    v = edit(3, lambda f: set_bit(f, 0, 12))
+    assert [(x.step, x.phase, x.pass_name, x.query, x.slot, x.fault) for x in v] == [
+        (3, "draft", "draft_forwards[1]", 12, 12, "missing self bit")]
+    assert "draft_forwards[1]" in str(v[0])
+
+    def shift(f):
+        f["positions"][0] += 1
+    v = edit(3, shift)
+    assert [(x.pass_name, x.fault, x.expected, x.found) for x in v] == [("draft_forwards[1]", "wrong position id", 12, 13)]
+
+
 def test_mistakes_in_the_copy_layout(sample_traces, tmp_path):
     src = sample_traces["batch_beam_search_figure1"]
     # Region size: 4 prompt + 3 new tokens = 7. Step 1 feeds row 1 at slot 7 + 4 = 11.
