@@ -27,7 +27,7 @@ void usage() {
                "  make-checkpoint <config.json> <outdir> [--seed N] [--init-std 0.02] [--dtype F32]  random Llama checkpoint (LibTorch builds)\n"
                "  convert-checkpoint <model dir> <outdir> [--dtype F32]    one model.safetensors in one dtype (LibTorch builds)\n"
                "  logits <model dir | .gguf> --prompts prompts.json --out logits.safetensors  next-token logits of each prompt (LibTorch builds)\n"
-               "  tokenize <tokenizer.json> [TEXT | --decode \"IDS\" | --jsonl F] [--skip-special]  our BPE: text -> ids, ids -> text (LibTorch builds)\n"
+               "  tokenize <tokenizer.json> [TEXT | --decode \"IDS\" | --jsonl F] [--add-special-tokens] [--skip-special]  our BPE: text -> ids, ids -> text (LibTorch builds)\n"
                "  simulate [--beams 3,9,15] [--lengths 64,256] [--csv F]  trie vs batch KV slots per step\n"
                "  constraint build|stats|check|csr|random ...            STATIC constraint sets and CSR indexes\n"
                "algorithms (a sample's \"algorithm\"):\n";

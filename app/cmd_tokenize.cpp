@@ -41,10 +41,11 @@ std::vector<int32_t> ids_of(const nlohmann::json& j) {
   return ids;
 }
 
-// Each line: a JSON string (printed back as its ids), an array of ids or
+// Each line: a JSON string (printed back as its ids; with the post_processor's
+// special tokens when `add_special`), an array of ids or
 // {"decode": [ids], "skip_special_tokens": bool} (printed back as the decoded
 // text, a JSON string); blank lines are skipped.
-void run_jsonl(const BpeTokenizer& tok, const std::string& path, bool skip_special) {
+void run_jsonl(const BpeTokenizer& tok, const std::string& path, bool skip_special, bool add_special) {
   std::ifstream in(path, std::ios::binary);
   TS_CHECK(in, path << ": cannot open");
   std::string line;
@@ -59,7 +60,7 @@ void run_jsonl(const BpeTokenizer& tok, const std::string& path, bool skip_speci
     }
     try {
       if (j.is_string()) {
-        std::cout << nlohmann::json(tok.encode(j.get<std::string>())).dump() << "\n";
+        std::cout << nlohmann::json(tok.encode(j.get<std::string>(), add_special)).dump() << "\n";
       } else if (j.is_object()) {
         TS_CHECK(j.contains("decode"), "an object line needs \"decode\": [ids]");
         const bool skip = j.value("skip_special_tokens", skip_special);
@@ -77,24 +78,26 @@ void run_jsonl(const BpeTokenizer& tok, const std::string& path, bool skip_speci
 }  // namespace
 
 int cmd_tokenize(const Args& args) {
-  auto p = parse_args(args, {"decode", "jsonl"}, {"skip-special"});
+  auto p = parse_args(args, {"decode", "jsonl"}, {"skip-special", "add-special-tokens"});
   TS_CHECK(p.positional.size() == 1 || p.positional.size() == 2,
            "tokenize: expected <tokenizer.json> [TEXT], got " << p.positional.size() << " arguments");
   const BpeTokenizer tok = BpeTokenizer::load(p.positional[0]);
   const bool skip_special = p.has("skip-special");
+  const bool add_special = p.has("add-special-tokens");
   const int modes = (p.positional.size() == 2) + p.has("decode") + p.has("jsonl");
   TS_CHECK(modes <= 1, "tokenize: give one of TEXT, --decode IDS, --jsonl FILE");
   if (p.positional.size() == 2) {
-    const std::vector<int32_t> ids = tok.encode(p.positional[1]);
+    const std::vector<int32_t> ids = tok.encode(p.positional[1], add_special);
     nlohmann::json tokens = nlohmann::json::array();
     for (int32_t id : ids) tokens.push_back(tok.token_display(id));
     std::cout << nlohmann::json{{"ids", ids}, {"tokens", tokens}}.dump() << "\n";
   } else if (p.has("decode")) {
     std::cout << tok.decode(parse_ids(p.get("decode")), skip_special) << "\n";
   } else if (p.has("jsonl")) {
-    run_jsonl(tok, p.get("jsonl"), skip_special);
+    run_jsonl(tok, p.get("jsonl"), skip_special, add_special);
   } else {
     std::cout << p.positional[0] << ": byte-level BPE, " << tok.vocab_size() << " ids, normalizer " << tok.normalizer() << ", pre-tokenizer " << tok.pretokenizer()
+              << ", post-processor " << tok.post_processor()
               << " (Unicode " << unicode_class_version() << " classes)\n";
   }
   return 0;

@@ -25,7 +25,7 @@ import sysconfig
 import pytest
 import unicodedata
 
-from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
+from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
 
 GPT2 = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"
 LLAMA3 = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"
@@ -289,6 +289,52 @@ def test_cli_encode_decode_and_bad_input(trained, triescope_cli):
     assert r.returncode == 2 and b"not valid UTF-8 at byte 2" in r.stderr, r.stderr
     r = subprocess.run([str(triescope_cli), "tokenize", str(path), "--decode", "1 99999999"], capture_output=True, text=True)
     assert r.returncode == 2 and "ids[1] = 99999999 is no token" in r.stderr, r.stderr
+
+
+POST_PROCESSORS = {
+    "template_bos": lambda ids: processors.TemplateProcessing(
+        single="<|endoftext|> $A", special_tokens=[("<|endoftext|>", ids["<|endoftext|>"])]),
+    "template_bos_eos": lambda ids: processors.TemplateProcessing(
+        single="<|endoftext|> $A <mask>", special_tokens=[("<|endoftext|>", ids["<|endoftext|>"]), ("<mask>", ids["<mask>"])]),
+    "roberta": lambda ids: processors.RobertaProcessing(("<mask>", ids["<mask>"]), ("<|endoftext|>", ids["<|endoftext|>"])),
+    "bert": lambda ids: processors.BertProcessing(("<mask>", ids["<mask>"]), ("<|endoftext|>", ids["<|endoftext|>"])),
+    "bytelevel_then_template": lambda ids: processors.Sequence([
+        processors.ByteLevel(trim_offsets=False),
+        processors.TemplateProcessing(single="<|endoftext|> $A", special_tokens=[("<|endoftext|>", ids["<|endoftext|>"])])]),
+}
+
+
+@pytest.mark.parametrize("name", list(POST_PROCESSORS))
+def test_post_processor_special_tokens(name, trained, triescope_cli, tmp_path):
+    """encode(text, add_special_tokens=True): the post_processor's special tokens, as tokenizers adds them
+    (transformers' tokenizer(text) default; `triescope run --prompt` encodes this way)."""
+    hf = Tokenizer.from_file(str(trained["llama3"]))
+    hf.post_processor = POST_PROCESSORS[name]({t: hf.token_to_id(t) for t in ("<|endoftext|>", "<mask>")})
+    path = tmp_path / f"{name}.json"
+    hf.save(str(path))
+    texts = CORPUS[:200]
+    want = [e.ids for e in hf.encode_batch(texts, add_special_tokens=True)]
+    assert want != [e.ids for e in hf.encode_batch(texts, add_special_tokens=False)]
+    assert ours(triescope_cli, path, texts, tmp_path, "--add-special-tokens") == want
+    assert ours(triescope_cli, path, texts, tmp_path) == [e.ids for e in hf.encode_batch(texts, add_special_tokens=False)]
+
+
+def test_post_processor_bad_input_is_named(trained, triescope_cli, tmp_path):
+    for edit, message in (
+        (lambda j: j.update(post_processor={"type": "Split"}), 'post_processor.type "Split" is not supported'),
+        (lambda j: j.update(post_processor={"type": "TemplateProcessing", "single": [{"SpecialToken": {"id": "x", "type_id": 0}}],
+                                            "special_tokens": {}}), 'special token "x" has no ids'),
+        (lambda j: j.update(post_processor={"type": "BertProcessing", "cls": ["a", 10 ** 9], "sep": ["b", 1]}),
+         "post_processor.cls[1] = 1000000000 is no token id"),
+        # Two templates in a Sequence: tokenizers 0.20 applies only the first; refused, not guessed.
+        (lambda j: j.update(post_processor={"type": "Sequence", "processors": [
+            {"type": "BertProcessing", "cls": ["a", 1], "sep": ["b", 2]},
+            {"type": "RobertaProcessing", "cls": ["a", 1], "sep": ["b", 2]}]}),
+         "post_processor.processors[1] adds tokens after post_processor.processors[0] did"),
+    ):
+        path = edited(trained["gpt2"], tmp_path / "bad.json", edit)
+        r = subprocess.run([str(triescope_cli), "tokenize", str(path), "hi"], capture_output=True, text=True)
+        assert r.returncode == 2 and str(path) in r.stderr and message in r.stderr, r.stderr
 
 
 def class_ranges_from_table(source_dir: pathlib.Path) -> dict:

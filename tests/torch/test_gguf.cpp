@@ -442,8 +442,20 @@ TEST_CASE("the GGUF tokenizer equals the tokenizer.json it was made from", "[mod
   for (const std::string text : {"the world", "<|im_start|>the 12 world<|endoftext|>", "caf\xc3\xa9  12345\n\n x"}) {
     CAPTURE(text);
     CHECK(tok->encode(text) == ref.encode(text));
+    CHECK(tok->encode(text, /*add_special_tokens=*/true) == ref.encode(text));  // add_bos_token absent: false
     CHECK(tok->decode(tok->encode(text)) == text);
   }
+  // add_bos_token / add_eos_token: the template that encode's special tokens apply.
+  b.u32("tokenizer.ggml.bos_token_id", 301).raw("tokenizer.ggml.add_bos_token", 7, std::string(1, '\x01'));
+  const auto with_bos = gguf_tokenizer(parse(b.bytes()));
+  CHECK(with_bos->post_processor() == "template(301 $A)");
+  std::vector<int32_t> want = ref.encode("the world");
+  want.insert(want.begin(), 301);
+  CHECK(with_bos->encode("the world", true) == want);
+  CHECK(with_bos->encode("the world") == ref.encode("the world"));
+  b.raw("tokenizer.ggml.add_eos_token", 7, std::string(1, '\x01'));
+  want.push_back(300);
+  CHECK(gguf_tokenizer(parse(b.bytes()))->encode("the world", true) == want);
 }
 
 TEST_CASE("malformed GGUF files get named errors", "[model][gguf]") {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <queue>
+#include <sstream>
 
 #include "core/common/error.h"
 #include "core/config/json_reader.h"
@@ -95,7 +96,102 @@ BpeTokenizer BpeTokenizer::parse_checked(const json& j, const std::string& origi
   const int32_t max_id = t.read_vocab(m, origin + ": model");
   t.read_added_tokens(j, origin, max_id);
   t.read_merges(m, origin + ": model");
+  t.read_post_processor(j, origin);
   return t;
+}
+
+// post_processor: null, ByteLevel (offsets only), TemplateProcessing,
+// RobertaProcessing, BertProcessing, or a Sequence of ByteLevel and one of the
+// others. Only the single-sequence template is read: encode takes one text.
+void BpeTokenizer::read_post_processor(const json& j, const std::string& origin) {
+  if (!j.contains("post_processor") || j["post_processor"].is_null()) return;
+  const json& top = j["post_processor"];
+  std::vector<std::pair<const json*, std::string>> list;  // each processor and its field path
+  if (type_of(top) == "Sequence") {
+    TS_CHECK(top.contains("processors") && top["processors"].is_array(),
+             origin << ": post_processor.processors must be an array, got " << json_brief(top.contains("processors") ? top["processors"] : json()));
+    for (size_t i = 0; i < top["processors"].size(); ++i)
+      list.emplace_back(&top["processors"][i], "post_processor.processors[" + std::to_string(i) + "]");
+  } else {
+    list.emplace_back(&top, "post_processor");
+  }
+  auto token_id_in_vocab = [&](const json& v, const std::string& where) {
+    const auto id = json_int_in(v, 0, vocab_size() - 1);
+    TS_CHECK(id && has_token_[static_cast<size_t>(*id)],
+             origin << ": " << where << " = " << json_brief(v) << " is no token id of this vocabulary (0.." << vocab_size() - 1 << ")");
+    return static_cast<int32_t>(*id);
+  };
+  // The template: `ids` with the sequence at `at`. One processor of a
+  // Sequence may add tokens (tokenizers 0.20 applies only the first of two
+  // templates: refused rather than guessed).
+  std::vector<int32_t> ids;
+  size_t at = 0;
+  std::string adder;
+  for (const auto& [pp, where] : list) {
+    const json& p = *pp;
+    const std::string type = type_of(p);
+    std::vector<int32_t> before, after;
+    if (type == "ByteLevel") continue;
+    TS_CHECK(adder.empty(), origin << ": " << where << " adds tokens after " << adder
+                                   << " did: one processor of a Sequence that adds tokens is supported");
+    adder = where;
+    if (type == "RobertaProcessing" || type == "BertProcessing") {
+      for (const char* key : {"cls", "sep"}) {
+        TS_CHECK(p.contains(key) && p[key].is_array() && p[key].size() == 2,
+                 origin << ": " << where << "." << key << " must be [token, id], got " << json_brief(p.contains(key) ? p[key] : json()));
+        (std::string(key) == "cls" ? before : after).push_back(token_id_in_vocab(p[key][1], where + "." + key + "[1]"));
+      }
+    } else if (type == "TemplateProcessing") {
+      TS_CHECK(p.contains("single") && p["single"].is_array(), origin << ": " << where << ".single must be an array");
+      const json specials = p.contains("special_tokens") ? p["special_tokens"] : json::object();
+      TS_CHECK(specials.is_object(), origin << ": " << where << ".special_tokens must be an object, got " << json_brief(specials));
+      bool seen_sequence = false;
+      for (size_t i = 0; i < p["single"].size(); ++i) {
+        const json& item = p["single"][i];
+        const std::string wi = where + ".single[" + std::to_string(i) + "]";
+        if (item.is_object() && item.contains("Sequence")) {
+          const json& seq = item["Sequence"];
+          TS_CHECK(seq.is_object() && seq.contains("id") && seq["id"] == "A" && !seen_sequence,
+                   origin << ": " << wi << ": the single template holds sequence A once, got " << json_brief(seq));
+          seen_sequence = true;
+        } else if (item.is_object() && item.contains("SpecialToken")) {
+          const json& sp = item["SpecialToken"];
+          TS_CHECK(sp.is_object() && sp.contains("id") && sp["id"].is_string(),
+                   origin << ": " << wi << ".SpecialToken.id must be a string, got " << json_brief(sp));
+          const std::string name = sp["id"].get<std::string>();
+          TS_CHECK(specials.contains(name) && specials[name].is_object() && specials[name].contains("ids") && specials[name]["ids"].is_array(),
+                   origin << ": " << wi << ": special token \"" << name << "\" has no ids in " << where << ".special_tokens");
+          const json& sids = specials[name]["ids"];
+          for (size_t k = 0; k < sids.size(); ++k)
+            (seen_sequence ? after : before)
+                .push_back(token_id_in_vocab(sids[k], where + ".special_tokens[\"" + name + "\"].ids[" + std::to_string(k) + "]"));
+        } else {
+          TS_FAIL(origin << ": " << wi << " must be {\"Sequence\": ...} or {\"SpecialToken\": ...}, got " << json_brief(item));
+        }
+      }
+      TS_CHECK(seen_sequence, origin << ": " << where << ".single has no sequence A");
+    } else {
+      TS_FAIL(origin << ": " << where << (type.empty() ? " " + json_brief(p) : ".type \"" + type + "\"")
+                     << " is not supported (ByteLevel, TemplateProcessing, RobertaProcessing, BertProcessing and a Sequence of them are)");
+    }
+    ids = before;
+    at = before.size();
+    ids.insert(ids.end(), after.begin(), after.end());
+  }
+  post_ids_ = std::move(ids);
+  post_sequence_at_ = at;
+}
+
+std::string BpeTokenizer::post_processor() const {
+  if (post_ids_.empty()) return "none";
+  std::ostringstream os;
+  os << "template(";
+  for (size_t i = 0; i <= post_ids_.size(); ++i) {
+    if (i == post_sequence_at_) os << (i ? " " : "") << "$A";
+    if (i < post_ids_.size()) os << (i ? " " : "") << post_ids_[i];
+  }
+  os << ")";
+  return os.str();
 }
 
 // model.type and the BPE options; what is not implemented is refused.
@@ -495,7 +591,7 @@ void BpeTokenizer::bpe(const std::string& piece, std::vector<int32_t>& out) cons
     if (s.len) out.push_back(s.id);
 }
 
-std::vector<int32_t> BpeTokenizer::encode(const std::string& text) const {
+std::vector<int32_t> BpeTokenizer::encode(const std::string& text, bool add_special_tokens) const {
   if (!utf8_valid(text)) {  // named error with the byte offset
     std::vector<uint32_t> cps;
     std::vector<size_t> at;
@@ -515,6 +611,11 @@ std::vector<int32_t> BpeTokenizer::encode(const std::string& text) const {
       continue;
     }
     for (const std::string& piece : pre_tokenize(seg.text)) bpe(piece, out);
+  }
+  if (add_special_tokens && !post_ids_.empty()) {
+    const auto split = post_ids_.begin() + static_cast<std::ptrdiff_t>(post_sequence_at_);
+    out.insert(out.begin(), post_ids_.begin(), split);
+    out.insert(out.end(), split, post_ids_.end());
   }
   return out;
 }

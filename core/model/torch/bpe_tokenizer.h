@@ -27,10 +27,15 @@ class BpeTokenizer {
   static BpeTokenizer load(const std::string& path);
   static BpeTokenizer parse(const nlohmann::json& j, const std::string& origin);
 
-  // tokenizers' encode(text, add_special_tokens=False).ids: the post_processor
-  // (e.g. a TemplateProcessing that adds a BOS token) is not applied. Throws
-  // Error on text that is not valid UTF-8 (the library only takes str).
-  std::vector<int32_t> encode(const std::string& text) const;
+  // tokenizers' encode(text, add_special_tokens).ids. With add_special_tokens
+  // the post_processor's single-sequence template wraps the ids (e.g. a
+  // TemplateProcessing that puts a BOS token first; what `tokenizer(text)`
+  // does in transformers by default). Throws Error on text that is not valid
+  // UTF-8 (the library only takes str).
+  std::vector<int32_t> encode(const std::string& text, bool add_special_tokens = false) const;
+  // The post_processor as understood here, for describe(): e.g.
+  // "template(128000 $A)" or "none".
+  std::string post_processor() const;
   // tokenizers' decode(ids, skip_special_tokens): ByteLevel decoding, then
   // invalid UTF-8 (a multi-byte character cut between ids) becomes U+FFFD.
   // Unlike the library, an id that is no token is an error, not skipped.
@@ -82,6 +87,7 @@ class BpeTokenizer {
   int32_t read_vocab(const nlohmann::json& m, const std::string& where_m);
   void read_added_tokens(const nlohmann::json& j, const std::string& origin, int32_t max_id);
   void read_merges(const nlohmann::json& m, const std::string& where_m);
+  void read_post_processor(const nlohmann::json& j, const std::string& origin);
   void split_added(std::vector<Segment>& segs, const std::vector<Added>& set) const;
   std::string normalize(std::string text) const;
   std::vector<std::string> pre_tokenize(const std::string& text) const;
@@ -100,6 +106,10 @@ class BpeTokenizer {
   bool fuse_unk_ = false;
   bool ignore_merges_ = false;  // a pre-token found whole in the vocab is one token (Llama-3)
   std::string pretokenizer_;
+  // The single-sequence template: ids around the sequence, which stands at
+  // position `post_sequence_at_` (post_processor null or ByteLevel: none).
+  std::vector<int32_t> post_ids_;
+  size_t post_sequence_at_ = 0;
   std::string byte_char_[256];                       // GPT-2 byte -> unicode char (UTF-8)
   std::unordered_map<uint32_t, uint8_t> char_byte_;  // its inverse, by code point
 };

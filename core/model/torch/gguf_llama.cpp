@@ -2,6 +2,7 @@
 
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "core/common/error.h"
 
@@ -205,10 +206,29 @@ std::shared_ptr<const BpeTokenizer> gguf_tokenizer(const GgufFile& f) {
   // becomes the unknown token, as transformers' GGUF tokenizer does.
   if (const auto unk = f.get_int_opt("tokenizer.ggml.unknown_token_id", 0, static_cast<int64_t>(tokens.size()) - 1))
     bpe["unk_token"] = tokens[static_cast<size_t>(*unk)];
-  const json j = {{"model", bpe},
-                  {"added_tokens", added},
-                  {"pre_tokenizer", pre_tokenizer},
-                  {"decoder", {{"type", "ByteLevel"}}}};
+  json j = {{"model", bpe},
+            {"added_tokens", added},
+            {"pre_tokenizer", pre_tokenizer},
+            {"decoder", {{"type", "ByteLevel"}}}};
+  // tokenizer.ggml.add_bos_token / add_eos_token (absent: false) as the
+  // template encode(text, add_special_tokens = true) applies.
+  json single = json::array(), specials = json::object();
+  for (const auto& [flag, id_key, name, first] :
+       {std::tuple{"tokenizer.ggml.add_bos_token", "tokenizer.ggml.bos_token_id", "bos", true},
+        std::tuple{"tokenizer.ggml.add_eos_token", "tokenizer.ggml.eos_token_id", "eos", false}}) {
+    if (!f.get_bool_opt(flag).value_or(false)) continue;
+    const auto id = f.get_int_opt(id_key, 0, static_cast<int64_t>(tokens.size()) - 1);
+    TS_CHECK(id, o << ": metadata \"" << flag << "\" is true but \"" << id_key << "\" is missing");
+    const json item = json::object({{"SpecialToken", {{"id", name}, {"type_id", 0}}}});
+    if (first) single.insert(single.begin(), item);
+    else single.push_back(item);
+    specials[name] = {{"id", name}, {"ids", {*id}}, {"tokens", {tokens[static_cast<size_t>(*id)]}}};
+  }
+  if (!specials.empty()) {
+    const json sequence = json::object({{"Sequence", {{"id", "A"}, {"type_id", 0}}}});
+    single.insert(single.begin() + (specials.contains("bos") ? 1 : 0), sequence);
+    j["post_processor"] = {{"type", "TemplateProcessing"}, {"single", single}, {"special_tokens", specials}};
+  }
   return std::make_shared<BpeTokenizer>(BpeTokenizer::parse(j, o + " (tokenizer.ggml.*)"));
 }
 

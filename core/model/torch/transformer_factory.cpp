@@ -115,7 +115,8 @@ bool model_has_tokenizer(const Model& m) {
 
 std::vector<int32_t> model_encode_text(const Model& m, const std::string& text) {
   TS_CHECK(model_has_tokenizer(m), "text prompt: the model has no tokenizer (a transformer with tokenizer.json is needed; give token ids instead)");
-  auto ids = dynamic_cast<const TorchTransformer&>(m).tokenizer()->encode(text);
+  // As transformers' tokenizer(text): the post_processor's special tokens (a BOS) added.
+  auto ids = dynamic_cast<const TorchTransformer&>(m).tokenizer()->encode(text, /*add_special_tokens=*/true);
   for (size_t i = 0; i < ids.size(); ++i)
     TS_CHECK(ids[i] < m.vocab_size(), "text prompt: token " << ids[i] << " at " << i << " is outside the model's vocabulary (" << m.vocab_size() << ")");
   return ids;
