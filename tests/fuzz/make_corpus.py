@@ -149,7 +149,16 @@ def seeds(cli):
 
 def regressions():
     """One file per finding of issue 16 (test_reader_findings.cpp asserts each exact error)."""
+    # Reproducers a fuzzer found (found_*) are kept as found, not generated.
+    kept = {}
+    for root, _, names in os.walk(os.path.join(HERE, "regressions")):
+        for n in names:
+            if n.startswith("found_"):
+                kept[os.path.join(root, n)] = open(os.path.join(root, n), "rb").read()
     shutil.rmtree(os.path.join(HERE, "regressions"), ignore_errors=True)
+    for path, data in kept.items():
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        open(path, "wb").write(data)
     sample = json.load(open(os.path.join(REPO, "samples", "figure1_once_upon_a_time.json")))
     s = dumps(sample)
     # 1. deep values: 65 levels is one past the limit (the crashes needed 80,000; test_reader_findings.cpp builds those)
@@ -186,6 +195,8 @@ def regressions():
     put("regressions", "safetensors", "deep_shape.safetensors", safetensors({"w": ("F32", json.loads(deep(65)), b"")}))
     le = lambda v, n: v.to_bytes(n, "little")
     put("regressions", "gguf", "ne_wraps_to_zero.gguf", gguf([], [("w", [2**39, 2**25], 0, b"")]))
+    # found_byte_count_wraps_to_zero.gguf (kept above): the 30-minute gguf run's find, a Llama
+    # whose tensor of 2^62 F32 values declared 2^64 bytes, a count that wrapped to 0.
     # config.json
     cfg = {"vocab_size": 96, "hidden_size": 32, "intermediate_size": 72, "num_hidden_layers": 2, "num_attention_heads": 4}
     put("regressions", "llama_config", "eos_2p32_plus_2.json", dumps(dict(cfg, eos_token_id=4294967298)))

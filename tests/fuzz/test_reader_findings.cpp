@@ -20,6 +20,7 @@
 #include "core/constraint/constraint_set.h"
 #include "core/decode/run_sample.h"
 #include "core/model/torch/bpe_tokenizer.h"
+#include "core/model/torch/gguf.h"
 #include "core/model/torch/llama_config.h"
 #include "core/model/torch/safetensors.h"
 #include "core/trace/trace.h"
@@ -112,6 +113,14 @@ TEST_CASE("findings: declared sizes are checked before anything is allocated or 
   const std::string p = kDir + "tokenizer/";
   CHECK(error_of([&] { BpeTokenizer::load(p + "vocab_id_2e9.json"); }) == p + "vocab_id_2e9.json: model.vocab[\"big\"] must be an id in [0, 2^24), got 2000000000");
   CHECK(error_of([&] { BpeTokenizer::load(p + "vocab_id_int32_max.json"); }) == p + "vocab_id_int32_max.json: model.vocab[\"big\"] must be an id in [0, 2^24), got 2147483647");
+}
+
+TEST_CASE("findings of the 30-minute runs: a GGUF tensor whose byte count wraps to 0 is refused at parse", "[fuzz]") {
+  // 2^31 x 2^31 F32 values: 2^64 bytes, which wrapped to 0 and passed every size
+  // check; dequantising it then asked for 2^62 floats (length_error, exit 3).
+  const std::string g = kDir + "gguf/found_byte_count_wraps_to_zero.gguf";
+  CHECK(error_of([&] { GgufFile::read(g); }) ==
+        g + ": tensor \"token_embd.weight\": 4611686018427387904 values of F32 make the byte count overflow");
 }
 
 TEST_CASE("findings: integers are range-checked for their type, never truncated", "[fuzz]") {

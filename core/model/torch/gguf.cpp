@@ -390,6 +390,9 @@ GgufFile GgufFile::parse(std::string bytes, const std::string& origin) {
     const auto [block, block_bytes] = *layout;
     TS_CHECK(t.ne[0] % block == 0, origin << ": " << where << ": ne[0] = " << t.ne[0] << " is not a multiple of "
                                           << ggml_type_name(t.type) << "'s block of " << block << " values");
+    // F32's 2^62 values would be 2^64 bytes: a count that wraps to 0 passes any size check.
+    TS_CHECK(numel / static_cast<uint64_t>(block) <= (uint64_t{1} << 62) / static_cast<uint64_t>(block_bytes),
+             origin << ": " << where << ": " << numel << " values of " << ggml_type_name(t.type) << " make the byte count overflow");
     t.nbytes = numel / static_cast<uint64_t>(block) * static_cast<uint64_t>(block_bytes);
     t.offset = c.uint(8, where + " offset");
     TS_CHECK(t.offset % f.alignment_ == 0, origin << ": " << where << ": offset " << t.offset
