@@ -149,6 +149,12 @@ void top_m(const float* scores, int32_t V, std::vector<std::pair<float, int32_t>
   }
 }
 
+// Wall and thread-CPU microseconds per decoding step, the counters every runner reports.
+void set_step_counters(benchmark::State& state, double seconds, double cpu, int64_t steps) {
+  state.counters["step_us"] = seconds / static_cast<double>(steps) * 1e6;
+  state.counters["step_cpu_us"] = cpu / static_cast<double>(steps) * 1e6;
+}
+
 void run_steps(benchmark::State& state, const std::string& key) {
   const int64_t items = state.range(0);
   const int32_t V = static_cast<int32_t>(state.range(1));
@@ -205,8 +211,7 @@ void run_steps(benchmark::State& state, const std::string& key) {
     steps += kL;
     benchmark::DoNotOptimize(sink);
   }
-  state.counters["step_us"] = seconds / static_cast<double>(steps) * 1e6;
-  state.counters["step_cpu_us"] = cpu / static_cast<double>(steps) * 1e6;
+  set_step_counters(state, seconds, cpu, steps);
   if (ix || floor) state.counters["constraint_cpu_us"] = cpu_constraint / static_cast<double>(steps) * 1e6;
   if (ix) {
     state.counters["index_MB"] = static_cast<double>(ix->memory_bytes()) / 1e6;
@@ -247,8 +252,7 @@ void run_static_step(benchmark::State& state, const std::string& key) {
     steps += kL;
     benchmark::DoNotOptimize(sink);
   }
-  state.counters["step_us"] = seconds / static_cast<double>(steps) * 1e6;
-  state.counters["step_cpu_us"] = cpu / static_cast<double>(steps) * 1e6;
+  set_step_counters(state, seconds, cpu, steps);
   state.counters["constraint_cpu_us"] = times.constraint_s / static_cast<double>(steps) * 1e6;
   state.counters["index_MB"] = static_cast<double>(ix->memory_bytes()) / 1e6;
 }
@@ -288,8 +292,7 @@ void run_torch(benchmark::State& state, const std::string& key) {
     }
     steps += kL;
   }
-  state.counters["step_us"] = seconds / static_cast<double>(steps) * 1e6;
-  state.counters["step_cpu_us"] = cpu / static_cast<double>(steps) * 1e6;
+  set_step_counters(state, seconds, cpu, steps);
   if (key != "unconstrained") state.counters["index_MB"] = static_cast<double>(ts->device_bytes()) / 1e6;
 }
 void BM_listing_torch_unconstrained(benchmark::State& s) { run_torch(s, "unconstrained"); }
