@@ -34,7 +34,7 @@
 #include "cuda/kv_compact.cuh"
 #include "cuda/static/static_constraint_cuda.h"
 #include "cuda/synthetic_logits.cuh"
-#include "core/decode/topk_candidates.h"
+#include "bench/topk_twin_check.h"
 
 using namespace triescope;
 using namespace triescope::cuda;
@@ -130,7 +130,7 @@ StaticRow time_fused(const bench::StaticProblem& p, int32_t groups, int32_t k, i
 // (topk_candidates), plain launches on the default stream. What the fused
 // step costs beyond it is the constraint's own overhead.
 double time_unconstrained(const bench::StaticProblem& p, int32_t groups, int32_t k) {
-  const int32_t n = p.rows, M = n / groups, V = p.tm.vocab;
+  const int32_t n = p.rows, M = n / groups, V = p.tm.vocab_size;
   auto d_logits = upload(p.logits);
   DeviceBuffer<double> lp(static_cast<size_t>(n) * V, "logprobs"), lse_ws(static_cast<size_t>(log_softmax_workspace_size(n, V)), "lse ws");
   const auto entries = static_cast<size_t>(topk_candidates_workspace_size(M, V, k));
@@ -523,13 +523,11 @@ int main(int argc, char** argv) {
       TS_CUDA_CHECK(cudaMemcpy(lp.data(), d_lp.data(), lp.size() * sizeof(double), cudaMemcpyDeviceToHost), "bench: logprobs");
       TS_CUDA_CHECK(cudaMemcpy(got_s.data(), out_s.data(), got_s.size() * sizeof(double), cudaMemcpyDeviceToHost), "bench: top-k");
       TS_CUDA_CHECK(cudaMemcpy(got_f.data(), out_f.data(), got_f.size() * sizeof(int64_t), cudaMemcpyDeviceToHost), "bench: top-k");
-      const std::vector<ScoredCandidate> want = triescope::topk_candidates(lp.data(), b, vocab, beam.data(), k);
-      for (size_t j = 0; j < want.size(); ++j)
-        if (want[j].flat != got_f[j] || want[j].score != got_s[j]) {
-          std::fprintf(stderr, "bench_cuda: beam step top-k differs from the CPU twin at rank %zu (flat %lld vs %lld)\n", j,
-                       static_cast<long long>(got_f[j]), static_cast<long long>(want[j].flat));
-          return 1;
-        }
+      const std::string mismatch = bench::topk_twin_mismatch(lp.data(), b, vocab, beam.data(), k, got_s.data(), got_f.data());
+      if (!mismatch.empty()) {
+        std::fprintf(stderr, "bench_cuda: beam step top-k differs from the CPU twin: %s\n", mismatch.c_str());
+        return 1;
+      }
       // minimum traffic: parent rows read + rows and mask written, mask read back,
       // the visible (token, position) pairs, logits written and read, logprobs
       // written and read once (the selection's repeated passes over a chunk not counted)
