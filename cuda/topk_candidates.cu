@@ -18,8 +18,11 @@ constexpr unsigned kThreads = detail::kSelectThreads;
 struct Chunk {
   int32_t begin, end;
 };
+__host__ __device__ __forceinline__ int32_t chunk_width(int32_t vocab, int32_t chunks) {
+  return static_cast<int32_t>(((vocab + chunks - 1) / chunks + kThreads - 1) / kThreads * kThreads);
+}
 __device__ __forceinline__ Chunk row_chunk(int32_t vocab, int32_t chunks, int32_t c) {
-  const int32_t per = static_cast<int32_t>(((vocab + chunks - 1) / chunks + kThreads - 1) / kThreads * kThreads);
+  const int32_t per = chunk_width(vocab, chunks);
   const int32_t b = c * per;
   return {b < vocab ? b : vocab, b + per < vocab ? b + per : vocab};
 }
@@ -84,9 +87,11 @@ __global__ void __launch_bounds__(kThreads) log_softmax_write_kernel(LogSoftmaxP
 
 // Block (row r, chunk c): the chunk's k best candidates, ranked, into the
 // workspace's k entries of block (r, c) ("none" past the chunk's count).
-__global__ void __launch_bounds__(kThreads) topk_chunk_kernel(TopkCandidatesParams p, int32_t chunks, int32_t flat_bits) {
+__global__ void __launch_bounds__(kThreads) topk_chunk_kernel(TopkCandidatesParams p, int32_t chunks, int32_t flat_bits, int32_t cap) {
   __shared__ detail::TopkShared sh;
-  extern __shared__ Cand s_pick[];  // [k]
+  extern __shared__ unsigned char s_dyn[];  // detail::topk_shared_bytes(cap, k)
+  Cand* s_pick = nullptr;
+  const detail::TopkStage stage = detail::block_topk_carve(s_dyn, cap, p.k, &s_pick);
   const int32_t r = static_cast<int32_t>(blockIdx.x) / chunks, c = static_cast<int32_t>(blockIdx.x) % chunks;
   const Chunk ch = row_chunk(p.vocab, chunks, c);
   const double* lp = p.logprobs + static_cast<size_t>(r) * p.vocab;
@@ -102,7 +107,7 @@ __global__ void __launch_bounds__(kThreads) topk_chunk_kernel(TopkCandidatesPara
         out = Cand{bs + l, flat0 + v, 0};
         return true;
       },
-      ch.end - ch.begin, p.k, flat_bits, sh, s_pick,
+      ch.end - ch.begin, p.k, flat_bits, sh, stage, s_pick,
       [&](int rank, const Cand& cand) {
         wsc[rank] = cand.score;
         wfl[rank] = cand.flat;
@@ -110,9 +115,11 @@ __global__ void __launch_bounds__(kThreads) topk_chunk_kernel(TopkCandidatesPara
 }
 
 // One block: the k best of every chunk's winners.
-__global__ void __launch_bounds__(kThreads) topk_merge_kernel(TopkCandidatesParams p, int32_t entries, int32_t flat_bits) {
+__global__ void __launch_bounds__(kThreads) topk_merge_kernel(TopkCandidatesParams p, int32_t entries, int32_t flat_bits, int32_t cap) {
   __shared__ detail::TopkShared sh;
-  extern __shared__ Cand s_pick[];  // [k]
+  extern __shared__ unsigned char s_dyn[];  // detail::topk_shared_bytes(cap, k)
+  Cand* s_pick = nullptr;
+  const detail::TopkStage stage = detail::block_topk_carve(s_dyn, cap, p.k, &s_pick);
   const int count = detail::block_topk(
       [&](int i, Cand& out) {
         const long long flat = p.workspace_flat[i];
@@ -120,7 +127,7 @@ __global__ void __launch_bounds__(kThreads) topk_merge_kernel(TopkCandidatesPara
         out = Cand{p.workspace_score[i], flat, 0};
         return true;
       },
-      entries, p.k, flat_bits, sh, s_pick,
+      entries, p.k, flat_bits, sh, stage, s_pick,
       [&](int rank, const Cand& cand) {
         p.out_score[rank] = cand.flat < 0 ? 0.0 : cand.score;
         p.out_flat[rank] = cand.flat;
@@ -136,6 +143,8 @@ int32_t row_chunks(int32_t rows, int32_t vocab) {
   const int64_t most = (int64_t{vocab} + kRowChunkMin - 1) / kRowChunkMin;  // chunks of at least kRowChunkMin
   return static_cast<int32_t>(std::max<int64_t>(1, std::min(want, most)));
 }
+
+int32_t row_chunk_width(int32_t vocab, int32_t chunks) { return chunk_width(vocab, chunks); }
 
 int64_t log_softmax_workspace_size(int32_t num_rows, int32_t vocab) {
   return num_rows == 0 ? 0 : int64_t{num_rows} * row_chunks(num_rows, vocab) * 2;
@@ -168,10 +177,20 @@ void topk_candidates(const TopkCandidatesParams& p, cudaStream_t stream) {
   TS_CHECK(entries <= INT32_MAX, "topk_candidates (cuda): rows x chunks x k = " << entries << " is too large");
   const int32_t chunks = row_chunks(p.num_rows, p.vocab);
   const int flat_bits = detail::flat_bits_below(int64_t{p.num_rows} * p.vocab);
-  const size_t pick_bytes = static_cast<size_t>(p.k) * sizeof(Cand);
-  topk_chunk_kernel<<<static_cast<unsigned>(p.num_rows * chunks), kThreads, pick_bytes, stream>>>(p, chunks, flat_bits);
+  // Each block keeps its candidates in shared memory between radix passes:
+  // up to kTopkStageCap entries of a chunk or of the merge (a wider one is re-read each pass).
+  const int32_t chunk_cap = std::min(row_chunk_width(p.vocab, chunks), kTopkStageCap);
+  const int32_t merge_cap = static_cast<int32_t>(std::min<int64_t>(entries, kTopkStageCap));
+  const size_t chunk_bytes = detail::topk_shared_bytes(chunk_cap, p.k), merge_bytes = detail::topk_shared_bytes(merge_cap, p.k);
+  TS_CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(&topk_chunk_kernel), cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     static_cast<int>(chunk_bytes)),
+                "topk_candidates (cuda): shared memory for the chunk kernel");
+  TS_CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(&topk_merge_kernel), cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     static_cast<int>(merge_bytes)),
+                "topk_candidates (cuda): shared memory for the merge kernel");
+  topk_chunk_kernel<<<static_cast<unsigned>(p.num_rows * chunks), kThreads, chunk_bytes, stream>>>(p, chunks, flat_bits, chunk_cap);
   TS_CUDA_CHECK_LAUNCH("topk_chunk_kernel");
-  topk_merge_kernel<<<1, kThreads, pick_bytes, stream>>>(p, static_cast<int32_t>(entries), flat_bits);
+  topk_merge_kernel<<<1, kThreads, merge_bytes, stream>>>(p, static_cast<int32_t>(entries), flat_bits, merge_cap);
   TS_CUDA_CHECK_LAUNCH("topk_merge_kernel");
 }
 

@@ -18,8 +18,9 @@ namespace triescope::cuda {
 // The split depends only on the sizes, never on the device, so results do not.
 constexpr int32_t kRowSplitBlocks = 264;
 constexpr int32_t kRowChunkMin = 4096;
-// Chunks per row for rows x vocab.
+// Chunks per row for rows x vocab, and the entries of each (the last one shorter).
 int32_t row_chunks(int32_t rows, int32_t vocab);
+int32_t row_chunk_width(int32_t vocab, int32_t chunks);
 
 // out[r] = log_softmax(logits[maybe_rows ? maybe_rows[r] : r]) in double.
 // Agrees with the CPU within a stated tolerance, not bit for bit: exp/log
@@ -45,7 +46,8 @@ void log_softmax_rows(const LogSoftmaxParams& p, cudaStream_t stream);
 // blocks), then the k best of those (one block). Each is a block radix
 // select (cuda/detail/topk_select.cuh): at most 8 + ceil(flat bits / 8)
 // passes of 3 barriers, whatever k, then a rank by comparison counting.
-constexpr int32_t kTopkMaxK = 1024;  // the ranking holds k candidates in shared memory
+constexpr int32_t kTopkMaxK = 1024;       // the ranking holds k candidates in shared memory
+constexpr int32_t kTopkStageCap = 8192;   // merge entries kept in shared memory between passes (more are re-read)
 struct TopkCandidatesParams {
   const double* logprobs = nullptr;     // [num_rows x vocab]
   const double* beam_scores = nullptr;  // [num_rows]

@@ -46,8 +46,34 @@ struct TopkShared {
   uint64_t mask_hi, mask_lo;      // which bits they are
   unsigned need;                  // candidates still to take among those matching the prefix
   unsigned taken;
+  unsigned staged;
   int done;
 };
+
+// Where block_topk keeps the candidates between passes (dynamic shared
+// memory, cap entries each): staged once, compacted, then every pass reads
+// them from here. Sources of more than cap entries are re-read each pass.
+struct TopkStage {
+  double* score;
+  long long* flat;
+  int* aux;
+  int cap;
+};
+// Dynamic shared bytes for a stage of `cap` and `k` picks (block_topk_carve's layout).
+__host__ __device__ constexpr size_t topk_shared_bytes(int cap, int k) {
+  return static_cast<size_t>(cap) * (sizeof(double) + sizeof(long long) + sizeof(int)) + static_cast<size_t>(k) * sizeof(Cand) + 16;
+}
+// Splits `dyn` (topk_shared_bytes(cap, k) bytes) into the stage and the picks.
+__device__ inline TopkStage block_topk_carve(void* dyn, int cap, int k, Cand** picks) {
+  auto* base = static_cast<unsigned char*>(dyn);
+  TopkStage st;
+  st.score = reinterpret_cast<double*>(base);
+  st.flat = reinterpret_cast<long long*>(base + static_cast<size_t>(cap) * sizeof(double));
+  *picks = reinterpret_cast<Cand*>(base + static_cast<size_t>(cap) * (sizeof(double) + sizeof(long long)));
+  st.aux = reinterpret_cast<int*>(base + static_cast<size_t>(cap) * (sizeof(double) + sizeof(long long)) + static_cast<size_t>(k) * sizeof(Cand));
+  st.cap = cap;
+  return st;
+}
 
 // Radix digits block_topk may need for candidates whose flat index is below
 // 2^flat_bits: 8 over the score, then enough over the flat index.
@@ -92,10 +118,27 @@ __device__ inline void topk_pick_digit(TopkShared& sh, bool in_hi, int shift) {
   }
 }
 
+// counter[bin] += 1 for each lane with `ok`, one atomic per warp when every
+// such lane has the same bin (the common case while the threshold's leading
+// digits are shared), else one per lane. Every lane of the warp calls it.
+__device__ __forceinline__ void warp_count(unsigned* counter, unsigned bin, bool ok) {
+  const unsigned lanes = __ballot_sync(0xffffffffu, ok);
+  if (lanes == 0) return;
+  const int first = __ffs(static_cast<int>(lanes)) - 1;
+  const unsigned bin0 = __shfl_sync(0xffffffffu, bin, first);
+  if (__all_sync(0xffffffffu, !ok || bin == bin0)) {
+    if (static_cast<int>(threadIdx.x & 31u) == first) atomicAdd(&counter[bin0], static_cast<unsigned>(__popc(lanes)));
+  } else if (ok) {
+    atomicAdd(&counter[bin], 1u);
+  }
+}
+
 // The k best candidates of src(i, c) for i in [0, n) (src returns false for
 // "not a candidate"; NaN scores are never candidates), ranked in the total
 // order: emit(r, c) for r in [0, k), with "none" (flat -1) past the count,
 // which it returns. Every thread of a kSelectThreads block calls it.
+//   0. When n <= stage.cap, the candidates are read once and kept, compacted,
+//      in the stage (shared memory); else src is read again each pass.
 //   1. Radix select over the 128-bit key (score, then flat index), 8 bits a
 //      pass, best digits first: each pass histograms the candidates that
 //      match the threshold's digits so far and fixes one more digit. It stops
@@ -106,54 +149,87 @@ __device__ inline void topk_pick_digit(TopkShared& sh, bool in_hi, int shift) {
 //      picks better than it (k^2 / threads comparisons, one barrier).
 // Candidates' flat indices must lie in [0, 2^flat_bits).
 template <typename Source, typename Emit>
-__device__ int block_topk(const Source& src, int n, int k, int flat_bits, TopkShared& sh, Cand* s_pick, const Emit& emit) {
+__device__ int block_topk(const Source& src, int n, int k, int flat_bits, TopkShared& sh, const TopkStage& stage, Cand* s_pick,
+                          const Emit& emit) {
   const unsigned t = threadIdx.x;
   if (t == 0) {
     sh.prefix_hi = sh.prefix_lo = sh.mask_hi = sh.mask_lo = 0;
     sh.need = static_cast<unsigned>(k);
     sh.taken = 0;
+    sh.staged = 0;
     sh.done = 0;
   }
+  const bool staged = n <= stage.cap;
+  if (staged) {
+    __syncthreads();  // the counters are reset
+    for (int base = 0; base < n; base += static_cast<int>(kSelectThreads)) {
+      const int i = base + static_cast<int>(t);
+      Cand c;
+      const bool ok = i < n && src(i, c) && c.score == c.score;
+      const unsigned lanes = __ballot_sync(0xffffffffu, ok);
+      const int first = lanes ? __ffs(static_cast<int>(lanes)) - 1 : 0;
+      unsigned at = 0;
+      if (lanes && static_cast<int>(t & 31u) == first) at = atomicAdd(&sh.staged, static_cast<unsigned>(__popc(lanes)));
+      at = __shfl_sync(0xffffffffu, at, first);
+      if (ok) {
+        const unsigned slot = at + static_cast<unsigned>(__popc(lanes & ((1u << (t & 31u)) - 1u)));
+        stage.score[slot] = c.score;
+        stage.flat[slot] = c.flat;
+        stage.aux[slot] = c.aux;
+      }
+    }
+  }
+  // Calls f(ok, c) for every candidate, all lanes in step (f may use warp collectives).
+  const auto visit = [&](int count, const auto& f) {
+    for (int base = 0; base < count; base += static_cast<int>(kSelectThreads)) {
+      const int i = base + static_cast<int>(t);
+      Cand c{0.0, -1, 0};
+      bool ok = i < count;
+      if (ok && staged) c = Cand{stage.score[i], stage.flat[i], stage.aux[i]};
+      else if (ok) ok = src(i, c) && c.score == c.score;
+      f(ok, c);
+    }
+  };
   const int lo_digits = (flat_bits + kRadixBits - 1) / kRadixBits;
   const int passes = 64 / kRadixBits + lo_digits;
+  int count = n;
   for (int pass = 0; pass < passes; ++pass) {
     const bool in_hi = pass < 64 / kRadixBits;
     const int shift = in_hi ? 64 - kRadixBits * (pass + 1) : kRadixBits * (lo_digits - 1 - (pass - 64 / kRadixBits));
     sh.hist[t] = 0;
-    __syncthreads();  // the histogram is clear and the last pass's decision is visible
+    __syncthreads();  // the histogram is clear, the last pass's decision (and the stage) visible
+    if (staged) count = static_cast<int>(sh.staged);
     if (sh.done) break;
     const uint64_t phi = sh.prefix_hi, plo = sh.prefix_lo, mhi = sh.mask_hi, mlo = sh.mask_lo;
-    for (int i = static_cast<int>(t); i < n; i += kSelectThreads) {
-      Cand c;
-      if (!src(i, c) || c.score != c.score) continue;
+    visit(count, [&](bool ok, const Cand& c) {
       const uint64_t hi = score_key(c.score), lo = flat_key(c.flat);
-      if ((hi & mhi) != phi || (lo & mlo) != plo) continue;
-      atomicAdd(&sh.hist[static_cast<unsigned>(((in_hi ? hi : lo) >> shift) & (kRadixBins - 1))], 1u);
-    }
+      ok = ok && (hi & mhi) == phi && (lo & mlo) == plo;
+      warp_count(sh.hist, static_cast<unsigned>(((in_hi ? hi : lo) >> shift) & (kRadixBins - 1)), ok);
+    });
     __syncthreads();  // the histogram is complete
     topk_pick_digit(sh, in_hi, shift);
   }
   __syncthreads();  // the threshold is final
+  if (staged) count = static_cast<int>(sh.staged);
   const uint64_t phi = sh.prefix_hi, plo = sh.prefix_lo, mhi = sh.mask_hi, mlo = sh.mask_lo;
-  for (int i = static_cast<int>(t); i < n; i += kSelectThreads) {
-    Cand c;
-    if (!src(i, c) || c.score != c.score) continue;
+  visit(count, [&](bool ok, const Cand& c) {
+    if (!ok) return;
     const uint64_t hi = score_key(c.score) & mhi, lo = flat_key(c.flat) & mlo;
-    if (hi < phi || (hi == phi && lo < plo)) continue;
+    if (hi < phi || (hi == phi && lo < plo)) return;
     const unsigned slot = atomicAdd(&sh.taken, 1u);
     if (slot < static_cast<unsigned>(k)) s_pick[slot] = c;
-  }
+  });
   __syncthreads();  // every pick is in s_pick
-  const int count = static_cast<int>(sh.taken < static_cast<unsigned>(k) ? sh.taken : static_cast<unsigned>(k));
-  for (int i = static_cast<int>(t); i < count; i += kSelectThreads) {
+  const int picked = static_cast<int>(sh.taken < static_cast<unsigned>(k) ? sh.taken : static_cast<unsigned>(k));
+  for (int i = static_cast<int>(t); i < picked; i += kSelectThreads) {
     const Cand me = s_pick[i];
     int rank = 0;
-    for (int j = 0; j < count; ++j) rank += better(s_pick[j], me) ? 1 : 0;
+    for (int j = 0; j < picked; ++j) rank += better(s_pick[j], me) ? 1 : 0;
     emit(rank, me);
   }
-  for (int r = count + static_cast<int>(t); r < k; r += kSelectThreads) emit(r, Cand{0.0, -1, 0});
-  __syncthreads();  // s_pick and sh may be reused by the caller's next call
-  return count;
+  for (int r = picked + static_cast<int>(t); r < k; r += kSelectThreads) emit(r, Cand{0.0, -1, 0});
+  __syncthreads();  // the stage, s_pick and sh may be reused by the caller's next call
+  return picked;
 }
 
 // Bits needed for flat indices below `bound` (>= 1).

@@ -1,5 +1,7 @@
 #include <math_constants.h>
 
+#include <algorithm>
+
 #include "cuda/detail/device_status.h"
 #include "cuda/detail/topk_select.cuh"
 #include "cuda/static/static_step.cuh"
@@ -41,10 +43,12 @@ __device__ __forceinline__ double block_sum(double v, double* s_red) {
 // pass over its logits for the log-normaliser, the optional projection, and
 // the row's part of phase 3 (its best k candidates, each with its next
 // state), ranked among the candidates only.
-__global__ void __launch_bounds__(kThreads, 4) static_row_kernel(StaticStepParams p, int32_t flat_bits) {
+__global__ void __launch_bounds__(kThreads, 4) static_row_kernel(StaticStepParams p, int32_t flat_bits, int32_t cap) {
   __shared__ double s_red[kThreads];
   __shared__ detail::TopkShared sh;
-  extern __shared__ Cand s_pick[];  // [k]
+  extern __shared__ unsigned char s_dyn[];  // detail::topk_shared_bytes(cap, k)
+  Cand* s_pick = nullptr;
+  const detail::TopkStage stage = detail::block_topk_carve(s_dyn, cap, p.k, &s_pick);
   const StaticMatrixView& m = p.matrix;
   const int32_t V = m.vocab;
   const int32_t step = *p.step;
@@ -135,7 +139,7 @@ __global__ void __launch_bounds__(kThreads, 4) static_row_kernel(StaticStepParam
             c = Cand{bs + (static_cast<double>(x[v]) - lse), flat0 + v, v};
             return true;
           },
-          V, p.k, flat_bits, sh, s_pick, emit);
+          V, p.k, flat_bits, sh, stage, s_pick, emit);
     } else {
       detail::block_topk(
           [&](int k, Cand& c) {
@@ -144,7 +148,7 @@ __global__ void __launch_bounds__(kThreads, 4) static_row_kernel(StaticStepParam
             c = Cand{bs + (static_cast<double>(x[tok]) - lse), flat0 + tok, k};
             return true;
           },
-          slots, p.k, flat_bits, sh, s_pick, emit);
+          slots, p.k, flat_bits, sh, stage, s_pick, emit);
     }
     __syncthreads();
   }
@@ -153,9 +157,11 @@ __global__ void __launch_bounds__(kThreads, 4) static_row_kernel(StaticStepParam
 // A block per group: the best k of the group's rows' winners (their union
 // holds the group's top k), ranked by the same block radix select, their
 // next states, and the optional advance.
-__global__ void __launch_bounds__(kThreads) static_merge_kernel(StaticStepParams p, int32_t flat_bits) {
+__global__ void __launch_bounds__(kThreads) static_merge_kernel(StaticStepParams p, int32_t flat_bits, int32_t cap) {
   __shared__ detail::TopkShared sh;
-  extern __shared__ Cand s_pick[];  // [k]
+  extern __shared__ unsigned char s_dyn[];  // detail::topk_shared_bytes(cap, k)
+  Cand* s_pick = nullptr;
+  const detail::TopkStage stage = detail::block_topk_carve(s_dyn, cap, p.k, &s_pick);
   const int32_t M = p.n / p.groups;
   for (int32_t g = blockIdx.x; g < p.groups; g += gridDim.x) {
     const size_t base = static_cast<size_t>(g) * M * p.k;
@@ -169,7 +175,7 @@ __global__ void __launch_bounds__(kThreads) static_merge_kernel(StaticStepParams
           c = Cand{p.ws_score[base + i], flat, i};
           return true;
         },
-        M * p.k, p.k, flat_bits, sh, s_pick,
+        M * p.k, p.k, flat_bits, sh, stage, s_pick,
         [&](int rank, const Cand& c) {
           osc[rank] = c.flat < 0 ? 0.0 : c.score;
           ofl[rank] = c.flat;
@@ -208,12 +214,23 @@ void static_step(const StaticStepParams& p, cudaStream_t stream) {
                p.out_next && p.out_count,
            "static_step (cuda): a required device pointer is null");
   const int flat_bits = detail::flat_bits_below(int64_t{p.n} * m.vocab);
-  const size_t pick_bytes = static_cast<size_t>(p.k) * sizeof(Cand);
+  // Each block keeps its candidates in shared memory between radix passes: a
+  // row's (at most |V|; up to kStaticRowStageCap, wider rows are re-read
+  // each pass) and a group's rows' winners (up to kStaticMergeStageCap).
+  const int32_t row_cap = std::min(m.vocab, kStaticRowStageCap);
+  const int32_t merge_cap = static_cast<int32_t>(std::min<int64_t>(M * p.k, kStaticMergeStageCap));
+  const size_t row_bytes = detail::topk_shared_bytes(row_cap, p.k), merge_bytes = detail::topk_shared_bytes(merge_cap, p.k);
+  TS_CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(&static_row_kernel), cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     static_cast<int>(row_bytes)),
+                "static_step (cuda): shared memory for the row kernel");
+  TS_CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(&static_merge_kernel), cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     static_cast<int>(merge_bytes)),
+                "static_step (cuda): shared memory for the merge kernel");
   const unsigned grid = static_cast<unsigned>(p.n > 65535 * 16 ? 65535 * 16 : p.n);
-  static_row_kernel<<<grid, kThreads, pick_bytes, stream>>>(p, flat_bits);
+  static_row_kernel<<<grid, kThreads, row_bytes, stream>>>(p, flat_bits, row_cap);
   TS_CUDA_CHECK_LAUNCH("static_row_kernel");
   const unsigned mgrid = static_cast<unsigned>(p.groups > 65535 ? 65535 : p.groups);
-  static_merge_kernel<<<mgrid, kThreads, pick_bytes, stream>>>(p, flat_bits);
+  static_merge_kernel<<<mgrid, kThreads, merge_bytes, stream>>>(p, flat_bits, merge_cap);
   TS_CUDA_CHECK_LAUNCH("static_merge_kernel");
 }
 

@@ -52,6 +52,8 @@ inline constexpr int kStaticStepKernels = 2;  // launches per step (and nodes pe
 // Both kernels rank with a block radix select (cuda/detail/topk_select.cuh),
 // whose depth does not grow with k; the ranking keeps k candidates in shared memory.
 inline constexpr int32_t kStaticMaxK = 1024;
+inline constexpr int32_t kStaticRowStageCap = 4096;    // a row's candidates kept in shared memory between passes
+inline constexpr int32_t kStaticMergeStageCap = 8192;  // a group's rows' winners, likewise
 
 // Enqueues both kernels on `stream` (capturable).
 void static_step(const StaticStepParams& p, cudaStream_t stream);
