@@ -11,8 +11,9 @@
 //      replay and plain launches) vs the paper's Algorithm 2 listing in LibTorch on the
 //      device vs the CPU reference, at the paper's configuration over |C|,
 //      over |V|, and the App. D branch-factor sweep (bench_static below).
-// Flags: --reps N, --static (section 4 only), --quick (section 4 at smoke
-// sizes), --no-static (sections 1-3 only).
+// Flags: --reps N, --static (section 4 only), --paper (section 4's paper
+// configuration only), --quick (section 4 at smoke sizes), --no-static
+// (sections 1-3 only).
 // Bytes are counted as the minimum a kernel must read plus write.
 #include <cuda_runtime.h>
 
@@ -34,6 +35,7 @@
 #include "cuda/kv_compact.cuh"
 #include "cuda/static/static_constraint_cuda.h"
 #include "cuda/synthetic_logits.cuh"
+#include "bench/legacy_selection.cuh"
 #include "bench/topk_twin_check.h"
 
 using namespace triescope;
@@ -49,6 +51,35 @@ double time_ms(F&& fn) {  // median of g_reps runs after one warm-up
 }
 
 double gbps(double bytes, double ms) { return bytes / (ms * 1e-3) / 1e9; }
+
+// Medians of a and b on the default stream, their reps interleaved (a, b, a,
+// b, ...) after one warm-up of each, so the two share the machine's state.
+std::pair<double, double> interleaved_ms(const std::function<void()>& a, const std::function<void()>& b) {
+  cudaEvent_t e0, e1;
+  TS_CUDA_CHECK(cudaEventCreate(&e0), "bench: event");
+  TS_CUDA_CHECK(cudaEventCreate(&e1), "bench: event");
+  const auto once = [&](const std::function<void()>& f) {
+    TS_CUDA_CHECK(cudaEventRecord(e0), "bench: record");
+    f();
+    TS_CUDA_CHECK(cudaEventRecord(e1), "bench: record");
+    TS_CUDA_CHECK(cudaEventSynchronize(e1), "bench: sync");
+    float t = 0;
+    TS_CUDA_CHECK(cudaEventElapsedTime(&t, e0, e1), "bench: elapsed");
+    return static_cast<double>(t);
+  };
+  std::vector<double> ta, tb;
+  for (int rep = -1; rep < g_reps; ++rep) {
+    const double x = once(a), y = once(b);
+    if (rep < 0) continue;
+    ta.push_back(x);
+    tb.push_back(y);
+  }
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+  std::sort(ta.begin(), ta.end());
+  std::sort(tb.begin(), tb.end());
+  return {ta[ta.size() / 2], tb[tb.size() / 2]};
+}
 
 void report(const char* what, double bytes, double ms, double copy_gbps) {
   const double g = gbps(bytes, ms);
@@ -68,13 +99,16 @@ void status_ok(DeviceBuffer<KernelStatus>& s, const char* what) { status_check(s
 // ---- 4. STATIC constraint step ------------------------------------------------
 
 struct StaticRow {
-  double graph_ms = -1, launch_ms = -1, torch_ms = -1, cpu_ms = -1, free_ms = -1;
+  double graph_ms = -1, launch_ms = -1, torch_ms = -1, cpu_ms = -1, free_ms = -1, old_ms = -1;
   int64_t device_bytes = 0, torch_bytes = 0;
 };
 
 // Fused step timings: from the root (one live beam per batch, HF style), L
 // steps with advance on the device; median over reps of (events around the L
 // steps) / L. only_step >= 0: that step alone, beams in p.states[only_step].
+// The kernels before the radix select (bench/legacy_selection.cu) run the same
+// steps as CUDA graphs, rep by rep between the new kernel's reps; both end in
+// the same beams (states, scores, picks), or the bench stops.
 StaticRow time_fused(const bench::StaticProblem& p, int32_t groups, int32_t k, int32_t only_step, bool write_masked) {
   StaticRow r;
   const DeviceTransitionMatrix dm(p.tm);
@@ -84,6 +118,7 @@ StaticRow time_fused(const bench::StaticProblem& p, int32_t groups, int32_t k, i
   cudaStream_t stream = nullptr;
   TS_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "bench: stream");
   StaticStepCuda st(dm, n, groups, k, stream);
+  StaticStepCuda old(dm, n, groups, k, stream, &bench::legacy::static_step);
   std::vector<int64_t> root(static_cast<size_t>(n), -1);
   std::vector<double> root_scores(static_cast<size_t>(n), -INFINITY);
   for (int32_t g = 0; g < groups; ++g) {
@@ -93,32 +128,49 @@ StaticRow time_fused(const bench::StaticProblem& p, int32_t groups, int32_t k, i
   const int32_t L = p.tm.length;
   const bool advance = only_step < 0;
   const int32_t steps = advance ? L : 1;
-  const auto reset = [&] {
-    if (advance) st.reset(root, root_scores, 0);
-    else st.reset(p.states[static_cast<size_t>(only_step)], std::vector<double>(static_cast<size_t>(n), 0.0), only_step);
+  const auto reset = [&](StaticStepCuda& s) {
+    if (advance) s.reset(root, root_scores, 0);
+    else s.reset(p.states[static_cast<size_t>(only_step)], std::vector<double>(static_cast<size_t>(n), 0.0), only_step);
   };
   cudaEvent_t a, b;
   TS_CUDA_CHECK(cudaEventCreate(&a), "bench: event");
   TS_CUDA_CHECK(cudaEventCreate(&b), "bench: event");
-  for (int graph = 1; graph >= 0; --graph) {
-    std::vector<double> ms;
-    for (int rep = -1; rep < g_reps; ++rep) {  // rep -1: warm-up (and the graph's capture)
-      reset();
-      TS_CUDA_CHECK(cudaEventRecord(a, stream), "bench: record");
-      for (int32_t t = 0; t < steps; ++t) {
-        if (graph) st.graph_launch(d_logits.data(), write_masked, advance);
-        else st.launch(d_logits.data(), write_masked, advance);
-      }
-      TS_CUDA_CHECK(cudaEventRecord(b, stream), "bench: record");
-      TS_CUDA_CHECK(cudaEventSynchronize(b), "bench: sync");
-      float t = 0;
-      TS_CUDA_CHECK(cudaEventElapsedTime(&t, a, b), "bench: elapsed");
-      if (rep >= 0) ms.push_back(t / steps);
+  const auto run_ms = [&](StaticStepCuda& s, bool graph) {
+    reset(s);
+    TS_CUDA_CHECK(cudaEventRecord(a, stream), "bench: record");
+    for (int32_t t = 0; t < steps; ++t) {
+      if (graph) s.graph_launch(d_logits.data(), write_masked, advance);
+      else s.launch(d_logits.data(), write_masked, advance);
     }
-    st.check("bench: static step");
-    std::sort(ms.begin(), ms.end());
-    (graph ? r.graph_ms : r.launch_ms) = ms[ms.size() / 2];
+    TS_CUDA_CHECK(cudaEventRecord(b, stream), "bench: record");
+    TS_CUDA_CHECK(cudaEventSynchronize(b), "bench: sync");
+    float t = 0;
+    TS_CUDA_CHECK(cudaEventElapsedTime(&t, a, b), "bench: elapsed");
+    return static_cast<double>(t) / steps;
+  };
+  std::vector<double> graph_ms, launch_ms, old_ms;
+  for (int rep = -1; rep < g_reps; ++rep) {  // rep -1: warm-up (and the graphs' capture)
+    const double g = run_ms(st, true), o = run_ms(old, true), l = run_ms(st, false);
+    if (rep < 0) continue;
+    graph_ms.push_back(g);
+    old_ms.push_back(o);
+    launch_ms.push_back(l);
   }
+  st.check("bench: static step");
+  old.check("bench: legacy static step");
+  const StaticStepHost x = st.download(false), y = old.download(false);
+  if (x.top_flat != y.top_flat || x.top_next != y.top_next || x.top_count != y.top_count || x.top_score != y.top_score ||
+      x.states != y.states) {
+    std::fprintf(stderr, "bench_cuda: the STATIC step's picks differ between the new and the legacy kernels\n");
+    std::exit(1);
+  }
+  const auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  r.graph_ms = median(graph_ms);
+  r.launch_ms = median(launch_ms);
+  r.old_ms = median(old_ms);
   cudaEventDestroy(a);
   cudaEventDestroy(b);
   cudaStreamDestroy(stream);
@@ -172,16 +224,18 @@ bool fits_on_device(const bench::StaticProblem& p, double factor) {
 }
 
 void static_header() {
-  std::printf("%-10s %6s %3s %2s %-8s %10s %10s %10s %10s %10s %8s %8s %8s %8s %9s %9s\n", "|C|", "|V|", "L", "d", "layout", "graph_ms",
-              "launch_ms", "free_ms", "torch_ms", "cpu_ms", "cons_us", "torch/us", "cpu/us", "dev_MB", "MB/1M", "torch_MB");
+  std::printf("%-10s %6s %3s %2s %-8s %10s %10s %10s %10s %10s %10s %8s %8s %8s %8s %8s %9s %9s\n", "|C|", "|V|", "L", "d", "layout",
+              "graph_ms", "launch_ms", "old_ms", "free_ms", "torch_ms", "cpu_ms", "cons_us", "old/us", "torch/us", "cpu/us", "dev_MB", "MB/1M",
+              "torch_MB");
 }
 
 void static_line(int64_t items, int32_t V, int32_t L, int32_t d, CsrLayout layout, const StaticRow& r) {
   const auto ratio = [&](double x) { return x > 0 && r.graph_ms > 0 ? x / r.graph_ms : -1.0; };
   const double cons_us = r.free_ms > 0 && r.graph_ms > 0 ? 1000.0 * (r.graph_ms - r.free_ms) : 0.0;
-  std::printf("%-10lld %6d %3d %2d %-8s %10.4f %10.4f %10.4f %10.4f %10.4f %8.1f %8.1f %8.1f %8.1f %9.2f %9.1f\n", static_cast<long long>(items), V,
-              L, d, csr_layout_name(layout), r.graph_ms, r.launch_ms, r.free_ms, r.torch_ms, r.cpu_ms, cons_us, ratio(r.torch_ms), ratio(r.cpu_ms),
-              r.device_bytes / 1e6, static_cast<double>(r.device_bytes) / static_cast<double>(items), r.torch_bytes / 1e6);
+  std::printf("%-10lld %6d %3d %2d %-8s %10.4f %10.4f %10.4f %10.4f %10.4f %10.4f %8.1f %8.1f %8.1f %8.1f %8.1f %9.2f %9.1f\n",
+              static_cast<long long>(items), V, L, d, csr_layout_name(layout), r.graph_ms, r.launch_ms, r.old_ms, r.free_ms, r.torch_ms, r.cpu_ms,
+              cons_us, ratio(r.old_ms), ratio(r.torch_ms), ratio(r.cpu_ms), r.device_bytes / 1e6,
+              static_cast<double>(r.device_bytes) / static_cast<double>(items), r.torch_bytes / 1e6);
   std::fflush(stdout);
 }
 
@@ -211,12 +265,13 @@ void static_case(const ConstraintSet& set, int32_t d, CsrLayout layout, int32_t 
   if (r.torch_ms < 0) std::printf("  (LibTorch on CUDA not measured: %s)\n", why.c_str());
 }
 
-void bench_static(bool quick) {
+void bench_static(bool quick, bool paper_only) {
   std::printf("\nSTATIC constraint step: ms per decoding step (mean over the L steps from the root, median of %d reps); fused = "
               "%d kernels per step, graph = one cudaGraphLaunch per step; torch = the paper's Algorithm 2 listing in LibTorch ops on this "
-              "device; cpu = core's reference (one thread); free = the same step without the constraint (log-softmax + topk_candidates per "
-              "group over the whole vocabulary: 2 launches, then 2 per group); cons_us = graph - free, the constraint's own cost. torch/us and cpu/us: "
-              "ratios to the fused graph step. MB/1M = device bytes per 1M items.\n",
+              "device; cpu = core's reference (one thread); old = the k-round kernels this replaced (bench/legacy_selection.cu, graph replay, "
+              "rep by rep between the new kernel's reps, picks asserted equal); free = the same step without the constraint (log-softmax + topk_candidates per "
+              "group over the whole vocabulary: 2 launches, then 2 per group); cons_us = graph - free, the constraint's own cost. old/us, torch/us "
+              "and cpu/us: ratios to the fused graph step. MB/1M = device bytes per 1M items.\n",
               g_reps, kStaticStepKernels);
   const int32_t batch = 2, beam = 70, L = 8;
   // (a) the paper's configuration over |C| (Sec. 5: batch 2, beam 70, |V| = 2048, L = 8, d = 2)
@@ -233,6 +288,7 @@ void bench_static(bool quick) {
     }
     for (CsrLayout layout : {CsrLayout::stacked, CsrLayout::compact}) static_case(set, 2, layout, batch, beam, -1, quick ? 2 : 3, false);
   }
+  if (paper_only) return;
   // (b) |V| sweep at |C| = 1e7 (the paper's Figure 3); d = 2 where the dense tables fit (App. B), else 1
   const int64_t v_items = quick ? 100000 : 10000000;
   std::printf("\n(b) |V| sweep: |C| = %lld, batch %d, beam %d, L = %d\n", static_cast<long long>(v_items), batch, beam, L);
@@ -274,15 +330,16 @@ void bench_static(bool quick) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool run_static = true, only_static = false, quick = false;
+  bool run_static = true, only_static = false, quick = false, paper = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--reps" && i + 1 < argc) g_reps = std::max(1, std::atoi(argv[++i]));
     else if (a == "--static") only_static = true;
     else if (a == "--quick") only_static = quick = true;
+    else if (a == "--paper") only_static = paper = true;
     else if (a == "--no-static") run_static = false;
     else {
-      std::fprintf(stderr, "bench_cuda: unknown argument %s (use --reps N, --static, --quick, --no-static)\n", a.c_str());
+      std::fprintf(stderr, "bench_cuda: unknown argument %s (use --reps N, --static, --paper, --quick, --no-static)\n", a.c_str());
       return 2;
     }
   }
@@ -300,7 +357,7 @@ int main(int argc, char** argv) {
     std::printf("device: %s (sm_%d%d, %d SMs, L2 %d MiB), driver %d, runtime %d, median of %d reps\n", prop.name, prop.major,
                 prop.minor, prop.multiProcessorCount, prop.l2CacheSize >> 20, driver, runtime, g_reps);
     if (only_static) {
-      bench_static(quick);
+      bench_static(quick, paper);
       return 0;
     }
     DeviceBuffer<KernelStatus> status(1, "status");
@@ -550,8 +607,20 @@ int main(int argc, char** argv) {
         std::printf("  %-56s %10.4f ms\n", part.name, pm);
       }
       status_ok(status, "bench: beam step parts");
+      // the k-round kernels this replaced (bench/legacy_selection.cu), rep by rep with the new ones, same picks
+      const auto [new_ms, old_ms] = interleaved_ms([&] { topk_candidates(t, nullptr); }, [&] { bench::legacy::topk_candidates(t, nullptr); });
+      std::vector<double> old_s(static_cast<size_t>(k));
+      std::vector<int64_t> old_f(static_cast<size_t>(k));
+      TS_CUDA_CHECK(cudaMemcpy(old_s.data(), out_s.data(), old_s.size() * sizeof(double), cudaMemcpyDeviceToHost), "bench: top-k");
+      TS_CUDA_CHECK(cudaMemcpy(old_f.data(), out_f.data(), old_f.size() * sizeof(int64_t), cudaMemcpyDeviceToHost), "bench: top-k");
+      if (old_s != got_s || old_f != got_f) {
+        std::fprintf(stderr, "bench_cuda: the legacy top-k differs from the new one\n");
+        return 1;
+      }
+      std::printf("  %-56s %10.4f ms  (new %.4f ms in the same reps: %.1fx)\n", "top-2b selection, the k-round kernels it replaced", old_ms,
+                  new_ms, old_ms / new_ms);
     }
-    if (run_static) bench_static(false);
+    if (run_static) bench_static(false, false);
   } catch (const std::exception& ex) {
     std::fprintf(stderr, "bench_cuda: %s\n", ex.what());
     return 1;
