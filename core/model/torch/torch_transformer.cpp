@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 #include <limits>
+#include <sstream>
 
 #include "core/common/error.h"
 #include "core/model/torch/gguf_llama.h"
@@ -39,6 +40,9 @@ struct TorchTransformer::Impl {
   std::vector<uint8_t> written;  // [capacity] 1 once a forward wrote the slot
   std::shared_ptr<const BpeTokenizer> tokenizer;
   std::string last_attention = "none";
+  // The step in flight, for naming a LibTorch failure: its slots and its
+  // largest attention scores tensor (rows x columns per head; 0 before known).
+  int64_t step_slots = 0, step_rows = 0, step_cols = 0;
   bool tree_kernel = false;  // attention through TreeAttentionArgs (the CUDA kernel, or its CPU twin on the CPU)
 
   at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& w) const {
@@ -50,6 +54,7 @@ struct TorchTransformer::Impl {
     const at::Tensor rot = at::cat({-x.narrow(-1, h, h), x.narrow(-1, 0, h)}, -1);
     return x * cos + rot * sin;
   }
+  void forward(const StepInput& in, Logits& out);
   void ensure_capacity(int64_t slots) {
     if (slots <= capacity) return;
     const int64_t cap = std::max<int64_t>({slots, 2 * capacity, 64});
@@ -159,13 +164,15 @@ void TorchTransformer::compact(const CompactionPlan& plan) {
   m.written = std::move(written);
 }
 
-void TorchTransformer::forward(const StepInput& in, Logits& out) {
-  Impl& m = *impl_;
+void TorchTransformer::Impl::forward(const StepInput& in, Logits& out) {
+  Impl& m = *this;
   const LlamaConfig& c = m.cfg;
   step_input_check(in, c.vocab_size);
   const int64_t q = static_cast<int64_t>(in.tokens.size()), S = in.num_slots;
   out.resize(static_cast<int32_t>(q), c.vocab_size);
   if (q == 0) return;
+  m.step_slots = S;
+  m.step_rows = m.step_cols = 0;
   m.ensure_capacity(S);
   std::vector<uint8_t> fresh(static_cast<size_t>(S), 0);
   for (size_t i = 0; i < in.slots.size(); ++i) {  // index_copy_ with a repeated slot would keep an arbitrary one
@@ -231,7 +238,25 @@ void TorchTransformer::forward(const StepInput& in, Logits& out) {
   std::vector<Block> blocks;
   if (!gather && !hybrid && !tk) {
     if (m.opt.attention == "dense") {
-      blocks.push_back({0, q, 0, S, {}});
+      // A dense block per run of consecutive queries whose slot spans
+      // overlap: one beam of the batch layout, or the whole trie. The mask
+      // and scores grow with one beam's rows x its span, never with all rows
+      // x all slots ((b x P)^2 for a batch prefill).
+      int64_t hi = 0;
+      for (int64_t r = 0; r < q; ++r) {
+        const auto& row = rows[static_cast<size_t>(r)];
+        const int64_t rlo = row.front(), rhi = row.back() + 1;
+        if (!blocks.empty() && rlo < hi && rhi > blocks.back().lo) {
+          blocks.back().lo = std::min(blocks.back().lo, rlo);
+          hi = std::max(hi, rhi);
+          ++blocks.back().n;
+          continue;
+        }
+        if (!blocks.empty()) blocks.back().span = hi - blocks.back().lo;
+        blocks.push_back({r, 1, rlo, 0, {}});
+        hi = rhi;
+      }
+      blocks.back().span = hi - blocks.back().lo;
     } else {
       int64_t lo = 0, hi = 0, own = 0;  // current block's span and the sum of its rows' own spans
       for (int64_t r = 0; r < q; ++r) {
@@ -263,7 +288,17 @@ void TorchTransformer::forward(const StepInput& in, Logits& out) {
         for (int64_t s : rows[static_cast<size_t>(bl.q0 + r)]) bl.add[static_cast<size_t>(r * bl.span + s - bl.lo)] = 0.0f;
     }
   }
-  m.last_attention = tk ? "tree_kernel" : hybrid ? "hybrid" : gather ? "gather" : blocks.size() == 1 && blocks[0].span == S ? "dense" : "blocks";
+  m.last_attention = tk       ? "tree_kernel"
+                     : hybrid ? "hybrid"
+                     : gather ? "gather"
+                     : m.opt.attention == "dense" || (blocks.size() == 1 && blocks[0].span == S) ? "dense"
+                                                                                                : "blocks";
+  // What a LibTorch failure below was allocating (forward() names it): the
+  // largest attention tensor of this step, scores [heads, rows, columns].
+  m.step_rows = q;
+  m.step_cols = tk ? 0 : hybrid ? P + L2 : gather ? static_cast<int64_t>(longest) : 0;
+  for (const auto& bl : blocks)
+    if (bl.n * bl.span > m.step_rows * m.step_cols) m.step_rows = bl.n, m.step_cols = bl.span;
   const int64_t L = static_cast<int64_t>(longest);
   std::vector<float> gadd;          // [q x L] gather path: additive mask over each query's gathered slots
   std::vector<int64_t> gather_idx;  // [q x L] slot read at each column (padding reads the row's first slot, masked)
@@ -421,6 +456,33 @@ void TorchTransformer::forward(const StepInput& in, Logits& out) {
                                          << ")");
   }
   std::memcpy(out.data.data(), logits.data_ptr<float>(), sizeof(float) * static_cast<size_t>(q * c.vocab_size));
+}
+
+// A LibTorch failure (out of memory, or any other c10::Error) becomes a named
+// Error: what the step was allocating and which option changes it, the
+// LibTorch message without its backtrace.
+void TorchTransformer::forward(const StepInput& in, Logits& out) {
+  Impl& m = *impl_;
+  try {
+    m.forward(in, out);
+  } catch (const c10::Error& e) {
+    const std::string msg = e.what_without_backtrace();
+    const std::string first = msg.substr(0, msg.find('\n'));
+    const LlamaConfig& c = m.cfg;
+    const double kv_mib = 2.0 * c.num_hidden_layers * static_cast<double>(std::max(m.capacity, m.step_slots)) * c.num_key_value_heads *
+                          c.head_dim * sizeof(float) / (1 << 20);
+    std::ostringstream what;
+    if (m.step_rows > 0 && m.step_cols > 0)
+      what << "attention \"" << m.opt.attention << "\" (path " << m.last_attention << ") scores of " << m.step_rows << " queries x "
+           << m.step_cols << " slots x " << c.num_attention_heads << " heads ("
+           << static_cast<double>(m.step_rows) * static_cast<double>(m.step_cols) * c.num_attention_heads * sizeof(float) / (1 << 20)
+           << " MiB)";
+    else
+      what << "a step of " << in.tokens.size() << " queries over a KV cache of " << m.step_slots << " slots (" << kv_mib << " MiB)";
+    TS_FAIL("transformer on " << m.opt.device << ": LibTorch failed while computing " << what.str()
+                              << "; lower the beams or the prompt, or use attention \"tree_kernel\" or \"auto\" (LibTorch: " << first
+                              << ")");
+  }
 }
 
 nlohmann::json TorchTransformer::describe() const {
