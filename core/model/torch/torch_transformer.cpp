@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 #include <c10/core/InferenceMode.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -12,6 +13,7 @@
 #include "core/common/error.h"
 #include "core/model/torch/gguf_llama.h"
 #include "core/model/tree_attention.h"
+#include "core/model/tree_attention_cascade.h"
 
 namespace triescope {
 
@@ -43,6 +45,7 @@ struct TorchTransformer::Impl {
   // The step in flight, for naming a LibTorch failure: its slots and its
   // largest attention scores tensor (rows x columns per head; 0 before known).
   int64_t step_slots = 0, step_rows = 0, step_cols = 0;
+  ForwardTimes times;
   bool tree_kernel = false;  // attention through TreeAttentionArgs (the CUDA kernel, or its CPU twin on the CPU)
 
   at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& w) const {
@@ -135,6 +138,8 @@ const LlamaConfig& TorchTransformer::config() const { return impl_->cfg; }
 void TorchTransformer::set_tokenizer(std::shared_ptr<const BpeTokenizer> tok) { impl_->tokenizer = std::move(tok); }
 const BpeTokenizer* TorchTransformer::tokenizer() const { return impl_->tokenizer.get(); }
 const std::string& TorchTransformer::last_attention() const { return impl_->last_attention; }
+const TorchTransformer::ForwardTimes& TorchTransformer::forward_times() const { return impl_->times; }
+void TorchTransformer::reset_forward_times() { impl_->times = ForwardTimes{}; }
 
 KvShape TorchTransformer::kv_shape() const {
   return KvShape{impl_->cfg.num_hidden_layers, impl_->cfg.num_key_value_heads, impl_->cfg.head_dim, 4};
@@ -166,6 +171,8 @@ void TorchTransformer::compact(const CompactionPlan& plan) {
 
 void TorchTransformer::Impl::forward(const StepInput& in, Logits& out) {
   Impl& m = *this;
+  using clock = std::chrono::steady_clock;
+  const auto t_start = clock::now();
   const LlamaConfig& c = m.cfg;
   step_input_check(in, c.vocab_size);
   const int64_t q = static_cast<int64_t>(in.tokens.size()), S = in.num_slots;
@@ -328,7 +335,8 @@ void TorchTransformer::Impl::forward(const StepInput& in, Logits& out) {
   // Tree kernel: each query's allowed slots as one CSR list (the rows read
   // above, ascending), uploaded once and shared by every layer.
   std::vector<int32_t> csr_ptr, csr_ids;
-  at::Tensor tk_ptr, tk_ids, tk_work, tk_status;
+  at::Tensor tk_ptr, tk_ids, tk_work, tk_status, tk_cascade;
+  TreeAttentionCascadeTable cascade;
   TreeAttentionArgs targs;
   // The registered kernel on a GPU, or on the CPU when it runs on the host
   // runtime; otherwise (CPU, plain build) the CPU twin.
@@ -355,6 +363,17 @@ void TorchTransformer::Impl::forward(const StepInput& in, Logits& out) {
     targs.max_row = static_cast<int32_t>(longest);
     targs.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(c.head_dim)));
     if (kernel) {
+      // The cascade over the trie's shared segments, planned here once for
+      // every layer (none for a prefill or the batch layout).
+      targs.indptr = csr_ptr.data();
+      targs.slot_ids = csr_ids.data();
+      cascade = tree_attention_cascade_build(targs, tree_attention_cascade_tile_rows(c.head_dim));
+      targs.indptr = tk_ptr.data_ptr<int32_t>();
+      targs.slot_ids = tk_ids.data_ptr<int32_t>();
+      if (cascade.items > 0) {
+        tk_cascade = at::from_blob(cascade.table.data(), {static_cast<int64_t>(cascade.table.size())}, iopt).clone().to(m.dev);
+        targs.cascade = cascade.view(tk_cascade.data_ptr<int32_t>());
+      }
       targs.workspace_bytes = kernel->workspace_bytes(targs);  // the same for every layer
       if (targs.workspace_bytes > 0) {
         tk_work = at::empty({static_cast<int64_t>(targs.workspace_bytes)}, at::TensorOptions().dtype(at::kByte).device(m.dev));
@@ -372,6 +391,7 @@ void TorchTransformer::Impl::forward(const StepInput& in, Logits& out) {
 
   const int64_t nh = c.num_attention_heads, nkv = c.num_key_value_heads, hd = c.head_dim, g = nh / nkv;
   const double scale = 1.0 / std::sqrt(static_cast<double>(hd));
+  const auto t_prepared = clock::now();
   at::Tensor x = at::embedding(m.embed, tok);  // [q, hidden]
   for (size_t l = 0; l < m.layers.size(); ++l) {
     const auto& W = m.layers[l];
@@ -448,7 +468,9 @@ void TorchTransformer::Impl::forward(const StepInput& in, Logits& out) {
     const at::Tensor h2 = m.rms_norm(x, W.post_norm);
     x = x + at::linear(at::silu(at::linear(h2, W.wg)) * at::linear(h2, W.wu), W.wd);
   }
-  const at::Tensor logits = at::linear(m.rms_norm(x, m.norm), m.head).to(at::kCPU).contiguous();
+  const at::Tensor logits_dev = at::linear(m.rms_norm(x, m.norm), m.head);
+  const auto t_enqueued = clock::now();
+  const at::Tensor logits = logits_dev.to(at::kCPU).contiguous();
   if (kernel) {  // the copy above synchronised; the first bad input any layer's launch met
     const at::Tensor st = tk_status.to(at::kCPU);
     const int32_t* sv = st.data_ptr<int32_t>();
@@ -456,6 +478,15 @@ void TorchTransformer::Impl::forward(const StepInput& in, Logits& out) {
                                          << ")");
   }
   std::memcpy(out.data.data(), logits.data_ptr<float>(), sizeof(float) * static_cast<size_t>(q * c.vocab_size));
+  const auto t_done = clock::now();
+  auto sec = [](clock::duration d) { return std::chrono::duration<double>(d).count(); };
+  if (m.times.calls++ == 0) {
+    m.times.first_s = sec(t_done - t_start);
+    return;
+  }
+  m.times.prep_s += sec(t_prepared - t_start);
+  m.times.enqueue_s += sec(t_enqueued - t_prepared);
+  m.times.wait_s += sec(t_done - t_enqueued);
 }
 
 // A LibTorch failure (out of memory, or any other c10::Error) becomes a named
