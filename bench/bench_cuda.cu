@@ -21,6 +21,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -33,6 +34,7 @@
 #include "cuda/kv_compact.cuh"
 #include "cuda/static/static_constraint_cuda.h"
 #include "cuda/synthetic_logits.cuh"
+#include "bench/topk_twin_check.h"
 
 using namespace triescope;
 using namespace triescope::cuda;
@@ -66,7 +68,7 @@ void status_ok(DeviceBuffer<KernelStatus>& s, const char* what) { status_check(s
 // ---- 4. STATIC constraint step ------------------------------------------------
 
 struct StaticRow {
-  double graph_ms = -1, launch_ms = -1, torch_ms = -1, cpu_ms = -1;
+  double graph_ms = -1, launch_ms = -1, torch_ms = -1, cpu_ms = -1, free_ms = -1;
   int64_t device_bytes = 0, torch_bytes = 0;
 };
 
@@ -123,6 +125,45 @@ StaticRow time_fused(const bench::StaticProblem& p, int32_t groups, int32_t k, i
   return r;
 }
 
+// The same step without the constraint: log-softmax of every row and the
+// top k per group over the whole vocabulary, with the same selection kernels
+// (topk_candidates), plain launches on the default stream. What the fused
+// step costs beyond it is the constraint's own overhead.
+double time_unconstrained(const bench::StaticProblem& p, int32_t groups, int32_t k) {
+  const int32_t n = p.rows, M = n / groups, V = p.tm.vocab_size;
+  auto d_logits = upload(p.logits);
+  DeviceBuffer<double> lp(static_cast<size_t>(n) * V, "logprobs"), lse_ws(static_cast<size_t>(log_softmax_workspace_size(n, V)), "lse ws");
+  const auto entries = static_cast<size_t>(topk_candidates_workspace_size(M, V, k));
+  DeviceBuffer<double> beam(static_cast<size_t>(n), "beam"), ws_s(entries * groups, "ws"), out_s(static_cast<size_t>(k) * groups, "out");
+  DeviceBuffer<int64_t> ws_f(entries * groups, "ws"), out_f(static_cast<size_t>(k) * groups, "out");
+  DeviceBuffer<int32_t> count(static_cast<size_t>(groups), "count");
+  TS_CUDA_CHECK(cudaMemset(beam.data(), 0, beam.bytes()), "bench: beam scores");
+  LogSoftmaxParams s;
+  s.logits = d_logits.data();
+  s.logits_rows = n;
+  s.vocab = V;
+  s.num_rows = n;
+  s.out = lp.data();
+  s.workspace = lse_ws.data();
+  return time_ms([&] {
+    log_softmax_rows(s, nullptr);
+    for (int32_t g = 0; g < groups; ++g) {
+      TopkCandidatesParams t;
+      t.logprobs = lp.data() + static_cast<size_t>(g) * M * V;
+      t.beam_scores = beam.data() + static_cast<size_t>(g) * M;
+      t.num_rows = M;
+      t.vocab = V;
+      t.k = k;
+      t.workspace_score = ws_s.data() + entries * g;
+      t.workspace_flat = ws_f.data() + entries * g;
+      t.out_score = out_s.data() + static_cast<size_t>(k) * g;
+      t.out_flat = out_f.data() + static_cast<size_t>(k) * g;
+      t.out_count = count.data() + g;
+      topk_candidates(t, nullptr);
+    }
+  });
+}
+
 bool fits_on_device(const bench::StaticProblem& p, double factor) {
   size_t free_b = 0, total_b = 0;
   TS_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b), "bench: memory info");
@@ -131,15 +172,16 @@ bool fits_on_device(const bench::StaticProblem& p, double factor) {
 }
 
 void static_header() {
-  std::printf("%-10s %6s %3s %2s %-8s %10s %10s %10s %10s %8s %8s %8s %9s %9s\n", "|C|", "|V|", "L", "d", "layout", "graph_ms", "launch_ms",
-              "torch_ms", "cpu_ms", "torch/us", "cpu/us", "dev_MB", "MB/1M", "torch_MB");
+  std::printf("%-10s %6s %3s %2s %-8s %10s %10s %10s %10s %10s %8s %8s %8s %8s %9s %9s\n", "|C|", "|V|", "L", "d", "layout", "graph_ms",
+              "launch_ms", "free_ms", "torch_ms", "cpu_ms", "cons_us", "torch/us", "cpu/us", "dev_MB", "MB/1M", "torch_MB");
 }
 
 void static_line(int64_t items, int32_t V, int32_t L, int32_t d, CsrLayout layout, const StaticRow& r) {
   const auto ratio = [&](double x) { return x > 0 && r.graph_ms > 0 ? x / r.graph_ms : -1.0; };
-  std::printf("%-10lld %6d %3d %2d %-8s %10.4f %10.4f %10.4f %10.4f %8.1f %8.1f %8.1f %9.2f %9.1f\n", static_cast<long long>(items), V, L, d,
-              csr_layout_name(layout), r.graph_ms, r.launch_ms, r.torch_ms, r.cpu_ms, ratio(r.torch_ms), ratio(r.cpu_ms), r.device_bytes / 1e6,
-              static_cast<double>(r.device_bytes) / static_cast<double>(items), r.torch_bytes / 1e6);
+  const double cons_us = r.free_ms > 0 && r.graph_ms > 0 ? 1000.0 * (r.graph_ms - r.free_ms) : 0.0;
+  std::printf("%-10lld %6d %3d %2d %-8s %10.4f %10.4f %10.4f %10.4f %10.4f %8.1f %8.1f %8.1f %8.1f %9.2f %9.1f\n", static_cast<long long>(items), V,
+              L, d, csr_layout_name(layout), r.graph_ms, r.launch_ms, r.free_ms, r.torch_ms, r.cpu_ms, cons_us, ratio(r.torch_ms), ratio(r.cpu_ms),
+              r.device_bytes / 1e6, static_cast<double>(r.device_bytes) / static_cast<double>(items), r.torch_bytes / 1e6);
   std::fflush(stdout);
 }
 
@@ -161,6 +203,7 @@ void static_case(const ConstraintSet& set, int32_t d, CsrLayout layout, int32_t 
     return;
   }
   StaticRow r = time_fused(p, batch, k, only_step, write_masked);
+  r.free_ms = time_unconstrained(p, batch, k);
   std::string why;
   r.torch_ms = bench::static_listing_torch_step_ms(p, "cuda", batch, k, g_reps, &why, &r.torch_bytes, only_step);
   r.cpu_ms = bench::static_cpu_step_ms(p, batch, k, cpu_reps, only_step);
@@ -171,8 +214,9 @@ void static_case(const ConstraintSet& set, int32_t d, CsrLayout layout, int32_t 
 void bench_static(bool quick) {
   std::printf("\nSTATIC constraint step: ms per decoding step (mean over the L steps from the root, median of %d reps); fused = "
               "%d kernels per step, graph = one cudaGraphLaunch per step; torch = the paper's Algorithm 2 listing in LibTorch ops on this "
-              "device; cpu = core's reference (one thread). torch/us and cpu/us: ratios to the fused graph step. MB/1M = device "
-              "bytes per 1M items.\n",
+              "device; cpu = core's reference (one thread); free = the same step without the constraint (log-softmax + topk_candidates per "
+              "group over the whole vocabulary: 2 launches, then 2 per group); cons_us = graph - free, the constraint's own cost. torch/us and cpu/us: "
+              "ratios to the fused graph step. MB/1M = device bytes per 1M items.\n",
               g_reps, kStaticStepKernels);
   const int32_t batch = 2, beam = 70, L = 8;
   // (a) the paper's configuration over |C| (Sec. 5: batch 2, beam 70, |V| = 2048, L = 8, d = 2)
@@ -402,8 +446,10 @@ int main(int argc, char** argv) {
       std::vector<double> beam(b);
       for (auto& x : beam) x = -double(rng() % 1000) / 100.0;
       auto d_beam = upload(beam);
-      DeviceBuffer<double> ws_s(static_cast<size_t>(b) * k, "ws"), out_s(k, "out");
-      DeviceBuffer<int64_t> ws_f(static_cast<size_t>(b) * k, "ws"), out_f(k, "out");
+      const auto ws_entries = static_cast<size_t>(topk_candidates_workspace_size(b, vocab, k));
+      DeviceBuffer<double> ws_s(ws_entries, "ws"), out_s(k, "out");
+      DeviceBuffer<int64_t> ws_f(ws_entries, "ws"), out_f(k, "out");
+      DeviceBuffer<double> ws_lse(static_cast<size_t>(log_softmax_workspace_size(b, vocab)), "lse ws");
       DeviceBuffer<int32_t> count(1, "count");
 
       SyntheticKvWriteParams w;
@@ -449,6 +495,7 @@ int main(int argc, char** argv) {
       s.vocab = vocab;
       s.num_rows = b;
       s.out = d_lp.data();
+      s.workspace = ws_lse.data();
       s.maybe_status = status.data();
       TopkCandidatesParams t;
       t.logprobs = d_lp.data();
@@ -461,22 +508,48 @@ int main(int argc, char** argv) {
       t.out_score = out_s.data();
       t.out_flat = out_f.data();
       t.out_count = count.data();
-      const double ms = time_ms([&] {
+      const auto whole_step = [&] {
         synthetic_kv_write(w, nullptr);
         ancestor_mask_extend(e, nullptr);
         synthetic_logits(l, nullptr);
         log_softmax_rows(s, nullptr);
         topk_candidates(t, nullptr);
-      });
+      };
+      const double ms = time_ms(whole_step);
       status_ok(status, "bench: beam step");
+      // The selection's outputs equal the CPU twin's on the same log-probs.
+      std::vector<double> lp(static_cast<size_t>(b) * vocab), got_s(static_cast<size_t>(k));
+      std::vector<int64_t> got_f(static_cast<size_t>(k));
+      TS_CUDA_CHECK(cudaMemcpy(lp.data(), d_lp.data(), lp.size() * sizeof(double), cudaMemcpyDeviceToHost), "bench: logprobs");
+      TS_CUDA_CHECK(cudaMemcpy(got_s.data(), out_s.data(), got_s.size() * sizeof(double), cudaMemcpyDeviceToHost), "bench: top-k");
+      TS_CUDA_CHECK(cudaMemcpy(got_f.data(), out_f.data(), got_f.size() * sizeof(int64_t), cudaMemcpyDeviceToHost), "bench: top-k");
+      const std::string mismatch = bench::topk_twin_mismatch(lp.data(), b, vocab, beam.data(), k, got_s.data(), got_f.data());
+      if (!mismatch.empty()) {
+        std::fprintf(stderr, "bench_cuda: beam step top-k differs from the CPU twin: %s\n", mismatch.c_str());
+        return 1;
+      }
       // minimum traffic: parent rows read + rows and mask written, mask read back,
       // the visible (token, position) pairs, logits written and read, logprobs
-      // written and read (k passes by the top-k rows kernel not counted)
+      // written and read once (the selection's repeated passes over a chunk not counted)
       const double visible = double(b) * (prompt + generated);
       const double bytes = 3.0 * b * words * 8 + b * words * 8 + visible * 8 + 2.0 * b * vocab * 4 + 2.0 * b * vocab * 8;
       char label[128];
-      std::snprintf(label, sizeof label, "beam step b=15, %d slots, vocab %d (5 kernels)", num_slots, vocab);
+      std::snprintf(label, sizeof label, "beam step b=15, %d slots, vocab %d (7 kernels)", num_slots, vocab);
       report(label, bytes, ms, copy_gbps);
+      // each part alone (the same inputs; top-k equal to the CPU twin, checked above)
+      const struct {
+        const char* name;
+        std::function<void()> run;
+      } parts[] = {{"kv write", [&] { synthetic_kv_write(w, nullptr); }},
+                   {"mask extend", [&] { ancestor_mask_extend(e, nullptr); }},
+                   {"synthetic logits", [&] { synthetic_logits(l, nullptr); }},
+                   {"log-softmax (2 kernels)", [&] { log_softmax_rows(s, nullptr); }},
+                   {"top-2b selection (2 kernels)", [&] { topk_candidates(t, nullptr); }}};
+      for (const auto& part : parts) {
+        const double pm = time_ms(part.run);
+        std::printf("  %-56s %10.4f ms\n", part.name, pm);
+      }
+      status_ok(status, "bench: beam step parts");
     }
     if (run_static) bench_static(false);
   } catch (const std::exception& ex) {

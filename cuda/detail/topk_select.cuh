@@ -1,6 +1,7 @@
 // Device-side pieces of the top-k candidate selection, shared by
 // topk_candidates.cu (topk_candidates) and static_step.cu (the fused STATIC step):
-// the candidate order and the block-wide best. .cu files only.
+// the candidate order and block_topk, a block-wide selection whose depth
+// (barrier rounds) depends on the key width, not on k. .cu files only.
 #pragma once
 #ifndef __CUDACC__
 #error "cuda/detail/topk_select.cuh is for .cu files"
@@ -23,45 +24,143 @@ __device__ __forceinline__ bool better(const Cand& a, const Cand& b) {
   return a.score > b.score || (a.score == b.score && a.flat < b.flat);
 }
 
-// Block-wide best of each thread's `mine` (s_c holds blockDim.x entries).
-__device__ inline Cand block_best(Cand mine, Cand* s_c) {
-  s_c[threadIdx.x] = mine;
-  __syncthreads();
-  for (unsigned s = blockDim.x / 2; s > 0; s /= 2) {
-    if (threadIdx.x < s && better(s_c[threadIdx.x + s], s_c[threadIdx.x])) s_c[threadIdx.x] = s_c[threadIdx.x + s];
-    __syncthreads();
+// The order as one unsigned 128-bit key (hi, lo): a better candidate has the
+// larger key. hi maps the double's order onto unsigned integers (-0 taken as
+// +0, since they compare equal); lo = ~flat puts the lower flat index first.
+__device__ __forceinline__ uint64_t score_key(double s) {
+  const uint64_t b = static_cast<uint64_t>(__double_as_longlong(s == 0.0 ? 0.0 : s));
+  return (b >> 63) ? ~b : (b | (uint64_t{1} << 63));
+}
+__device__ __forceinline__ uint64_t flat_key(long long flat) { return ~static_cast<uint64_t>(flat); }
+
+constexpr unsigned kSelectThreads = 256;  // block_topk's block size: one radix bin per thread
+constexpr int kRadixBits = 8;
+constexpr unsigned kRadixBins = 1u << kRadixBits;
+static_assert(kSelectThreads == kRadixBins, "block_topk scans one bin per thread");
+
+// block_topk's shared state (one per block).
+struct TopkShared {
+  unsigned hist[kRadixBins];
+  unsigned warp_sum[kSelectThreads / 32];
+  uint64_t prefix_hi, prefix_lo;  // the threshold's digits resolved so far
+  uint64_t mask_hi, mask_lo;      // which bits they are
+  unsigned need;                  // candidates still to take among those matching the prefix
+  unsigned taken;
+  int done;
+};
+
+// Radix digits block_topk may need for candidates whose flat index is below
+// 2^flat_bits: 8 over the score, then enough over the flat index.
+__host__ __device__ constexpr int topk_radix_passes(int flat_bits) { return 64 / kRadixBits + (flat_bits + kRadixBits - 1) / kRadixBits; }
+
+// One radix pass's decision (all threads): in the histogram of the digit
+// among candidates matching the prefix, the bin holding the need-th best.
+// Three barriers in all with the caller's two.
+__device__ inline void topk_pick_digit(TopkShared& sh, bool in_hi, int shift) {
+  const unsigned t = threadIdx.x, lane = t & 31u, warp = t >> 5;
+  const unsigned h = sh.hist[kRadixBins - 1 - t];  // thread t holds bin 255 - t: the best digits first
+  const unsigned need = sh.need;
+  unsigned incl = h;
+  for (unsigned o = 1; o < 32; o <<= 1) {
+    const unsigned y = __shfl_up_sync(0xffffffffu, incl, o);
+    if (lane >= o) incl += y;
   }
-  const Cand best = s_c[0];
+  if (lane == 31) sh.warp_sum[warp] = incl;
   __syncthreads();
-  return best;
+  unsigned total = 0;
+  for (unsigned w = 0; w < kSelectThreads / 32; ++w) {
+    if (w < warp) incl += sh.warp_sum[w];
+    total += sh.warp_sum[w];
+  }
+  const unsigned excl = incl - h;
+  if (total <= need) {  // every matching candidate is taken
+    if (t == 0) {
+      sh.need = total;
+      sh.done = 1;
+    }
+  } else if (excl < need && incl >= need) {  // exactly one thread: the threshold's digit
+    const uint64_t digit = kRadixBins - 1 - t, bits = uint64_t{kRadixBins - 1} << shift;
+    if (in_hi) {
+      sh.prefix_hi |= digit << shift;
+      sh.mask_hi |= bits;
+    } else {
+      sh.prefix_lo |= digit << shift;
+      sh.mask_lo |= bits;
+    }
+    sh.need = need - excl;
+    if (h == need - excl) sh.done = 1;  // the whole bin is taken: no finer digit needed
+  }
 }
 
-// The same block-wide best with warp shuffles: 2 __syncthreads instead of
-// log2(blockDim.x) + 1. blockDim.x a multiple of 32; s_w holds
-// blockDim.x / 32 + 1 entries. Lane 0 of warp 0 publishes the result in
-// s_w[blockDim.x / 32], which the next call's first barrier protects.
-__device__ __forceinline__ Cand warp_best(Cand c) {
-  for (int o = 16; o > 0; o >>= 1) {
-    Cand x;
-    x.score = __shfl_down_sync(0xffffffffu, c.score, o);
-    x.flat = __shfl_down_sync(0xffffffffu, c.flat, o);
-    x.aux = __shfl_down_sync(0xffffffffu, c.aux, o);
-    if (better(x, c)) c = x;  // lanes past 31 - o read their own value: no change
+// The k best candidates of src(i, c) for i in [0, n) (src returns false for
+// "not a candidate"; NaN scores are never candidates), ranked in the total
+// order: emit(r, c) for r in [0, k), with "none" (flat -1) past the count,
+// which it returns. Every thread of a kSelectThreads block calls it.
+//   1. Radix select over the 128-bit key (score, then flat index), 8 bits a
+//      pass, best digits first: each pass histograms the candidates that
+//      match the threshold's digits so far and fixes one more digit. It stops
+//      as soon as the bin of the threshold holds exactly what is still needed,
+//      after at most topk_radix_passes(flat_bits) passes of 3 barriers.
+//   2. The candidates at or above the threshold (exactly min(k, count)) go to
+//      s_pick[k] (shared) in any order; each one's rank is the number of
+//      picks better than it (k^2 / threads comparisons, one barrier).
+// Candidates' flat indices must lie in [0, 2^flat_bits).
+template <typename Source, typename Emit>
+__device__ int block_topk(const Source& src, int n, int k, int flat_bits, TopkShared& sh, Cand* s_pick, const Emit& emit) {
+  const unsigned t = threadIdx.x;
+  if (t == 0) {
+    sh.prefix_hi = sh.prefix_lo = sh.mask_hi = sh.mask_lo = 0;
+    sh.need = static_cast<unsigned>(k);
+    sh.taken = 0;
+    sh.done = 0;
   }
-  return c;  // lane 0: the warp's best
+  const int lo_digits = (flat_bits + kRadixBits - 1) / kRadixBits;
+  const int passes = 64 / kRadixBits + lo_digits;
+  for (int pass = 0; pass < passes; ++pass) {
+    const bool in_hi = pass < 64 / kRadixBits;
+    const int shift = in_hi ? 64 - kRadixBits * (pass + 1) : kRadixBits * (lo_digits - 1 - (pass - 64 / kRadixBits));
+    sh.hist[t] = 0;
+    __syncthreads();  // the histogram is clear and the last pass's decision is visible
+    if (sh.done) break;
+    const uint64_t phi = sh.prefix_hi, plo = sh.prefix_lo, mhi = sh.mask_hi, mlo = sh.mask_lo;
+    for (int i = static_cast<int>(t); i < n; i += kSelectThreads) {
+      Cand c;
+      if (!src(i, c) || c.score != c.score) continue;
+      const uint64_t hi = score_key(c.score), lo = flat_key(c.flat);
+      if ((hi & mhi) != phi || (lo & mlo) != plo) continue;
+      atomicAdd(&sh.hist[static_cast<unsigned>(((in_hi ? hi : lo) >> shift) & (kRadixBins - 1))], 1u);
+    }
+    __syncthreads();  // the histogram is complete
+    topk_pick_digit(sh, in_hi, shift);
+  }
+  __syncthreads();  // the threshold is final
+  const uint64_t phi = sh.prefix_hi, plo = sh.prefix_lo, mhi = sh.mask_hi, mlo = sh.mask_lo;
+  for (int i = static_cast<int>(t); i < n; i += kSelectThreads) {
+    Cand c;
+    if (!src(i, c) || c.score != c.score) continue;
+    const uint64_t hi = score_key(c.score) & mhi, lo = flat_key(c.flat) & mlo;
+    if (hi < phi || (hi == phi && lo < plo)) continue;
+    const unsigned slot = atomicAdd(&sh.taken, 1u);
+    if (slot < static_cast<unsigned>(k)) s_pick[slot] = c;
+  }
+  __syncthreads();  // every pick is in s_pick
+  const int count = static_cast<int>(sh.taken < static_cast<unsigned>(k) ? sh.taken : static_cast<unsigned>(k));
+  for (int i = static_cast<int>(t); i < count; i += kSelectThreads) {
+    const Cand me = s_pick[i];
+    int rank = 0;
+    for (int j = 0; j < count; ++j) rank += better(s_pick[j], me) ? 1 : 0;
+    emit(rank, me);
+  }
+  for (int r = count + static_cast<int>(t); r < k; r += kSelectThreads) emit(r, Cand{0.0, -1, 0});
+  __syncthreads();  // s_pick and sh may be reused by the caller's next call
+  return count;
 }
-__device__ inline Cand block_best_warp(Cand mine, Cand* s_w) {
-  const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
-  mine = warp_best(mine);
-  if (lane == 0) s_w[warp] = mine;
-  __syncthreads();
-  if (warp == 0) {
-    Cand c = lane < nw ? s_w[lane] : Cand{0.0, -1, 0};
-    c = warp_best(c);
-    if (lane == 0) s_w[nw] = c;
-  }
-  __syncthreads();
-  return s_w[nw];
+
+// Bits needed for flat indices below `bound` (>= 1).
+__host__ __device__ constexpr int flat_bits_below(long long bound) {
+  int b = 1;
+  while (b < 63 && (1LL << b) < bound) ++b;
+  return b;
 }
 
 }  // namespace triescope::cuda::detail
