@@ -15,6 +15,7 @@
 #include "cuda/tree_attention.cuh"
 #include "device_util.h"
 #include "test_util.h"
+#include "trie_layout.h"
 
 using namespace triescope;
 using namespace triescope::testing;
@@ -286,13 +287,7 @@ TEST_CASE("tree_attention_cascade_build: no cascade for a causal prefill, the ba
 TEST_CASE("tree_attention plan K/V bytes: the cascade reads the trie's unique K/V once (P 8192, b 15, t 64)", "[cuda][tree_attention]") {
   const int32_t P = 8192, b = GENERATE(3, 9, 15), t = 64;
   CAPTURE(b);
-  AncestorCsr csr;
-  csr.indptr = {0};
-  for (int32_t i = 0; i < b; ++i) {
-    for (int32_t s = 0; s < P; ++s) csr.slot_ids.push_back(s);
-    for (int32_t k = 0; k < t; ++k) csr.slot_ids.push_back(P + i * t + k);
-    csr.indptr.push_back(static_cast<int32_t>(csr.slot_ids.size()));
-  }
+  const AncestorCsr csr = testing::trie_layout_csr(P, b, t);
   TreeAttentionArgs a;
   a.num_queries = b;
   a.heads = 32;

@@ -19,6 +19,7 @@
 #include "cuda/tree_attention.cuh"
 #include "device_util.h"
 #include "test_util.h"
+#include "trie_layout.h"
 #include "triescope_cuda_host/control.h"
 
 using namespace triescope;
@@ -38,14 +39,7 @@ TEST_CASE("tree_attention cascade structure: prompt chunks once per KV head, pri
   const int32_t b = GENERATE(3, 15);
   const bool cascade = GENERATE(true, false);
   CAPTURE(b, cascade);
-  AncestorCsr csr;
-  csr.indptr = {0};
-  for (int32_t i = 0; i < b; ++i) {
-    for (int32_t s = 0; s < P; ++s) csr.slot_ids.push_back(s);
-    for (int32_t k = 0; k < t; ++k) csr.slot_ids.push_back(P + i * t + k);
-    csr.indptr.push_back(static_cast<int32_t>(csr.slot_ids.size()));
-  }
-  csr.max_row = P + t;
+  const AncestorCsr csr = testing::trie_layout_csr(P, b, t);
   const int32_t capacity = P + b * t;
   std::mt19937_64 rng(testing::test_seed(static_cast<uint64_t>(b) * 2 + cascade));
   std::normal_distribution<float> n(0.0f, 1.0f);
