@@ -123,7 +123,7 @@ Result run(const std::vector<std::vector<int32_t>>& lists, int32_t slots, int32_
     TreeAttentionArgs h = a;
     h.indptr = csr.indptr.data();
     h.slot_ids = csr.slot_ids.data();
-    table = tree_attention_cascade_build(h, tree_attention_cascade_tile_rows(hd), 2 * sm_count);
+    table = tree_attention_cascade_build(h, tree_attention_cascade_tile_rows(hd), 4 * sm_count);
   }
   auto d_table = upload(table.table);
   if (table.items > 0) a.cascade = table.view(d_table.data());

@@ -15,6 +15,7 @@ Cascade (predicted), three launches on one stream:
   t_items   = max(unique shared bytes / B_hbm, FMAs / (eta x peak x occupancy))
               FMAs = b x 4 query-head rows x segment slots x 2 head_dim x KV
               heads (scores and P.V), occupancy = min(1, blocks / (2 x SMs));
+              chunks of max(64, P x KV heads / (4 x SMs)) slots (the bench's target);
   t_private = private list bytes / B_list (the per-beam kernel on b x t slots);
   t_merge   = partial states written and read / B_hbm.
 c_launch = c0 / 2 (the per-beam rows launch two kernels, split + combine);
@@ -58,7 +59,7 @@ def fit():
 def cascade_ms(P, b, c0, b_list):
     c_launch = c0 / 2
     work = P * 1 * KV_HEADS  # one tile of b x 4 rows <= 64
-    chunk = max(64, math.ceil(work / (2 * SMS)))
+    chunk = max(64, math.ceil(work / (4 * SMS)))
     chunk = (chunk + 31) // 32 * 32
     chunks = math.ceil(P / chunk)
     blocks = chunks * KV_HEADS

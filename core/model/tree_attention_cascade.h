@@ -36,13 +36,14 @@ struct TreeAttentionCascadeTable {
 
 // Cuts the lists of `a` (host indptr / slot_ids; a.cascade is ignored) into
 // segments and private lists. Items hold at most `tile_rows` query heads;
-// chunks are cut so that items x kv_heads is about `target_blocks` (>= 64
-// slots each, a multiple of 32). No cascade (items == 0) when fewer than two queries share a
-// segment of kCascadeMinSegment slots, when a group of heads exceeds
+// chunks are cut so that items x kv_heads is about `target_blocks` (default:
+// 4 x 132 SMs, as tree_attention_plan aims for) with >= 64 slots each, a
+// multiple of 32. No cascade (items == 0) when fewer than two queries share
+// a segment of kCascadeMinSegment slots, when a group of heads exceeds
 // tile_rows, when a slot is outside [0, capacity) (the kernel reports it),
 // or when the lists are not tree-like (more than 4 q + 64 distinct reader
 // sets, e.g. a causal prefill, where every slot has its own).
-TreeAttentionCascadeTable tree_attention_cascade_build(const TreeAttentionArgs& a, int32_t tile_rows, int32_t target_blocks = 264);
+TreeAttentionCascadeTable tree_attention_cascade_build(const TreeAttentionArgs& a, int32_t tile_rows, int32_t target_blocks = 528);
 
 // The twin of the device's cascade: each item's chunk and each private list
 // attended apart in double (running max, sum, weighted V), the parts of a

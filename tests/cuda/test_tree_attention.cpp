@@ -300,7 +300,7 @@ TEST_CASE("tree_attention plan K/V bytes: the cascade reads the trie's unique K/
   const double unique = static_cast<double>(P + b * t) * 2 * a.kv_heads * a.head_dim * sizeof(float);
   const int64_t listed = static_cast<int64_t>(csr.slot_ids.size());
   const double per_beam = cuda::tree_attention_kv_bytes(a, cuda::tree_attention_plan(a, 132), listed);
-  const TreeAttentionCascadeTable table = tree_attention_cascade_build(a, tree_attention_cascade_tile_rows(a.head_dim), 2 * 132);
+  const TreeAttentionCascadeTable table = tree_attention_cascade_build(a, tree_attention_cascade_tile_rows(a.head_dim), 4 * 132);
   a.cascade = table.view(table.table.data());
   const cuda::TreeAttentionPlan p = cuda::tree_attention_plan(a, 132);
   const double cascade = cuda::tree_attention_kv_bytes(a, p, listed);

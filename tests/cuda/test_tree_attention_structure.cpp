@@ -63,7 +63,7 @@ TEST_CASE("tree_attention cascade structure: prompt chunks once per KV head, pri
   std::vector<double> want;
   tree_attention_ref(a, want);
   const TreeAttentionCascadeTable table =
-      cascade ? tree_attention_cascade_build(a, tree_attention_cascade_tile_rows(hd), 264) : TreeAttentionCascadeTable{};
+      cascade ? tree_attention_cascade_build(a, tree_attention_cascade_tile_rows(hd), 4 * 132) : TreeAttentionCascadeTable{};
   REQUIRE((table.items > 0) == cascade);
 
   auto d_table = testing::upload(table.table);
@@ -109,8 +109,8 @@ TEST_CASE("tree_attention cascade structure: prompt chunks once per KV head, pri
     CHECK(p.splits == 1);
     CHECK(per_query[0].blocks == static_cast<uint64_t>(b * kv_heads));
     // The prompt is one segment of all b beams (b x 4 query heads <= 64
-    // rows: one tile), cut into chunks of 64 (264 target blocks / 8 KV heads
-    // = 33 chunks of >= 31 slots, at least 64): P / 64 x KV heads blocks,
+    // rows: one tile), cut into chunks of 64 (1,024 x 8 KV heads / 528
+    // target blocks = 16 slots, raised to 64): P / 64 x KV heads blocks,
     // whatever b is.
     CHECK(table.items == P / 64);
     CHECK(items[0].blocks == static_cast<uint64_t>(P / 64 * kv_heads));
