@@ -36,6 +36,7 @@ __device__ __forceinline__ uint64_t flat_key(long long flat) { return ~static_ca
 constexpr unsigned kSelectThreads = 256;  // block_topk's block size: one radix bin per thread
 constexpr int kRadixBits = 8;
 constexpr unsigned kRadixBins = 1u << kRadixBits;
+constexpr unsigned kGatherMax = 256;  // a threshold bin this small is ranked directly, not refined by more passes
 static_assert(kSelectThreads == kRadixBins, "block_topk scans one bin per thread");
 
 // block_topk's shared state (one per block).
@@ -47,7 +48,10 @@ struct TopkShared {
   unsigned need;                  // candidates still to take among those matching the prefix
   unsigned taken;
   unsigned staged;
+  unsigned gathered;
   int done;
+  int gather;                     // done, and the threshold bin's candidates are ranked among themselves
+  Cand bin[kGatherMax];           // the threshold bin's candidates when gather
 };
 
 // Where block_topk keeps the candidates between passes (dynamic shared
@@ -114,7 +118,12 @@ __device__ inline void topk_pick_digit(TopkShared& sh, bool in_hi, int shift) {
       sh.mask_lo |= bits;
     }
     sh.need = need - excl;
-    if (h == need - excl) sh.done = 1;  // the whole bin is taken: no finer digit needed
+    if (h == need - excl) {
+      sh.done = 1;  // the whole bin is taken: no finer digit needed
+    } else if (h <= kGatherMax) {
+      sh.done = 1;  // few enough to rank the bin's candidates among themselves
+      sh.gather = 1;
+    }
   }
 }
 
@@ -143,9 +152,12 @@ __device__ __forceinline__ void warp_count(unsigned* counter, unsigned bin, bool
 //      pass, best digits first: each pass histograms the candidates that
 //      match the threshold's digits so far and fixes one more digit. It stops
 //      as soon as the bin of the threshold holds exactly what is still needed,
-//      after at most topk_radix_passes(flat_bits) passes of 3 barriers.
-//   2. The candidates at or above the threshold (exactly min(k, count)) go to
-//      s_pick[k] (shared) in any order; each one's rank is the number of
+//      or at most kGatherMax candidates, after at most
+//      topk_radix_passes(flat_bits) passes of 3 barriers.
+//   2. The candidates above the threshold bin go to s_pick[k] (shared) in any
+//      order, and so does the bin's whole content, or (when it stopped on a
+//      small bin) those of its candidates that fewer than `need` others of
+//      the bin beat (one more barrier); each pick's rank is the number of
 //      picks better than it (k^2 / threads comparisons, one barrier).
 // Candidates' flat indices must lie in [0, 2^flat_bits).
 template <typename Source, typename Emit>
@@ -157,7 +169,9 @@ __device__ int block_topk(const Source& src, int n, int k, int flat_bits, TopkSh
     sh.need = static_cast<unsigned>(k);
     sh.taken = 0;
     sh.staged = 0;
+    sh.gathered = 0;
     sh.done = 0;
+    sh.gather = 0;
   }
   const bool staged = n <= stage.cap;
   if (staged) {
@@ -212,13 +226,33 @@ __device__ int block_topk(const Source& src, int n, int k, int flat_bits, TopkSh
   __syncthreads();  // the threshold is final
   if (staged) count = static_cast<int>(sh.staged);
   const uint64_t phi = sh.prefix_hi, plo = sh.prefix_lo, mhi = sh.mask_hi, mlo = sh.mask_lo;
+  const bool gather = sh.gather != 0;
   visit(count, [&](bool ok, const Cand& c) {
     if (!ok) return;
     const uint64_t hi = score_key(c.score) & mhi, lo = flat_key(c.flat) & mlo;
     if (hi < phi || (hi == phi && lo < plo)) return;
+    if (gather && hi == phi && lo == plo) {  // in the threshold bin: ranked below
+      const unsigned g = atomicAdd(&sh.gathered, 1u);
+      if (g < kGatherMax) sh.bin[g] = c;
+      return;
+    }
     const unsigned slot = atomicAdd(&sh.taken, 1u);
     if (slot < static_cast<unsigned>(k)) s_pick[slot] = c;
   });
+  if (gather) {
+    __syncthreads();  // the bin is gathered
+    const int in_bin = static_cast<int>(sh.gathered < kGatherMax ? sh.gathered : kGatherMax);
+    const int need = static_cast<int>(sh.need);
+    for (int i = static_cast<int>(t); i < in_bin; i += kSelectThreads) {
+      const Cand me = sh.bin[i];
+      int beaten_by = 0;
+      for (int j = 0; j < in_bin; ++j) beaten_by += better(sh.bin[j], me) ? 1 : 0;
+      if (beaten_by < need) {
+        const unsigned slot = atomicAdd(&sh.taken, 1u);
+        if (slot < static_cast<unsigned>(k)) s_pick[slot] = me;
+      }
+    }
+  }
   __syncthreads();  // every pick is in s_pick
   const int picked = static_cast<int>(sh.taken < static_cast<unsigned>(k) ? sh.taken : static_cast<unsigned>(k));
   for (int i = static_cast<int>(t); i < picked; i += kSelectThreads) {

@@ -43,9 +43,9 @@ int ceil_log2(int64_t n) {
 }
 
 // block_topk's bound: one barrier to stage the candidates, 3 a radix pass (8
-// over the score, then enough for the flat index), then 3 (threshold, picks,
-// ranks): independent of k.
-int select_rounds_bound(int64_t flat_bound) { return 1 + 3 * (8 + (ceil_log2(flat_bound) + 7) / 8) + 3; }
+// over the score, then enough for the flat index), then 4 (threshold, the
+// threshold bin gathered, picks, ranks): independent of k.
+int select_rounds_bound(int64_t flat_bound) { return 1 + 3 * (8 + (ceil_log2(flat_bound) + 7) / 8) + 4; }
 
 struct Sizes {
   int32_t rows, vocab, k;
@@ -107,13 +107,16 @@ TEST_CASE("selection structure: a beam step's top-2b is 2 launches whose depth g
   // 15 rows fill the chip: 8 chunks of 4,096 per row, 120 blocks on 132 SMs (was 15)
   CHECK(chunk[0].blocks == 15u * 8u);
   CHECK(merge[0].blocks == 1);
-  const int bound = select_rounds_bound(int64_t{z.rows} * z.vocab);  // 1 + 3 x 11 + 3 = 37 for 480,000 flat indices
-  CHECK(bound == 37);
+  const int bound = select_rounds_bound(int64_t{z.rows} * z.vocab);  // 1 + 3 x 11 + 4 = 38 for 480,000 flat indices
+  CHECK(bound == 38);
   CHECK(static_cast<int>(chunk[0].barrier_rounds_max) <= bound);
   CHECK(static_cast<int>(merge[0].barrier_rounds_max) <= bound);
   CHECK(static_cast<int>(chunk[0].barrier_rounds_max) <= 3 * ceil_log2(z.vocab));
-  if (levels == 1) {  // every score ties: all 8 score digits run before the flat index decides
-    CHECK(static_cast<int>(merge[0].barrier_rounds_max) >= 3 * 8);
+  if (levels == 1) {  // every score of a chunk ties: all 8 score digits run before the flat index decides
+    CHECK(static_cast<int>(chunk[0].barrier_rounds_max) >= 3 * 8);
+  } else {  // 1,000 levels: the threshold bin is small after at most 3 passes, then ranked directly
+    CHECK(static_cast<int>(chunk[0].barrier_rounds_max) <= 1 + 3 * 3 + 4);
+    CHECK(static_cast<int>(merge[0].barrier_rounds_max) <= 1 + 3 * 3 + 4);
   }
   // the k-round design needed k x (log2(256) + 1) rounds per block in each kernel
   if (k >= 30) CHECK(static_cast<int>(merge[0].barrier_rounds_max) * 5 < k * 9);
@@ -158,7 +161,7 @@ TEST_CASE("selection structure: the fused STATIC step at the paper setting is 2 
       REQUIRE(merge.size() == 1);
       CHECK(rows[0].blocks == static_cast<uint64_t>(n));
       CHECK(merge[0].blocks == static_cast<uint64_t>(batch));
-      const int bound = select_rounds_bound(int64_t{n} * V);  // 1 + 3 x 11 + 3 = 37
+      const int bound = select_rounds_bound(int64_t{n} * V);  // 1 + 3 x 11 + 4 = 38
       // the row kernel's log-normaliser and dense count add 3 block reductions of 10 rounds and one fill barrier
       CHECK(static_cast<int>(rows[0].barrier_rounds_max) <= bound + 31);
       CHECK(static_cast<int>(merge[0].barrier_rounds_max) <= bound);
