@@ -6,10 +6,9 @@
 # start, so the binaries are built here first (scripts/gpu-prebuild.sh, about
 # 4 minutes on 2 cores with ccache warm) and carried as .gpu-bin; only the
 # LibTorch benches are built there (phase build-torch, needs .gpu-kit from
-# scripts/gpu-kit.sh). Usage, in one device `run` (carry [".gpu-bin"]):
-#   bash scripts/gpu-session.sh test golden bench-kernels bench-static sanitize
-# and, for the tree-attention issue, in a second one (carry [".gpu-bin", ".gpu-kit"]):
-#   bash scripts/gpu-session.sh bench-attention build-torch bench-e2e
+# scripts/gpu-kit.sh) in the background while the other phases run. Usage,
+# one device `run` (carry [".gpu-bin", ".gpu-kit"]), about 8 minutes:
+#   bash scripts/gpu-session.sh build-torch test golden bench-kernels bench-attention sanitize bench-static bench-e2e
 # Then copy the logs into docs/results/ and the numbers, with these commands,
 # into docs/benchmarks.md. Every log starts with the command, the GPU, the
 # driver and the commit. Rehearsed here (no GPU): each binary says so and
@@ -71,21 +70,36 @@ phase_sanitize() {  # the new selection kernels under compute-sanitizer
   local b=$?
   [ $a -eq 0 ] && [ $b -eq 0 ]
 }
-phase_bench-attention() {  # tree attention: trie vs batch layout, old vs cascade kernel, vs a D2D copy
-  header "bench_tree_attention --reps 20"
-  box 180 "$BIN/bench_tree_attention" --reps 20
+phase_bench-attention() {  # tree attention: trie vs batch layout, per-beam vs cascade kernel, vs a D2D copy
+  header "triescope_tests_cuda [tree_attention]; bench_tree_attention --reps 20 --prompts 2048,8192 --beams 3,9,15"
+  box 60 "$BIN/triescope_tests_cuda" "[tree_attention]"
+  box 150 "$BIN/bench_tree_attention" --reps 20 --prompts 2048,8192 --beams 3,9,15
 }
-phase_build-torch() {  # bench_torch against the device's PyTorch LibTorch (CUDA), 16 cores
+# bench_torch against the device's PyTorch LibTorch (CUDA), built in the
+# background (12 of 16 cores) while the GPU phases run; bench-e2e waits for it.
+TORCH_BUILD_LOG=/tmp/gpu-session-build-torch.log
+phase_build-torch() {
   local torch_prefix
   torch_prefix=$(python3 -c 'import torch;print(torch.utils.cmake_prefix_path)')
-  header "cmake -S . -B build-torch -DCMAKE_PREFIX_PATH=\"$PWD/.gpu-kit;$torch_prefix\" -DTRIESCOPE_WITH_CUDA=ON -DTRIESCOPE_CUDA_HOST=OFF -DTRIESCOPE_WITH_TORCH=ON && cmake --build build-torch --target bench_torch"
-  box 420 bash -c "cmake -S . -B build-torch -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH='$PWD/.gpu-kit;$torch_prefix' \
+  echo "# cmake -S . -B build-torch -DCMAKE_PREFIX_PATH=\"$PWD/.gpu-kit;$torch_prefix\" -DTRIESCOPE_WITH_TORCH=ON -DTRIESCOPE_WITH_CUDA=ON -DTRIESCOPE_CUDA_HOST=OFF ... && cmake --build build-torch --target bench_torch -j12" >"$TORCH_BUILD_LOG"
+  (timeout 420 bash -c "cmake -S . -B build-torch -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH='$PWD/.gpu-kit;$torch_prefix' \
     -DTRIESCOPE_WITH_CUDA=ON -DTRIESCOPE_CUDA_HOST=OFF -DTRIESCOPE_WITH_TORCH=ON -DTRIESCOPE_BUILD_GUI=OFF -DTRIESCOPE_BUILD_PYTHON=OFF \
-    -DTRIESCOPE_BUILD_TESTS=OFF -DTRIESCOPE_BUILD_BENCH=ON -DCMAKE_CUDA_ARCHITECTURES=90 >/dev/null && cmake --build build-torch --target bench_torch -j$(nproc)"
+    -DTRIESCOPE_BUILD_TESTS=OFF -DTRIESCOPE_BUILD_BENCH=ON -DCMAKE_CUDA_ARCHITECTURES=90 && cmake --build build-torch --target bench_torch -j12" \
+    >>"$TORCH_BUILD_LOG" 2>&1; echo "build-torch exit $?" >>"$TORCH_BUILD_LOG") &
+  echo $! >/tmp/gpu-session-build-torch.pid
 }
 phase_bench-e2e() {  # trie vs batch beam search end to end, 0.85B random Llama, b = 15, prompt 2,048
-  header "bench_torch --preset llama-0.8b --device cuda --attention tree_kernel --prompt 2048 --new 64 --beams 15"
-  box 300 build-torch/bench/bench_torch --preset llama-0.8b --device cuda --attention tree_kernel --prompt 2048 --new 64 --beams 15
+  header "bench_torch --preset llama-0.8b --device cuda --prompt 2048 --new 64 --beams 15, --attention tree_kernel then dense"
+  local pid
+  pid=$(cat /tmp/gpu-session-build-torch.pid 2>/dev/null)
+  [ -n "$pid" ] && while kill -0 "$pid" 2>/dev/null; do sleep 2; done
+  echo "## the build (waited until $(( $(date +%s) - T0 )) s):"
+  tail -n 5 "$TORCH_BUILD_LOG"
+  [ -x build-torch/bench/bench_torch ] || return 1
+  box 200 build-torch/bench/bench_torch --preset llama-0.8b --device cuda --attention tree_kernel --prompt 2048 --new 64 --beams 15
+  local a=$?
+  box 120 build-torch/bench/bench_torch --preset llama-0.8b --device cuda --attention dense --prompt 2048 --new 64 --beams 15
+  [ $a -eq 0 ]
 }
 
 status=0
@@ -96,10 +110,12 @@ for p in "$@"; do
     *) echo "gpu-session: unknown phase $p (test|golden|bench-kernels|bench-static|sanitize|bench-attention|build-torch|bench-e2e)" >&2; exit 2 ;;
   esac
   echo "== phase $p at $(( $(date +%s) - T0 )) s"
-  if ! "phase_$p" >"$OUT/$p.log" 2>&1; then
-    echo "phase $p FAILED (see $OUT/$p.log)"; status=1
+  log="$OUT/$p.log"
+  [ "$p" = build-torch ] && log=/tmp/gpu-session-phase-build-torch.log  # its output is in bench-e2e.log (8 files come back)
+  if ! "phase_$p" >"$log" 2>&1; then
+    echo "phase $p FAILED (see $log)"; status=1
   fi
-  tail -n 12 "$OUT/$p.log"
+  tail -n 12 "$log"
 done
 echo "== done at $(( $(date +%s) - T0 )) s"
 exit $status
