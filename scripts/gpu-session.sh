@@ -8,7 +8,7 @@
 # LibTorch benches are built there (phase build-torch, needs .gpu-kit from
 # scripts/gpu-kit.sh) in the background while the other phases run. Usage,
 # one device `run` (carry [".gpu-bin", ".gpu-kit"]), about 8 minutes:
-#   bash scripts/gpu-session.sh build-torch test golden bench-kernels bench-attention sanitize bench-static bench-e2e
+#   bash scripts/gpu-session.sh build-torch test golden bench-kernels bench-attention bench-static bench-e2e sanitize
 # Then copy the logs into docs/results/ and the numbers, with these commands,
 # into docs/benchmarks.md. Every log starts with the command, the GPU, the
 # driver and the commit. Rehearsed here (no GPU): each binary says so and
@@ -64,9 +64,9 @@ phase_bench-static() {  # STATIC at the paper setting: new vs old selection vs u
 }
 phase_sanitize() {  # the new selection kernels under compute-sanitizer
   header "compute-sanitizer memcheck / racecheck: triescope_tests_cuda [beam],[constraint]"
-  box 150 compute-sanitizer --tool memcheck --error-exitcode 9 "$BIN/triescope_tests_cuda" "[beam],[constraint]"
+  box 90 compute-sanitizer --tool memcheck --error-exitcode 9 "$BIN/triescope_tests_cuda" "[beam],[constraint]"
   local a=$?
-  box 150 compute-sanitizer --tool racecheck --error-exitcode 9 "$BIN/triescope_tests_cuda" "[beam]"
+  box 90 compute-sanitizer --tool racecheck --error-exitcode 9 "$BIN/triescope_tests_cuda" "[beam]"
   local b=$?
   [ $a -eq 0 ] && [ $b -eq 0 ]
 }
