@@ -49,6 +49,9 @@ struct TopkShared {
   unsigned taken;
   unsigned staged;
   unsigned gathered;
+  int next_pass;                  // the next digit to histogram (digits every matching candidate shares are skipped)
+  uint64_t and_hi[2], or_hi[2];   // AND / OR of the keys matching the prefix in a pass (two passes' worth: parity)
+  uint64_t and_lo[2], or_lo[2];
   int done;
   int gather;                     // done, and the threshold bin's candidates are ranked among themselves
   Cand bin[kGatherMax];           // the threshold bin's candidates when gather
@@ -83,10 +86,19 @@ __device__ inline TopkStage block_topk_carve(void* dyn, int cap, int k, Cand** p
 // 2^flat_bits: 8 over the score, then enough over the flat index.
 __host__ __device__ constexpr int topk_radix_passes(int flat_bits) { return 64 / kRadixBits + (flat_bits + kRadixBits - 1) / kRadixBits; }
 
-// One radix pass's decision (all threads): in the histogram of the digit
+// Digit `pass` of the 128-bit key: 8 over the score (hi), then lo_digits
+// over the flat index (lo), most significant first.
+__device__ __forceinline__ void radix_digit(int pass, int lo_digits, bool* in_hi, int* shift) {
+  *in_hi = pass < 64 / kRadixBits;
+  *shift = *in_hi ? 64 - kRadixBits * (pass + 1) : kRadixBits * (lo_digits - 1 - (pass - 64 / kRadixBits));
+}
+
+// One radix pass's decision (all threads): in the histogram of digit `pass`
 // among candidates matching the prefix, the bin holding the need-th best.
-// Three barriers in all with the caller's two.
-__device__ inline void topk_pick_digit(TopkShared& sh, bool in_hi, int shift) {
+// The following digits that every matching candidate shares (from the pass's
+// AND / OR of their keys, buffer buf) are fixed at once: the threshold bin's
+// candidates share them too. Three barriers in all with the caller's two.
+__device__ inline void topk_pick_digit(TopkShared& sh, int pass, int passes, int lo_digits, int buf) {
   const unsigned t = threadIdx.x, lane = t & 31u, warp = t >> 5;
   const unsigned h = sh.hist[kRadixBins - 1 - t];  // thread t holds bin 255 - t: the best digits first
   const unsigned need = sh.need;
@@ -109,6 +121,9 @@ __device__ inline void topk_pick_digit(TopkShared& sh, bool in_hi, int shift) {
       sh.done = 1;
     }
   } else if (excl < need && incl >= need) {  // exactly one thread: the threshold's digit
+    bool in_hi;
+    int shift;
+    radix_digit(pass, lo_digits, &in_hi, &shift);
     const uint64_t digit = kRadixBins - 1 - t, bits = uint64_t{kRadixBins - 1} << shift;
     if (in_hi) {
       sh.prefix_hi |= digit << shift;
@@ -118,8 +133,25 @@ __device__ inline void topk_pick_digit(TopkShared& sh, bool in_hi, int shift) {
       sh.mask_lo |= bits;
     }
     sh.need = need - excl;
-    if (h == need - excl) {
-      sh.done = 1;  // the whole bin is taken: no finer digit needed
+    int next = pass + 1;
+    const uint64_t same_hi = ~(sh.and_hi[buf] ^ sh.or_hi[buf]), same_lo = ~(sh.and_lo[buf] ^ sh.or_lo[buf]);
+    for (; next < passes; ++next) {  // digits all matching candidates share
+      bool nh;
+      int ns;
+      radix_digit(next, lo_digits, &nh, &ns);
+      const uint64_t nb = uint64_t{kRadixBins - 1} << ns;
+      if (((nh ? same_hi : same_lo) & nb) != nb) break;
+      if (nh) {
+        sh.prefix_hi |= sh.and_hi[buf] & nb;
+        sh.mask_hi |= nb;
+      } else {
+        sh.prefix_lo |= sh.and_lo[buf] & nb;
+        sh.mask_lo |= nb;
+      }
+    }
+    sh.next_pass = next;
+    if (h == need - excl || next >= passes) {
+      sh.done = 1;  // the whole bin is taken (or the key is resolved): no finer digit needed
     } else if (h <= kGatherMax) {
       sh.done = 1;  // few enough to rank the bin's candidates among themselves
       sh.gather = 1;
@@ -170,26 +202,35 @@ __device__ int block_topk(const Source& src, int n, int k, int flat_bits, TopkSh
     sh.taken = 0;
     sh.staged = 0;
     sh.gathered = 0;
+    sh.next_pass = 0;
     sh.done = 0;
     sh.gather = 0;
   }
   const bool staged = n <= stage.cap;
   if (staged) {
     __syncthreads();  // the counters are reset
-    for (int base = 0; base < n; base += static_cast<int>(kSelectThreads)) {
-      const int i = base + static_cast<int>(t);
-      Cand c;
-      const bool ok = i < n && src(i, c) && c.score == c.score;
-      const unsigned lanes = __ballot_sync(0xffffffffu, ok);
-      const int first = lanes ? __ffs(static_cast<int>(lanes)) - 1 : 0;
-      unsigned at = 0;
-      if (lanes && static_cast<int>(t & 31u) == first) at = atomicAdd(&sh.staged, static_cast<unsigned>(__popc(lanes)));
-      at = __shfl_sync(0xffffffffu, at, first);
-      if (ok) {
-        const unsigned slot = at + static_cast<unsigned>(__popc(lanes & ((1u << (t & 31u)) - 1u)));
-        stage.score[slot] = c.score;
-        stage.flat[slot] = c.flat;
-        stage.aux[slot] = c.aux;
+    constexpr int kBatch = 4;  // loads issued together before the warp votes that place them
+    for (int base = 0; base < n; base += static_cast<int>(kSelectThreads) * kBatch) {
+      Cand c[kBatch];
+      bool ok[kBatch];
+#pragma unroll
+      for (int u = 0; u < kBatch; ++u) {
+        const int i = base + u * static_cast<int>(kSelectThreads) + static_cast<int>(t);
+        ok[u] = i < n && src(i, c[u]) && c[u].score == c[u].score;
+      }
+#pragma unroll
+      for (int u = 0; u < kBatch; ++u) {
+        const unsigned lanes = __ballot_sync(0xffffffffu, ok[u]);
+        const int first = lanes ? __ffs(static_cast<int>(lanes)) - 1 : 0;
+        unsigned at = 0;
+        if (lanes && static_cast<int>(t & 31u) == first) at = atomicAdd(&sh.staged, static_cast<unsigned>(__popc(lanes)));
+        at = __shfl_sync(0xffffffffu, at, first);
+        if (ok[u]) {
+          const unsigned slot = at + static_cast<unsigned>(__popc(lanes & ((1u << (t & 31u)) - 1u)));
+          stage.score[slot] = c[u].score;
+          stage.flat[slot] = c[u].flat;
+          stage.aux[slot] = c[u].aux;
+        }
       }
     }
   }
@@ -207,21 +248,47 @@ __device__ int block_topk(const Source& src, int n, int k, int flat_bits, TopkSh
   const int lo_digits = (flat_bits + kRadixBits - 1) / kRadixBits;
   const int passes = 64 / kRadixBits + lo_digits;
   int count = n;
-  for (int pass = 0; pass < passes; ++pass) {
-    const bool in_hi = pass < 64 / kRadixBits;
-    const int shift = in_hi ? 64 - kRadixBits * (pass + 1) : kRadixBits * (lo_digits - 1 - (pass - 64 / kRadixBits));
+  for (int it = 0;; ++it) {
+    const int buf = it & 1;  // the AND / OR buffer of this pass (the last pass's decision may still read the other)
     sh.hist[t] = 0;
+    if (t == 0) {
+      sh.and_hi[buf] = sh.and_lo[buf] = ~uint64_t{0};
+      sh.or_hi[buf] = sh.or_lo[buf] = 0;
+    }
     __syncthreads();  // the histogram is clear, the last pass's decision (and the stage) visible
     if (staged) count = static_cast<int>(sh.staged);
     if (sh.done) break;
+    const int pass = sh.next_pass;
+    bool in_hi;
+    int shift;
+    radix_digit(pass, lo_digits, &in_hi, &shift);
     const uint64_t phi = sh.prefix_hi, plo = sh.prefix_lo, mhi = sh.mask_hi, mlo = sh.mask_lo;
+    uint64_t a_hi = ~uint64_t{0}, o_hi = 0, a_lo = ~uint64_t{0}, o_lo = 0;
     visit(count, [&](bool ok, const Cand& c) {
       const uint64_t hi = score_key(c.score), lo = flat_key(c.flat);
       ok = ok && (hi & mhi) == phi && (lo & mlo) == plo;
+      if (ok) {
+        a_hi &= hi;
+        o_hi |= hi;
+        a_lo &= lo;
+        o_lo |= lo;
+      }
       warp_count(sh.hist, static_cast<unsigned>(((in_hi ? hi : lo) >> shift) & (kRadixBins - 1)), ok);
     });
-    __syncthreads();  // the histogram is complete
-    topk_pick_digit(sh, in_hi, shift);
+    for (int o = 16; o > 0; o >>= 1) {
+      a_hi &= __shfl_xor_sync(0xffffffffu, a_hi, o);
+      o_hi |= __shfl_xor_sync(0xffffffffu, o_hi, o);
+      a_lo &= __shfl_xor_sync(0xffffffffu, a_lo, o);
+      o_lo |= __shfl_xor_sync(0xffffffffu, o_lo, o);
+    }
+    if ((t & 31u) == 0) {
+      atomicAnd(reinterpret_cast<unsigned long long*>(&sh.and_hi[buf]), static_cast<unsigned long long>(a_hi));
+      atomicOr(reinterpret_cast<unsigned long long*>(&sh.or_hi[buf]), static_cast<unsigned long long>(o_hi));
+      atomicAnd(reinterpret_cast<unsigned long long*>(&sh.and_lo[buf]), static_cast<unsigned long long>(a_lo));
+      atomicOr(reinterpret_cast<unsigned long long*>(&sh.or_lo[buf]), static_cast<unsigned long long>(o_lo));
+    }
+    __syncthreads();  // the histogram and the AND / OR are complete
+    topk_pick_digit(sh, pass, passes, lo_digits, buf);
   }
   __syncthreads();  // the threshold is final
   if (staged) count = static_cast<int>(sh.staged);

@@ -43,7 +43,7 @@ __device__ __forceinline__ double block_sum(double v, double* s_red) {
 // pass over its logits for the log-normaliser, the optional projection, and
 // the row's part of phase 3 (its best k candidates, each with its next
 // state), ranked among the candidates only.
-__global__ void __launch_bounds__(kThreads, 4) static_row_kernel(StaticStepParams p, int32_t flat_bits, int32_t cap) {
+__global__ void __launch_bounds__(kThreads, 2) static_row_kernel(StaticStepParams p, int32_t flat_bits, int32_t cap) {
   __shared__ double s_red[kThreads];
   __shared__ detail::TopkShared sh;
   extern __shared__ unsigned char s_dyn[];  // detail::topk_shared_bytes(cap, k)
