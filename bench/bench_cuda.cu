@@ -179,8 +179,9 @@ StaticRow time_fused(const bench::StaticProblem& p, int32_t groups, int32_t k, i
 
 // The same step without the constraint: log-softmax of every row and the
 // top k per group over the whole vocabulary, with the same selection kernels
-// (topk_candidates), plain launches on the default stream. What the fused
-// step costs beyond it is the constraint's own overhead.
+// (topk_candidates), captured as one CUDA graph like the fused step (2
+// launches, then 2 per group). What the fused step costs beyond it is the
+// constraint's own overhead.
 double time_unconstrained(const bench::StaticProblem& p, int32_t groups, int32_t k) {
   const int32_t n = p.rows, M = n / groups, V = p.tm.vocab_size;
   auto d_logits = upload(p.logits);
@@ -197,8 +198,10 @@ double time_unconstrained(const bench::StaticProblem& p, int32_t groups, int32_t
   s.num_rows = n;
   s.out = lp.data();
   s.workspace = lse_ws.data();
-  return time_ms([&] {
-    log_softmax_rows(s, nullptr);
+  cudaStream_t stream = nullptr;
+  TS_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "bench: stream");
+  const auto step = [&] {
+    log_softmax_rows(s, stream);
     for (int32_t g = 0; g < groups; ++g) {
       TopkCandidatesParams t;
       t.logprobs = lp.data() + static_cast<size_t>(g) * M * V;
@@ -211,9 +214,37 @@ double time_unconstrained(const bench::StaticProblem& p, int32_t groups, int32_t
       t.out_score = out_s.data() + static_cast<size_t>(k) * g;
       t.out_flat = out_f.data() + static_cast<size_t>(k) * g;
       t.out_count = count.data() + g;
-      topk_candidates(t, nullptr);
+      topk_candidates(t, stream);
     }
-  });
+  };
+  step();  // warm-up (and the kernels' shared-memory attributes) outside the capture
+  TS_CUDA_CHECK(cudaStreamSynchronize(stream), "bench: warm-up");
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  TS_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "bench: capture");
+  step();
+  TS_CUDA_CHECK(cudaStreamEndCapture(stream, &graph), "bench: capture");
+  TS_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0), "bench: instantiate");
+  cudaEvent_t a, b;
+  TS_CUDA_CHECK(cudaEventCreate(&a), "bench: event");
+  TS_CUDA_CHECK(cudaEventCreate(&b), "bench: event");
+  std::vector<double> ms;
+  for (int rep = -1; rep < g_reps; ++rep) {
+    TS_CUDA_CHECK(cudaEventRecord(a, stream), "bench: record");
+    TS_CUDA_CHECK(cudaGraphLaunch(exec, stream), "bench: graph launch");
+    TS_CUDA_CHECK(cudaEventRecord(b, stream), "bench: record");
+    TS_CUDA_CHECK(cudaEventSynchronize(b), "bench: sync");
+    float t = 0;
+    TS_CUDA_CHECK(cudaEventElapsedTime(&t, a, b), "bench: elapsed");
+    if (rep >= 0) ms.push_back(t);
+  }
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(stream);
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
 }
 
 bool fits_on_device(const bench::StaticProblem& p, double factor) {
@@ -270,7 +301,7 @@ void bench_static(bool quick, bool paper_only) {
               "%d kernels per step, graph = one cudaGraphLaunch per step; torch = the paper's Algorithm 2 listing in LibTorch ops on this "
               "device; cpu = core's reference (one thread); old = the k-round kernels this replaced (bench/legacy_selection.cu, graph replay, "
               "rep by rep between the new kernel's reps, picks asserted equal); free = the same step without the constraint (log-softmax + topk_candidates per "
-              "group over the whole vocabulary: 2 launches, then 2 per group); cons_us = graph - free, the constraint's own cost. old/us, torch/us "
+              "group over the whole vocabulary: 2 launches, then 2 per group, one CUDA graph); cons_us = graph - free, the constraint's own cost. old/us, torch/us "
               "and cpu/us: ratios to the fused graph step. MB/1M = device bytes per 1M items.\n",
               g_reps, kStaticStepKernels);
   const int32_t batch = 2, beam = 70, L = 8;
@@ -565,13 +596,14 @@ int main(int argc, char** argv) {
       t.out_score = out_s.data();
       t.out_flat = out_f.data();
       t.out_count = count.data();
-      const auto whole_step = [&] {
-        synthetic_kv_write(w, nullptr);
-        ancestor_mask_extend(e, nullptr);
-        synthetic_logits(l, nullptr);
-        log_softmax_rows(s, nullptr);
-        topk_candidates(t, nullptr);
+      const auto step_on = [&](cudaStream_t st) {
+        synthetic_kv_write(w, st);
+        ancestor_mask_extend(e, st);
+        synthetic_logits(l, st);
+        log_softmax_rows(s, st);
+        topk_candidates(t, st);
       };
+      const auto whole_step = [&] { step_on(nullptr); };
       const double ms = time_ms(whole_step);
       status_ok(status, "bench: beam step");
       // The selection's outputs equal the CPU twin's on the same log-probs.
@@ -591,8 +623,41 @@ int main(int argc, char** argv) {
       const double visible = double(b) * (prompt + generated);
       const double bytes = 3.0 * b * words * 8 + b * words * 8 + visible * 8 + 2.0 * b * vocab * 4 + 2.0 * b * vocab * 8;
       char label[128];
-      std::snprintf(label, sizeof label, "beam step b=15, %d slots, vocab %d (7 kernels)", num_slots, vocab);
+      std::snprintf(label, sizeof label, "beam step b=15, %d slots, vocab %d (8 kernels)", num_slots, vocab);
       report(label, bytes, ms, copy_gbps);
+      {  // the same step as one CUDA graph (what a decoder replaying its step would pay)
+        cudaStream_t gs = nullptr;
+        TS_CUDA_CHECK(cudaStreamCreateWithFlags(&gs, cudaStreamNonBlocking), "bench: stream");
+        cudaGraph_t graph = nullptr;
+        cudaGraphExec_t exec = nullptr;
+        TS_CUDA_CHECK(cudaStreamBeginCapture(gs, cudaStreamCaptureModeThreadLocal), "bench: capture");
+        step_on(gs);
+        TS_CUDA_CHECK(cudaStreamEndCapture(gs, &graph), "bench: capture");
+        TS_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0), "bench: instantiate");
+        cudaEvent_t ea, eb;
+        TS_CUDA_CHECK(cudaEventCreate(&ea), "bench: event");
+        TS_CUDA_CHECK(cudaEventCreate(&eb), "bench: event");
+        std::vector<double> runs;
+        for (int rep = -1; rep < g_reps; ++rep) {
+          TS_CUDA_CHECK(cudaEventRecord(ea, gs), "bench: record");
+          TS_CUDA_CHECK(cudaGraphLaunch(exec, gs), "bench: graph launch");
+          TS_CUDA_CHECK(cudaEventRecord(eb, gs), "bench: record");
+          TS_CUDA_CHECK(cudaEventSynchronize(eb), "bench: sync");
+          float tm = 0;
+          TS_CUDA_CHECK(cudaEventElapsedTime(&tm, ea, eb), "bench: elapsed");
+          if (rep >= 0) runs.push_back(tm);
+        }
+        cudaEventDestroy(ea);
+        cudaEventDestroy(eb);
+        std::sort(runs.begin(), runs.end());
+        const double gms = runs[runs.size() / 2];
+        status_ok(status, "bench: beam step graph");
+        std::snprintf(label, sizeof label, "beam step b=15, vocab %d, as one CUDA graph", vocab);
+        report(label, bytes, gms, copy_gbps);
+        cudaGraphExecDestroy(exec);
+        cudaGraphDestroy(graph);
+        cudaStreamDestroy(gs);
+      }
       // each part alone (the same inputs; top-k equal to the CPU twin, checked above)
       const struct {
         const char* name;
