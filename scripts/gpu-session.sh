@@ -8,7 +8,7 @@
 # LibTorch benches are built there (phase build-torch, needs .gpu-kit from
 # scripts/gpu-kit.sh) in the background while the other phases run. Usage,
 # one device `run` (carry [".gpu-bin", ".gpu-kit"]), about 8 minutes:
-#   bash scripts/gpu-session.sh build-torch test golden bench-kernels bench-attention bench-static bench-e2e sanitize
+#   bash scripts/gpu-session.sh build-torch test golden bench-kernels bench-attention bench-static bench-e2e bench-hf sanitize
 # Then copy the logs into docs/results/ and the numbers, with these commands,
 # into docs/benchmarks.md. Every log starts with the command, the GPU, the
 # driver and the commit. Rehearsed here (no GPU): each binary says so and
@@ -62,6 +62,21 @@ phase_bench-static() {  # STATIC at the paper setting: new vs old selection vs u
   header "bench_cuda --paper --reps 10"
   box 300 "$BIN/bench_cuda" --paper --reps 10
 }
+wait_torch_build() {
+  local pid
+  pid=$(cat /tmp/gpu-session-build-torch.pid 2>/dev/null)
+  [ -n "$pid" ] && while kill -0 "$pid" 2>/dev/null; do sleep 2; done
+  echo "## the LibTorch build (waited until $(( $(date +%s) - T0 )) s):"
+  tail -n 3 "$TORCH_BUILD_LOG"
+}
+phase_bench-hf() {  # Hugging Face generate() beside trie and batch beam search on the GPU, the peer protocol, outputs asserted equal
+  header "bench_hf.py --device cuda --layers 8 --hidden 1024 --vocab 32000 --prompt 2048 --new 64 --beams 15 --threads 8 --runs 3 --reps 1"
+  wait_torch_build
+  [ -x build-torch/app/triescope ] || return 1
+  python3 -c 'import torch, transformers; print("# torch", torch.__version__, "transformers", transformers.__version__, "cuda", torch.version.cuda)'
+  box 300 python3 bench/bench_hf.py --triescope build-torch/app/triescope --work /tmp/bench_hf --device cuda --layers 8 --hidden 1024 \
+    --vocab 32000 --prompt 2048 --new 64 --beams 15 --threads 8 --runs 3 --reps 1 --warmup 1
+}
 phase_sanitize() {  # the new selection kernels under compute-sanitizer
   header "compute-sanitizer memcheck / racecheck: triescope_tests_cuda [beam],[constraint]"
   box 90 compute-sanitizer --tool memcheck --error-exitcode 9 "$BIN/triescope_tests_cuda" "[beam],[constraint]"
@@ -81,20 +96,16 @@ TORCH_BUILD_LOG=/tmp/gpu-session-build-torch.log
 phase_build-torch() {
   local torch_prefix
   torch_prefix=$(python3 -c 'import torch;print(torch.utils.cmake_prefix_path)')
-  echo "# cmake -S . -B build-torch -DCMAKE_PREFIX_PATH=\"$PWD/.gpu-kit;$torch_prefix\" -DTRIESCOPE_WITH_TORCH=ON -DTRIESCOPE_WITH_CUDA=ON -DTRIESCOPE_CUDA_HOST=OFF ... && cmake --build build-torch --target bench_torch -j12" >"$TORCH_BUILD_LOG"
+  echo "# cmake -S . -B build-torch -DCMAKE_PREFIX_PATH=\"$PWD/.gpu-kit;$torch_prefix\" -DTRIESCOPE_WITH_TORCH=ON -DTRIESCOPE_WITH_CUDA=ON -DTRIESCOPE_CUDA_HOST=OFF ... && cmake --build build-torch --target bench_torch triescope -j12" >"$TORCH_BUILD_LOG"
   (timeout 420 bash -c "cmake -S . -B build-torch -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH='$PWD/.gpu-kit;$torch_prefix' \
     -DTRIESCOPE_WITH_CUDA=ON -DTRIESCOPE_CUDA_HOST=OFF -DTRIESCOPE_WITH_TORCH=ON -DTRIESCOPE_BUILD_GUI=OFF -DTRIESCOPE_BUILD_PYTHON=OFF \
-    -DTRIESCOPE_BUILD_TESTS=OFF -DTRIESCOPE_BUILD_BENCH=ON -DCMAKE_CUDA_ARCHITECTURES=90 && cmake --build build-torch --target bench_torch -j12" \
+    -DTRIESCOPE_BUILD_TESTS=OFF -DTRIESCOPE_BUILD_BENCH=ON -DCMAKE_CUDA_ARCHITECTURES=90 && cmake --build build-torch --target bench_torch triescope -j12" \
     >>"$TORCH_BUILD_LOG" 2>&1; echo "build-torch exit $?" >>"$TORCH_BUILD_LOG") &
   echo $! >/tmp/gpu-session-build-torch.pid
 }
 phase_bench-e2e() {  # trie vs batch beam search end to end, 0.85B random Llama, b = 15, prompt 2,048
   header "bench_torch --preset llama-0.8b --device cuda --prompt 2048 --new 64 --beams 15, --attention tree_kernel then dense"
-  local pid
-  pid=$(cat /tmp/gpu-session-build-torch.pid 2>/dev/null)
-  [ -n "$pid" ] && while kill -0 "$pid" 2>/dev/null; do sleep 2; done
-  echo "## the build (waited until $(( $(date +%s) - T0 )) s):"
-  tail -n 5 "$TORCH_BUILD_LOG"
+  wait_torch_build
   [ -x build-torch/bench/bench_torch ] || return 1
   box 200 build-torch/bench/bench_torch --preset llama-0.8b --device cuda --attention tree_kernel --prompt 2048 --new 64 --beams 15
   local a=$?
@@ -106,13 +117,14 @@ status=0
 link_source_dir
 for p in "$@"; do
   case "$p" in
-    test|golden|bench-kernels|bench-static|sanitize|bench-attention|build-torch|bench-e2e) ;;
-    *) echo "gpu-session: unknown phase $p (test|golden|bench-kernels|bench-static|sanitize|bench-attention|build-torch|bench-e2e)" >&2; exit 2 ;;
+    test|golden|bench-kernels|bench-static|sanitize|bench-attention|build-torch|bench-e2e|bench-hf) ;;
+    *) echo "gpu-session: unknown phase $p (test|golden|bench-kernels|bench-static|sanitize|bench-attention|build-torch|bench-e2e|bench-hf)" >&2; exit 2 ;;
   esac
   echo "== phase $p at $(( $(date +%s) - T0 )) s"
   log="$OUT/$p.log"
   [ "$p" = build-torch ] && log=/tmp/gpu-session-phase-build-torch.log  # its output is in bench-e2e.log (8 files come back)
-  if ! "phase_$p" >"$log" 2>&1; then
+  [ "$p" = sanitize ] && log="$OUT/test.log"                             # appended to the tests' log, likewise
+  if ! "phase_$p" >>"$log" 2>&1; then
     echo "phase $p FAILED (see $log)"; status=1
   fi
   tail -n 12 "$log"
