@@ -14,7 +14,14 @@ thread's CPU, the scores' clone included on both sides): the median of the run m
 [min .. max over runs], and the ratio's range. Our C++ runs on one thread, so torch must
 too (--threads 1; the protocol refuses unequal thread counts).
 
-Run: PYTHONPATH=build/python .cache/venv/bin/python bench/static_hf_processor.py
+With --peer <checkout of github.com/youtube/static-constraint-decoding> a third side runs
+the authors' own kernel, unmodified: their index (build_static_index, dense_lookup_layers =
+1), level 0 their start-mask torch.where, levels >= 1 generate_and_apply_logprobs_mask plus
+the scatter a LogitsProcessor needs into a full -inf row; each beam's state is GIVEN to it
+(computed outside the timing from the beam's tokens), where ours re-derives it from
+input_ids on every call.
+
+Run: PYTHONPATH=build/python .cache/venv/bin/python bench/static_hf_processor.py [--peer DIR]
 """
 from __future__ import annotations
 
@@ -72,6 +79,33 @@ class TorchStandInProcessor:
         return out[:, : self.V]
 
 
+class AuthorsKernelProcessor:
+    """The authors' generate_and_apply_logprobs_mask + scatter, the beam states given."""
+
+    def __init__(self, peer: str, seqs: np.ndarray, V: int, rows: np.ndarray) -> None:
+        sys.path.insert(0, str(pathlib.Path(peer).resolve()))
+        from static_decoding.csr_utils import build_static_index
+        from static_decoding import decoding_pt
+        from static_peer_bench import their_state_path
+
+        self.kernel = decoding_pt.generate_and_apply_logprobs_mask
+        p_csr, indptr, self.branches, s_mask, _, d_states = build_static_index(np.unique(seqs, axis=0).astype(np.int32), V, dense_lookup_layers=1)
+        self.p_csr, self.indptr = torch.tensor(p_csr, dtype=torch.long), torch.tensor(indptr, dtype=torch.long)
+        self.s_mask = torch.tensor(s_mask, dtype=torch.bool)
+        self.V = V
+        # [L][beams]: the state before level t of each beam (the bench's beams follow `rows`).
+        self.states = torch.tensor(np.array([their_state_path(r, p_csr, indptr, d_states, 1) for r in rows]).T.copy())
+
+    def __call__(self, t: int, scores: torch.Tensor) -> torch.Tensor:
+        if t == 0:
+            return torch.where(self.s_mask, scores, torch.tensor(-float("inf")))
+        lp, tok, _ = self.kernel(scores, self.states[t], self.p_csr, self.indptr, self.branches[t], self.V, torch.device("cpu"))
+        tok = torch.where(torch.isfinite(lp), tok.long(), torch.full_like(tok.long(), self.V))
+        out = torch.full((scores.shape[0], self.V + 1), float("-inf"))
+        out.scatter_(1, tok, lp)
+        return out[:, : self.V]
+
+
 def masked_equal(a: torch.Tensor, b: torch.Tensor) -> bool:
     return torch.equal(torch.isfinite(a), torch.isfinite(b)) and torch.equal(a[torch.isfinite(a)], b[torch.isfinite(b)])
 
@@ -84,6 +118,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--configs", default="2048:8:1000000:70,2048:8:1000000:280,32000:8:100000:16",
                     help="vocab:L:items:beams, comma separated")
+    ap.add_argument("--peer", help="checkout of youtube/static-constraint-decoding: adds the authors' kernel")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--warmup", type=int, default=1)
@@ -110,6 +145,11 @@ def main() -> None:
 
         sides = [side("triescope.StaticLogitsProcessor", ours, 1),
                  side("TorchStandInProcessor (this bench's)", theirs, torch.get_num_threads())]
+        if args.peer:
+            authors = AuthorsKernelProcessor(args.peer, seqs, V, rows)
+            sides.append(peer_protocol.Side(
+                "authors' kernel + scatter (states given)",
+                lambda: ([authors(t, sc.clone()) for t, (_, sc) in enumerate(inputs)], None, None), torch.get_num_threads()))
         peer_protocol.run(sides, reps=args.reps, warmup=args.warmup, runs=args.runs, same=all_equal,
                           label=f"|V| {V} L {L} |C| {index.size} beams {beams}: ")
         per_call = 1e6 / L
@@ -119,11 +159,17 @@ def main() -> None:
              "torch_stand_in_cpu_us": peer_protocol.spread(sides[1].cpu, per_call),
              "speedup": peer_protocol.ratio_range(sides[1].wall, sides[0].wall),
              "cpu_speedup": peer_protocol.ratio_range(sides[1].cpu, sides[0].cpu)}
+        if args.peer:
+            r["authors_kernel_us"] = peer_protocol.spread(sides[2].wall, per_call)
+            r["authors_kernel_cpu_us"] = peer_protocol.spread(sides[2].cpu, per_call)
+            r["authors_kernel_cpu_ratio"] = peer_protocol.ratio_range(sides[2].cpu, sides[0].cpu)
         results.append(r)
         f = peer_protocol.fmt
         print(f"|V| {V:6d}  L {L}  |C| {index.size:8d}  beams {beams:4d}:  triescope {f(r['triescope_us'])} us/call "
               f"(cpu {f(r['triescope_cpu_us'])})  torch stand-in {f(r['torch_stand_in_us'])} us/call "
-              f"(cpu {f(r['torch_stand_in_cpu_us'])})  ratio {f(r['speedup'], 'x', 2)} (cpu {f(r['cpu_speedup'], 'x', 2)})",
+              f"(cpu {f(r['torch_stand_in_cpu_us'])})  ratio {f(r['speedup'], 'x', 2)} (cpu {f(r['cpu_speedup'], 'x', 2)})"
+              + (f"  authors' kernel + scatter, states given {f(r['authors_kernel_us'])} us/call (cpu "
+                 f"{f(r['authors_kernel_cpu_us'])}): theirs / ours cpu {f(r['authors_kernel_cpu_ratio'], 'x', 2)}" if args.peer else ""),
               flush=True)
     if args.json:
         with open(args.json, "w") as fp:

@@ -62,25 +62,29 @@ L, V, BATCH, BEAMS, D = 8, 2048, 2, 70, 2
 ROWS = BATCH * BEAMS
 
 
-def their_states(prefixes, p_csr, indptr, d_states):
-    """The state their index gives each prefix, per level [L][ROWS] (-1: none)."""
-    out = np.zeros((L, ROWS), dtype=np.int64)
-    for r in range(ROWS):
-        ids = prefixes[r]
-        s = 0
-        for t in range(L):
-            out[t, r] = s
-            if t == 0:
-                s = int(ids[0]) + 1  # their level-1 states: token + 1
-            elif t == 1:
-                s = int(d_states[ids[0], ids[1]])
-            else:
-                a, b = int(indptr[s]), int(indptr[s + 1])
-                hit = np.nonzero(p_csr[a:b, 0] == ids[t])[0]
-                if len(hit) != 1:
-                    raise SystemExit(f"prefix row {r} level {t}: not in their index")
-                s = int(p_csr[a + hit[0], 1])
+def their_state_path(ids, p_csr, indptr, d_states, dense):
+    """The state their index gives each prefix of `ids`: [len(ids)] (the state before
+    level t). Level-1 states are token + 1; with dense = 2 level 2's come from their dense
+    state table, else (dense = 1) from the CSR like every later level."""
+    out, s = [], 0
+    for t, tok in enumerate(ids):
+        out.append(s)
+        if t == 0:
+            s = int(tok) + 1
+        elif t == 1 and dense == 2:
+            s = int(d_states[ids[0], tok])
+        else:
+            a, b = int(indptr[s]), int(indptr[s + 1])
+            hit = np.nonzero(p_csr[a:b, 0] == tok)[0]
+            if len(hit) != 1:
+                raise SystemExit(f"prefix {list(ids[:t + 1])}: not in their index")
+            s = int(p_csr[a + hit[0], 1])
     return out
+
+
+def their_states(prefixes, p_csr, indptr, d_states):
+    """The state their index gives each prefix, per level [L][ROWS]."""
+    return np.array([their_state_path(prefixes[r], p_csr, indptr, d_states, D) for r in range(ROWS)], dtype=np.int64).T.copy()
 
 
 def figure1(args):
