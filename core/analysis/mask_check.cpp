@@ -5,6 +5,7 @@
 
 #include "core/common/error.h"
 #include "core/config/json_reader.h"
+#include "core/trace/trace.h"
 
 namespace triescope {
 
@@ -94,14 +95,25 @@ int64_t mask_check_tree(const StepView& v, const ForwardView& f, const ForwardLa
   return sink.count;
 }
 
-int64_t mask_check_copies(const StepView& v, const ForwardView& f, int32_t region, std::vector<MaskViolation>& out, size_t limit) {
+int64_t mask_check_copies(const StepView& v, const ForwardView& f, int32_t region, int32_t prompt, std::vector<MaskViolation>& out,
+                          size_t limit) {
   Sink sink{v, out, limit, {}};
-  for (int32_t r = 0; r < f.mask.rows && static_cast<size_t>(r) < f.slots.size(); ++r) {
-    const int32_t s = f.slots[static_cast<size_t>(r)];
-    const int32_t first = s / region * region;  // the row's copy starts here
-    if (static_cast<size_t>(r) < f.positions.size() && f.positions[static_cast<size_t>(r)] != s - first)
-      sink.add(r, kNoNode, kNoSlot, kNoNode, MaskFault::wrong_position, s - first, f.positions[static_cast<size_t>(r)]);
-    for (int32_t c = 0; c < std::max(f.mask.cols, s + 1); ++c) {
+  for (int32_t r = 0; r < f.mask.rows; ++r) {
+    // Where row r belongs, from the step alone (batch_beam_search.cpp): the
+    // prefill feeds each copy's prompt in turn, step t one token per copy at
+    // position prompt + t - 1. Slot and position are then judged apart.
+    const int64_t copy = v.step == 0 ? r / prompt : r;
+    const int64_t pos = v.step == 0 ? r % prompt : int64_t{prompt} + v.step - 1;
+    TS_CHECK(pos < region, "check: step " << v.step << " row " << r << " is at position " << pos << ", past the copy's " << region
+                                          << " slots (config.prompt + config.beam.max_new_tokens): more steps than max_new_tokens");
+    const int64_t first = copy * region, s = first + pos;
+    if (static_cast<size_t>(r) < f.positions.size() && f.positions[static_cast<size_t>(r)] != pos)
+      sink.add(r, kNoNode, kNoSlot, kNoNode, MaskFault::wrong_position, pos, f.positions[static_cast<size_t>(r)]);
+    if (static_cast<size_t>(r) < f.slots.size() && f.slots[static_cast<size_t>(r)] != s)
+      sink.add(r, kNoNode, f.slots[static_cast<size_t>(r)], kNoNode, MaskFault::wrong_slot, s, f.slots[static_cast<size_t>(r)]);
+    // The row's columns, and the ones it needs past the mask's width (at most a copy's).
+    const int32_t end = static_cast<int32_t>(std::max<int64_t>(f.mask.cols, std::min<int64_t>(s + 1, int64_t{f.mask.cols} + region)));
+    for (int32_t c = 0; c < end; ++c) {
       const bool want = c >= first && c <= s;
       const bool have = mask_bit(f, r, c);
       if (want == have) continue;
@@ -117,14 +129,17 @@ MaskCheckReport mask_check_trace(const TraceReplay& t, size_t limit) {
   const nlohmann::json& h = t.header();
   const bool copies = h.value("algorithm", std::string()) == "batch_beam_search";
   rep.layout = copies ? "copies" : "tree";
-  int32_t region = 0;
+  int32_t region = 0, prompt = 0;
   if (copies) {
     const auto& cfg = h.at("config");
     TS_CHECK(cfg.contains("prompt") && cfg["prompt"].is_array() && cfg.contains("beam") && cfg["beam"].is_object() &&
                  cfg["beam"].contains("max_new_tokens") && cfg["beam"]["max_new_tokens"].is_number_integer(),
              "check: a batch_beam_search header needs config.prompt and config.beam.max_new_tokens (the copy size)");
-    region = static_cast<int32_t>(cfg["prompt"].size()) + cfg["beam"]["max_new_tokens"].get<int32_t>();
-    TS_CHECK(region > 0, "check: config.prompt and config.beam.max_new_tokens give an empty copy");
+    prompt = static_cast<int32_t>(cfg["prompt"].size());
+    region = prompt + cfg["beam"]["max_new_tokens"].get<int32_t>();
+    TS_CHECK(prompt > 0 && region > 0 && region <= kTraceMaxSlots,
+             "check: config.prompt + config.beam.max_new_tokens = " << region << " slots per copy, expected a prompt and at most "
+                                                                    << kTraceMaxSlots << " slots");
   }
   const std::set<int32_t> gc_after = trace_gc_after_forward_steps(t.records());
   StepView v;
@@ -137,7 +152,7 @@ MaskCheckReport mask_check_trace(const TraceReplay& t, size_t limit) {
       if (!v.forward) continue;
       ++rep.passes;
       rep.rows += v.forward->mask.rows;
-      rep.violation_count += mask_check_copies(v, *v.forward, region, rep.violations, limit);
+      rep.violation_count += mask_check_copies(v, *v.forward, region, prompt, rep.violations, limit);
       continue;
     }
     const bool has_drafts = v.extra.is_object() && (v.extra.contains("draft_forward") || v.extra.contains("draft_forwards"));

@@ -43,13 +43,16 @@ TreeNode node_from_json(const json& j, const std::string& where) {
   return n;
 }
 
-// Node ids are dense (docs/trace-format.md): a node redefines one already
-// known or takes the next id, so a declared id never sizes the tree.
+// Node ids are dense and defined once (docs/trace-format.md): a node takes
+// the next id. A second definition is refused, never applied: with another
+// parent it would silently move the node.
 void put_node(std::vector<TreeNode>& nodes, const TreeNode& n, const std::string& where) {
-  TS_CHECK(static_cast<size_t>(n.id) <= nodes.size(),
+  TS_CHECK(static_cast<size_t>(n.id) >= nodes.size(),
+           where << ": field id = " << n.id << " defines node " << n.id
+                 << " a second time: a node is defined once and never redefined, the next new id is " << nodes.size());
+  TS_CHECK(static_cast<size_t>(n.id) == nodes.size(),
            where << ": field id = " << n.id << " skips ids: node ids are dense, the next new id is " << nodes.size());
-  if (static_cast<size_t>(n.id) == nodes.size()) nodes.push_back(n);
-  else nodes[static_cast<size_t>(n.id)] = n;
+  nodes.push_back(n);
 }
 
 // Into `v`, reusing its capacity.
@@ -117,6 +120,18 @@ void mask_parse_fast(const json& j, const std::string& where, BitMask& m) {
   }
 }
 
+// One step record per step number, 0 (the prefill) first, in order
+// (docs/trace-format.md): `s` is the record after `seen`'s.
+void step_number_check(const std::vector<int32_t>& seen, int32_t s, const std::string& where) {
+  const int32_t want = seen.empty() ? 0 : seen.back() + 1;
+  if (s == want) return;
+  if (!seen.empty() && s == seen.back())
+    TS_FAIL(where << ": a second step record for step " << s << ": one step record per step number");
+  if (s < want) TS_FAIL(where << ": step record of step " << s << " after step " << seen.back() << ": step records are in increasing step order");
+  TS_FAIL(where << ": step record of step " << s << " where step " << want << " comes next: the step record of step " << want
+                << (s - want > 1 ? " (and the ones up to step " + std::to_string(s - 1) + ")" : std::string()) << " is missing");
+}
+
 }  // namespace
 
 void forward_view_parse(const json& f, const std::string& where, ForwardView& out) {
@@ -152,10 +167,26 @@ void TraceReplay::index_records() {
       last = std::max(last, s);
     }
     if (kind == "step") {
-      const int32_t s = get_i32(r, "step", origin_ + ":" + std::to_string(i + 1));
-      if (steps_.empty() || steps_.back() != s) steps_.push_back(s);
+      const std::string where = origin_ + ":" + std::to_string(i + 1);
+      const int32_t s = get_i32(r, "step", where);
+      step_number_check(steps_, s, where);
+      steps_.push_back(s);
     } else if (kind == "keyframe") {
-      keyframes_.emplace_back(get_i32(r, "step", origin_ + ":" + std::to_string(i + 1)), i);
+      const std::string where = origin_ + ":" + std::to_string(i + 1);
+      const int32_t s = get_i32(r, "step", where);
+      // The recorder writes a keyframe right after its step's record: one
+      // that follows another step's record stands for a missing record.
+      const int32_t before = steps_.empty() ? -1 : steps_.back();
+      TS_CHECK(before == s, where << ": keyframe of step " << s << " follows the step record of step " << before << ": "
+                                  << (s > before ? "the step record of step " + std::to_string(s) + " is missing"
+                                                 : std::string("a keyframe comes right after its own step's record")));
+      keyframes_.emplace_back(s, i);
+    } else if (kind == "summary" && r.contains("metrics") && r["metrics"].is_object() && r["metrics"].contains("last_step")) {
+      const int32_t s = get_i32(r["metrics"], "last_step", origin_ + ":" + std::to_string(i + 1) + ": summary metrics", -1);
+      TS_CHECK(s == (steps_.empty() ? -1 : steps_.back()),
+               origin_ << ":" << i + 1 << ": summary field metrics.last_step = " << s << ", but the last step record is "
+                       << (steps_.empty() ? std::string("none") : "step " + std::to_string(steps_.back()))
+                       << ": a step record is missing or one too many");
     }
   }
   step_end_.resize(steps_.size(), records_.size());
