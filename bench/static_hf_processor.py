@@ -131,8 +131,10 @@ def main() -> None:
     for cfg in args.configs.split(","):
         V, L, items, beams = map(int, cfg.split(":"))
         seqs = rng.integers(0, V, size=(items, L))
-        index = triescope.ConstraintIndex(seqs, vocab_size=V)
-        ours, theirs = triescope.StaticLogitsProcessor(index, prompt_length=4), TorchStandInProcessor(index, 4)
+        index = triescope.ConstraintIndex(seqs, vocab_size=V)  # stacked CSR, no dense level: what the stand-in reads
+        # Ours with level 0 dense, as the authors' side is built (dense_lookup_layers = 1).
+        ours = triescope.StaticLogitsProcessor(triescope.ConstraintIndex(seqs, vocab_size=V, dense_levels=1), prompt_length=4)
+        theirs = TorchStandInProcessor(index, 4)
         # Beams follow real sequences of the set (the states a constrained search visits).
         rows = seqs[rng.integers(0, items, size=beams)]
         inputs = []

@@ -31,6 +31,36 @@ struct PyStaticDecoder {
   explicit PyStaticDecoder(std::shared_ptr<const TransitionMatrix> m) : tm(std::move(m)), step(*tm) {}
 };
 
+// Each prefix's state: the walk from the root (a token outside the vocab, or
+// one the set does not allow, leaves the row dead: it then allows nothing).
+std::vector<int64_t> prefix_states(const PyConstraintIndex& c, const std::vector<std::vector<int64_t>>& prefixes, size_t step) {
+  std::vector<int64_t> states(prefixes.size());
+  for (size_t i = 0; i < prefixes.size(); ++i) {
+    const auto& p = prefixes[i];
+    TS_CHECK(p.size() == step, "generated[" << i << "]: " << p.size() << " tokens, row 0 has " << step);
+    int64_t st = c.index->root_state();
+    for (size_t t = 0; t < step && st != kDeadState; ++t) {
+      const int64_t tok = p[t];
+      st = tok < 0 || tok >= c.set->vocab_size ? kDeadState : c.index->next_state(st, static_cast<int32_t>(tok), static_cast<int32_t>(t));
+    }
+    states[i] = st;
+  }
+  return states;
+}
+
+// Masks `scores` [n x vocab_size] (float32, in place) for rows at `states`,
+// level `step`; `rows_name` names what gave the states in errors.
+void mask_at_states(PyConstraintIndex& c, const std::vector<int64_t>& states, size_t step, pyb::handle scores, const char* rows_name) {
+  auto s = float_rows_inplace(scores, "scores");
+  const auto n = s.shape(0), V = s.shape(1);
+  TS_CHECK(static_cast<pyb::ssize_t>(states.size()) == n, rows_name << ": " << states.size() << " rows for " << n << " rows of scores");
+  TS_CHECK(V == c.set->vocab_size, "scores: " << V << " columns, the index was built for vocab_size " << c.set->vocab_size);
+  TS_CHECK(step < static_cast<size_t>(c.set->length),
+           "step " << step << ": every sequence of the set has " << c.set->length << " tokens (generate at most that many new tokens)");
+  pyb::gil_scoped_release release;
+  c.index->mask(states.data(), static_cast<int32_t>(n), static_cast<int32_t>(step), s.mutable_data(), nullptr, nullptr);
+}
+
 template <class T>
 pyb::array_t<T> copy_array(const std::vector<T>& v) {
   pyb::array_t<T> a(static_cast<pyb::ssize_t>(v.size()));
@@ -91,30 +121,11 @@ transition matrix and masked with the Vectorized Node Transition Kernel
           "mask_",
           [](PyConstraintIndex& c, pyb::object generated, pyb::object scores) {
             const auto prefixes = int_rows(generated, "generated");
-            auto s = float_rows_inplace(scores, "scores");
-            const auto n = s.shape(0), V = s.shape(1);
-            TS_CHECK(static_cast<pyb::ssize_t>(prefixes.size()) == n,
-                     "generated: " << prefixes.size() << " rows for " << n << " rows of scores");
-            TS_CHECK(V == c.set->vocab_size, "scores: " << V << " columns, the index was built for vocab_size " << c.set->vocab_size);
             const size_t step = prefixes.empty() ? 0 : prefixes.front().size();
             TS_CHECK(step < static_cast<size_t>(c.set->length),
                      "generated: " << step << " tokens already, every sequence of the set has " << c.set->length
                                    << " (generate at most that many new tokens)");
-            std::vector<int64_t> states(static_cast<size_t>(n));
-            for (pyb::ssize_t i = 0; i < n; ++i) {
-              const auto& p = prefixes[static_cast<size_t>(i)];
-              TS_CHECK(p.size() == step, "generated[" << i << "]: " << p.size() << " tokens, row 0 has " << step);
-              int64_t st = c.index->root_state();
-              for (size_t t = 0; t < step && st != kDeadState; ++t) {
-                const int64_t tok = p[t];
-                st = tok < 0 || tok >= c.set->vocab_size ? kDeadState : c.index->next_state(st, static_cast<int32_t>(tok), static_cast<int32_t>(t));
-              }
-              states[static_cast<size_t>(i)] = st;  // a dead prefix (a masked token chosen anyway) allows nothing
-            }
-            {
-              pyb::gil_scoped_release release;
-              c.index->mask(states.data(), static_cast<int32_t>(n), static_cast<int32_t>(step), s.mutable_data(), nullptr, nullptr);
-            }
+            mask_at_states(c, prefix_states(c, prefixes, step), step, scores, "generated");
           },
           pyb::arg("generated"), pyb::arg("scores"),
           R"doc(Masks `scores` in place: -inf for every token the set does not allow after each row's prefix.
@@ -122,6 +133,38 @@ transition matrix and masked with the Vectorized Node Transition Kernel
 generated: integer [n x t] (the tokens generated so far, t < L), scores:
 float32 [n x vocab_size], C-contiguous and writable (a numpy array or a CPU
 torch tensor, which is changed in place).)doc")
+      .def_property_readonly("root_state", [](const PyConstraintIndex& c) { return c.index->root_state(); },
+                             "The state of the empty prefix.")
+      .def(
+          "states",
+          [](const PyConstraintIndex& c, pyb::object generated) {
+            const auto prefixes = int_rows(generated, "generated");
+            return copy_array(prefix_states(c, prefixes, prefixes.empty() ? 0 : prefixes.front().size()));
+          },
+          pyb::arg("generated"), "Each row's state after its prefix generated [n x t] (-1: dead), the walk mask_ does.")
+      .def(
+          "next_states",
+          [](const PyConstraintIndex& c, pyb::object states, pyb::object tokens, int32_t step) {
+            const std::vector<int64_t> st = int_vector(states, "states"), tok = int_vector(tokens, "tokens");
+            TS_CHECK(st.size() == tok.size(), "states, tokens: " << st.size() << " and " << tok.size() << " entries");
+            TS_CHECK(step >= 0 && step < c.set->length, "step: " << step << " outside [0, L = " << c.set->length << ")");
+            std::vector<int64_t> out(st.size());
+            for (size_t i = 0; i < st.size(); ++i)
+              out[i] = st[i] == kDeadState || tok[i] < 0 || tok[i] >= c.set->vocab_size
+                           ? kDeadState
+                           : c.index->next_state(st[i], static_cast<int32_t>(tok[i]), step);
+            return copy_array(out);
+          },
+          pyb::arg("states"), pyb::arg("tokens"), pyb::arg("step"),
+          "The state after appending tokens[i] (the token of level `step`) to a prefix at states[i]; -1: dead.")
+      .def(
+          "mask_states_",
+          [](PyConstraintIndex& c, pyb::object states, int32_t step, pyb::object scores) {
+            TS_CHECK(step >= 0, "step: must be >= 0, got " << step);
+            mask_at_states(c, int_vector(states, "states"), static_cast<size_t>(step), scores, "states");
+          },
+          pyb::arg("states"), pyb::arg("step"), pyb::arg("scores"),
+          "mask_ for rows whose states are known (states [n], the level `step` = tokens generated so far).")
       .def(
           "csr",
           [](const PyConstraintIndex& c) {

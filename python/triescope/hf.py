@@ -1,12 +1,12 @@
 """Hugging Face glue: STATIC as a LogitsProcessor, and generate() runs as TrieScope traces.
 
-Both hand the work to the C++ core: ConstraintIndex.mask_ (STATIC's VNTK) and
+Both hand the work to the C++ core: ConstraintIndex.mask_states_ (STATIC's VNTK) and
 _core.hf_generate_replay (our batch and trie beam search over generate()'s scores).
 """
 from __future__ import annotations
 
 import os
-from typing import Any, Dict, Optional, Sequence, Union
+from typing import Any, Dict, Optional, Sequence, Tuple, Union
 
 from . import _core
 
@@ -43,6 +43,24 @@ class StaticLogitsProcessor(_LogitsProcessorBase):  # type: ignore[misc,valid-ty
             raise TypeError(f"prompt_length: expected a positive int, got {prompt_length!r}")
         self.index = index
         self.prompt_length = prompt_length
+        # Each beam's state by its generated tokens, from the last call: a beam's state is
+        # its parent's (the prefix one token shorter) advanced by one token, so a step
+        # walks one level per beam instead of re-deriving the whole prefix. A state is a
+        # function of the prefix alone, so an entry is never stale.
+        self._states: Dict[Tuple[int, ...], int] = {(): index.root_state}
+
+    def _beam_states(self, generated: Any) -> Any:
+        rows = [tuple(r) for r in generated.tolist()]
+        t = generated.shape[1]
+        parents = [self._states.get(r[:-1]) for r in rows] if t else []
+        if t == 0:
+            states = [self.index.root_state] * len(rows)
+        elif all(p is not None for p in parents):
+            states = self.index.next_states(parents, [r[-1] for r in rows], t - 1).tolist()
+        else:  # a first call past step 0: walk every prefix from the root
+            states = self.index.states(generated).tolist()
+        self._states = dict(zip(rows, states))
+        return states
 
     def __call__(self, input_ids: Any, scores: Any) -> Any:
         import torch
@@ -52,10 +70,15 @@ class StaticLogitsProcessor(_LogitsProcessorBase):  # type: ignore[misc,valid-ty
                 f"input_ids: {input_ids.shape[1]} tokens, fewer than prompt_length = {self.prompt_length}"
             )
         generated = input_ids[:, self.prompt_length :]
+        if generated.shape[1] >= self.index.length:
+            raise _core.Error(
+                f"generated: {generated.shape[1]} tokens already, every sequence of the set has {self.index.length} "
+                "(generate at most that many new tokens)"
+            )
         # The C++ mask works in place on float32 CPU memory; other scores are masked on a copy.
         inplace = scores.dtype == torch.float32 and scores.device.type == "cpu" and scores.is_contiguous()
         work = scores if inplace else scores.detach().to(device="cpu", dtype=torch.float32).contiguous()
-        self.index.mask_(generated, work)
+        self.index.mask_states_(self._beam_states(generated), generated.shape[1], work)
         return work if inplace else work.to(device=scores.device, dtype=scores.dtype)
 
 

@@ -79,6 +79,26 @@ def test_processor_masks_like_the_index(constraint):
             assert torch.equal(masked[r][list(want)], scores[r][list(want)])
 
 
+def test_processor_state_cache_equals_a_walk_from_the_root(constraint):
+    """The beam states the processor keeps across calls (keyed by the generated tokens) mask
+    exactly as the index's own walk from the root does: stepping on with the beams reordered
+    every call, a dead prefix, and a fresh processor's first call past step 0."""
+    seqs, index = constraint
+    rng = np.random.default_rng(1)
+    picks = seqs[rng.integers(0, ITEMS, size=6)].copy()
+    picks[5, 1] = 0  # token 0 is never in the set: a dead prefix from level 2 on
+    proc = triescope.StaticLogitsProcessor(index, prompt_length=2)
+    for t in range(L):
+        order = rng.permutation(6)
+        input_ids = torch.tensor(np.concatenate([np.full((6, 2), 9), picks[order, :t]], axis=1))
+        scores = torch.randn(6, VOCAB)
+        want = scores.clone()
+        index.mask_(input_ids[:, 2:], want)
+        assert torch.equal(proc(input_ids, scores.clone()), want)
+        assert torch.equal(triescope.StaticLogitsProcessor(index, prompt_length=2)(input_ids, scores.clone()), want)
+    assert torch.isinf(want[order.tolist().index(5)]).all()  # the dead beam allows nothing
+
+
 def test_processor_rejects_bad_input(constraint):
     _, index = constraint
     with pytest.raises(TypeError, match="prompt_length"):
