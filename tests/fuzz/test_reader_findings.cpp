@@ -16,6 +16,7 @@
 
 #include "app/commands.h"
 #include "core/common/file_io.h"
+#include "core/common/output_file.h"
 #include "core/config/json_reader.h"
 #include "core/constraint/constraint_set.h"
 #include "core/decode/run_sample.h"
@@ -169,7 +170,7 @@ TEST_CASE("a trace cut off mid-line opens up to its last whole record, with a wa
 }
 
 // `triescope run` killed by a real signal mid-write: the trace's temporary
-// (out.jsonl.tmp.<pid>) is removed and no trace is left.
+// (out.jsonl.triescope-tmp.<pid>.<n>.<random>) is removed and no trace is left.
 TEST_CASE("run stopped by SIGINT or SIGTERM removes its temporary file", "[fuzz][cli]") {
   const int sig = GENERATE(SIGINT, SIGTERM);
   CAPTURE(sig);
@@ -188,12 +189,18 @@ TEST_CASE("run stopped by SIGINT or SIGTERM removes its temporary file", "[fuzz]
     ::execl(exe.c_str(), exe.c_str(), "run", sample_path.c_str(), "--quiet", "--out", out.c_str(), static_cast<char*>(nullptr));
     ::_exit(127);
   }
-  const fs::path tmp = out.string() + ".tmp." + std::to_string(pid);
+  const std::string prefix = out.filename().string() + kTempMarker + std::to_string(pid) + ".";
+  auto temp = [&] {
+    for (auto& e : fs::directory_iterator(dir))
+      if (e.path().filename().string().rfind(prefix, 0) == 0) return e.path();
+    return fs::path();
+  };
   // Wait until the run is writing (its temporary holds records), then signal it.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (!(fs::exists(tmp) && fs::file_size(tmp) > 100000) && std::chrono::steady_clock::now() < deadline)
+  fs::path tmp;
+  while (!(!(tmp = temp()).empty() && fs::file_size(tmp) > 100000) && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  const bool writing = fs::exists(tmp);
+  const bool writing = !tmp.empty() && fs::exists(tmp);
   ::kill(pid, sig);
   int status = 0;
   REQUIRE(::waitpid(pid, &status, 0) == pid);
