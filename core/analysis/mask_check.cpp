@@ -5,6 +5,7 @@
 
 #include "core/common/error.h"
 #include "core/config/json_reader.h"
+#include "core/trace/trace.h"
 
 namespace triescope {
 
@@ -98,6 +99,7 @@ int64_t mask_check_copies(const StepView& v, const ForwardView& f, int32_t regio
   Sink sink{v, out, limit, {}};
   for (int32_t r = 0; r < f.mask.rows && static_cast<size_t>(r) < f.slots.size(); ++r) {
     const int32_t s = f.slots[static_cast<size_t>(r)];
+    if (s < 0 || s >= kTraceMaxSlots) continue;  // mask_check_trace refuses it, named
     const int32_t first = s / region * region;  // the row's copy starts here
     if (static_cast<size_t>(r) < f.positions.size() && f.positions[static_cast<size_t>(r)] != s - first)
       sink.add(r, kNoNode, kNoSlot, kNoNode, MaskFault::wrong_position, s - first, f.positions[static_cast<size_t>(r)]);
@@ -119,14 +121,20 @@ MaskCheckReport mask_check_trace(const TraceReplay& t, size_t limit) {
   rep.layout = copies ? "copies" : "tree";
   int32_t region = 0;
   if (copies) {
-    const auto& cfg = h.at("config");
-    TS_CHECK(cfg.contains("prompt") && cfg["prompt"].is_array() && cfg.contains("beam") && cfg["beam"].is_object() &&
-                 cfg["beam"].contains("max_new_tokens") && cfg["beam"]["max_new_tokens"].is_number_integer(),
-             "check: a batch_beam_search header needs config.prompt and config.beam.max_new_tokens (the copy size)");
-    region = static_cast<int32_t>(cfg["prompt"].size()) + cfg["beam"]["max_new_tokens"].get<int32_t>();
-    TS_CHECK(region > 0, "check: config.prompt and config.beam.max_new_tokens give an empty copy");
+    // The copy size, from the header's config: every field with its type
+    // and range, the sum in 64 bits (a copy no trace's slots can hold is refused).
+    JsonObjectReader hr(h, t.origin() + ": header");
+    JsonObjectReader cfg = hr.object("config");
+    const json& prompt = cfg.raw("prompt");
+    TS_CHECK(prompt.is_array(), cfg.where("prompt") << " must be an array of token ids, got " << json_brief(prompt));
+    const int64_t max_new = cfg.object("beam").get_int("max_new_tokens", 0, kTraceMaxSlots);
+    const int64_t copy = static_cast<int64_t>(prompt.size()) + max_new;
+    TS_CHECK(copy > 0 && copy <= kTraceMaxSlots, cfg.where("prompt") << " (" << prompt.size() << " tokens) + config.beam.max_new_tokens ("
+                                                                      << max_new << ") = " << copy
+                                                                      << " slots per copy, must be in [1, " << kTraceMaxSlots << "]");
+    region = static_cast<int32_t>(copy);
   }
-  const std::set<int32_t> gc_after = trace_gc_after_forward_steps(t.records());
+  const std::set<int32_t> gc_after = t.gc_after_forward_steps();
   StepView v;
   ForwardView draft;
   bool first = true;
@@ -135,6 +143,10 @@ MaskCheckReport mask_check_trace(const TraceReplay& t, size_t limit) {
     first = false;
     if (copies) {
       if (!v.forward) continue;
+      for (size_t r = 0; r < v.forward->slots.size(); ++r)
+        TS_CHECK(v.forward->slots[r] >= 0 && v.forward->slots[r] < kTraceMaxSlots,
+                 t.origin() << ": step " << step << ": forward.slots[" << r << "] = " << v.forward->slots[r] << " must be in [0, "
+                            << kTraceMaxSlots << ")");
       ++rep.passes;
       rep.rows += v.forward->mask.rows;
       rep.violation_count += mask_check_copies(v, *v.forward, region, rep.violations, limit);
