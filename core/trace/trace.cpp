@@ -1,6 +1,7 @@
 #include "core/trace/trace.h"
 
 #include <climits>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <set>
@@ -151,9 +152,24 @@ std::string trace_verify_kind(const json& header) {
   return "";
 }
 
+json trace_logprob(double logprob) {
+  // JSON has no infinities (nlohmann would write null): -inf, a token of
+  // probability 0, is the string "-inf" (docs/trace-format.md).
+  if (std::isinf(logprob) && logprob < 0) return "-inf";
+  return logprob;
+}
+
+std::optional<double> trace_logprob_parse(const json& j) {
+  if (j.is_number()) return j.get<double>();
+  if (j.is_string() && j.get_ref<const std::string&>() == "-inf") return -HUGE_VAL;
+  return std::nullopt;
+}
+
 json trace_node(const TreeNode& n) {
-  return {{"id", n.id},       {"parent", n.parent},   {"token", n.token}, {"depth", n.depth},
-          {"slot", n.slot},   {"logprob", n.logprob}, {"status", std::string(node_status_name(n.status))}};
+  return {{"id", n.id},     {"parent", n.parent},
+          {"token", n.token}, {"depth", n.depth},
+          {"slot", n.slot},   {"logprob", trace_logprob(n.logprob)},
+          {"status", std::string(node_status_name(n.status))}};
 }
 
 json trace_mask(const BitMask& m) {

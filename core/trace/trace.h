@@ -3,6 +3,7 @@
 // integer version; readers accept [kTraceMinVersion, kTraceVersion].
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -84,6 +85,10 @@ std::string trace_verify_kind(const json& header);
 json trace_header(const std::string& algorithm, const std::string& backend, const json& config, const json& model,
                   const std::vector<std::string>& vocab, const std::string& verify_kind = "");
 json trace_node(const TreeNode& n);
+// A node's logprob as written (-inf as the string "-inf") and read back
+// (nullopt for anything but a number or "-inf").
+json trace_logprob(double logprob);
+std::optional<double> trace_logprob_parse(const json& j);
 json trace_mask(const BitMask& m);  // {"cols": N, "rows": ["hex", ...]}
 BitMask trace_mask_parse(const json& j, const std::string& where);
 json trace_keyframe(int32_t step, const TokenTree& tree, int32_t num_slots);

@@ -32,8 +32,9 @@ TreeNode node_from_json(const json& j, const std::string& where) {
   n.token = get_i32(j, "token", where);
   n.depth = get_i32(j, "depth", where, 0);
   n.slot = get_i32(j, "slot", where, kNoSlot, kTraceMaxSlots - 1);
-  TS_CHECK(j.contains("logprob") && j["logprob"].is_number(), where << ": field logprob must be a number");
-  n.logprob = j["logprob"].get<double>();
+  const auto lp = j.contains("logprob") ? trace_logprob_parse(j["logprob"]) : std::nullopt;
+  TS_CHECK(lp, where << ": field logprob must be a number or \"-inf\"");
+  n.logprob = *lp;
   TS_CHECK(j.contains("status") && j["status"].is_string(), where << ": field status must be a string");
   try {
     n.status = node_status_parse(j["status"].get<std::string>());

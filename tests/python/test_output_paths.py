@@ -1,5 +1,7 @@
 """Two Python TraceWriters on one path (issue 27): each writes its own
 temporary, so the trace left is one writer's, whole, and none is left over."""
+import numpy as np
+
 import triescope
 
 VOCAB = ["a", "b", "c"]
@@ -7,7 +9,7 @@ VOCAB = ["a", "b", "c"]
 
 def write_chain(w, n):
     for i in range(n):
-        w.step(added=[(i - 1, i % 3, i)], queries=[i], mask=[[1] * (i + 1)], positions=[i])
+        w.step(added=[(i - 1, i % 3, i)], queries=[i], mask=np.ones((1, i + 1), dtype=bool), positions=[i])
 
 
 def test_two_writers_on_one_path(tmp_path):
