@@ -5,6 +5,7 @@
 #include <climits>
 #include <bit>
 #include <cstring>
+#include <filesystem>
 
 #include "core/common/error.h"
 #include "core/config/json_reader.h"
@@ -152,6 +153,9 @@ TraceReplay::TraceReplay(std::vector<json> records, std::string origin)
 }
 
 TraceReplay TraceReplay::open(const std::string& path, std::string* warning) {
+  // A pipe (`inspect <(zcat t.jsonl.gz)`) cannot be read twice: it is read whole.
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec)) return TraceReplay(trace_read(path, warning), path);
   TraceReplay t;
   t.origin_ = path;
   t.file_ = TraceFileIndex::open(path, warning);

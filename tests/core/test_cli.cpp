@@ -171,3 +171,21 @@ TEST_CASE("cli run --out -: the trace on standard output, the report on standard
   CHECK_THAT(out, Catch::Contains(R"("kind":"summary")"));
   CHECK_FALSE(fs::exists("-"));
 }
+
+TEST_CASE("cli check and inspect read a trace from a pipe", "[cli]") {
+  const fs::path d = scratch();
+  REQUIRE(run("run " + kSamples + "figure1_once_upon_a_time.json --quiet --out " + (d / "p.jsonl").string()).code == 0);
+  auto c = run("check /dev/stdin < " + (d / "p.jsonl").string());
+  CHECK(c.code == 0);
+  auto i = run("inspect /dev/stdin --step 2 < " + (d / "p.jsonl").string());
+  CHECK(i.code == 0);
+  CHECK_THAT(i.out, Catch::Contains("garbage collection: 7 -> 6 slots"));
+  const std::string fifo_cmd = "sh -c 'cat " + (d / "p.jsonl").string() + " | " + std::string(TRIESCOPE_BINARY_DIR) + "/app/triescope check /dev/stdin'";
+  FILE* p = popen(fifo_cmd.c_str(), "r");
+  REQUIRE(p != nullptr);
+  std::array<char, 4096> buf{};
+  std::string out;
+  while (size_t n = fread(buf.data(), 1, buf.size(), p)) out.append(buf.data(), n);
+  CHECK(pclose(p) == 0);
+  CHECK_THAT(out, Catch::Contains("every mask row and position id follows the ancestor rule"));
+}
