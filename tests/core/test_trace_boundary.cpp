@@ -4,6 +4,7 @@
 // what the in-memory one gives. Each finding's case failed on 9ae4cdc.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -172,4 +173,33 @@ TEST_CASE("streamed replay: a record the skim misreads is caught when it is pars
   const std::string text = external_trace(node(0, -1, 0, 0)) + R"({"kind":"step","step":1,"\u0073tep":0})" + "\n";
   const fs::path p = write_trace("twice.jsonl", text);
   CHECK(error_of([&] { TraceReplay::open(p.string()).at(1); }) == p.string() + ":3: fields kind and step are ambiguous (a key given twice?)");
+}
+
+TEST_CASE("streamed replay: the index skims records of any JSON layout as the parser reads them", "[trace][replay]") {
+  // Whitespace everywhere, strings holding quotes, backslashes and brackets,
+  // nested containers before kind and step, keys in any order, CRLF line ends.
+  const std::string text =
+      R"({"kind":"header","schema":"triescope.trace","version":2,"algorithm":"external","config":{"engine":"x\"}]{["}})"
+      "\r\n"
+      R"(  { "note" : "a \\\" } ] [ {" , "nested" : [ { "step" : 9 , "kind" : "gc" } , [ ] ] , "kind" : "step" , "step" : 0 ,)"
+      R"( "phase" : "prefill" , "added" : [ {"id":0,"parent":-1,"token":1,"depth":0,"slot":0,"logprob":"-inf","status":"live"} ] }  )"
+      "\r\n\n"
+      R"({"step":1,"added":[{"id":1,"parent":0,"token":2,"depth":1,"slot":1,"logprob":-0.5,"status":"live"}],"kind":"step","phase":"forward",)"
+      R"("forward":{"queries":[1],"positions":[1],"slots":[1],"mask":{"cols":2,"rows":["03"]}}})"
+      "\n"
+      R"({"kind":"summary","outputs":[]})"
+      "\n";
+  const fs::path p = write_trace("layout.jsonl", text);
+  const TraceReplay mem(trace_read(p.string()), p.string());
+  const TraceReplay file = TraceReplay::open(p.string());
+  CHECK(file.steps() == std::vector<int32_t>{0, 1});
+  CHECK(file.steps() == mem.steps());
+  CHECK(file.header() == mem.header());
+  const StepView a = mem.at(1), b = file.at(1);
+  REQUIRE(b.nodes.size() == 2);
+  CHECK(a.nodes.size() == b.nodes.size());
+  CHECK(b.nodes[0].logprob == -HUGE_VAL);  // "-inf" read back
+  CHECK(b.added == std::vector<int32_t>{1});
+  CHECK(mask_check_trace(file).ok());
+  CHECK(file.summary() != nullptr);
 }
