@@ -94,6 +94,14 @@ TEST_CASE("a device node at the output path is written, never replaced", "[trace
   CHECK(S_ISCHR(st.st_mode));  // 9ae4cdc: a regular file with the trace
   CHECK(st.st_rdev == makedev(1, 3));
   CHECK(temps_in(d).empty());
+  // /dev/full-like: the write fails with a named error; the device stays.
+  const fs::path full = d / "full";
+  REQUIRE(::mknod(full.c_str(), S_IFCHR | 0666, makedev(1, 7)) == 0);
+  const std::string big(1 << 16, 'x');
+  CHECK(error_of([&] { file_write_atomic(full.string(), big); }).rfind(full.string() + ": write failed", 0) == 0);
+  REQUIRE(::lstat(full.c_str(), &st) == 0);
+  CHECK(S_ISCHR(st.st_mode));
+  CHECK(temps_in(d).empty());
   fs::remove_all(d);
 }
 
