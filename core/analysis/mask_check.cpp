@@ -179,6 +179,7 @@ MaskCheckReport mask_check_trace(const TraceReplay& t, size_t limit) {
       }
     }
   }
+  t.parse_unreplayed_records();  // a streamed trace: every record read once, none unparsed
   return rep;
 }
 

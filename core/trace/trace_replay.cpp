@@ -211,6 +211,18 @@ std::set<int32_t> TraceReplay::gc_after_forward_steps() const {
   return out;
 }
 
+void TraceReplay::parse_unreplayed_records() const {
+  if (!file_) return;
+  reader_boundary(origin_, [&] {
+    json scratch;
+    for (size_t i = 1; i < index_.size(); ++i) {
+      const TraceRecordEntry& e = index_[i];
+      const bool replayed = (e.kind == TraceRecordKind::step || e.kind == TraceRecordKind::gc) && e.step <= last_step();
+      if (!replayed) file_->read(i, scratch);
+    }
+  });
+}
+
 const json* TraceReplay::summary() const {
   for (size_t i = index_.size(); i-- > 0;)
     if (index_[i].kind == TraceRecordKind::summary) {

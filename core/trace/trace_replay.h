@@ -56,6 +56,11 @@ class TraceReplay {
   const nlohmann::json* summary() const;
   // Every record in memory; a streamed replay (open()) holds none: Error.
   const std::vector<nlohmann::json>& records() const;
+  // Parses every record a replay of all steps does not (keyframes, the
+  // summary, records after the last step record), so a streamed reader
+  // refuses what trace_read would: `check` reads every record once this way.
+  // Nothing for a replay in memory (trace_read parsed them all).
+  void parse_unreplayed_records() const;
   // Steps whose gc record follows their step record (trace_gc_after_forward_steps),
   // from the index: no record parsed.
   std::set<int32_t> gc_after_forward_steps() const;

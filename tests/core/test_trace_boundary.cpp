@@ -203,3 +203,15 @@ TEST_CASE("streamed replay: the index skims records of any JSON layout as the pa
   CHECK(mask_check_trace(file).ok());
   CHECK(file.summary() != nullptr);
 }
+
+TEST_CASE("streamed check parses every record once: a malformed summary or last keyframe is still refused", "[trace][check]") {
+  // The replay never needs the summary or the keyframe after the last step;
+  // check must refuse them as trace_read did.
+  const std::string base = external_trace(node(0, -1, 0, 0));
+  const fs::path p = write_trace("summary.jsonl", base + R"({"kind":"summary","outputs":[1,,2]})" + "\n");
+  CHECK(error_of([&] { mask_check_trace(TraceReplay::open(p.string())); }).rfind(p.string() + ":3:", 0) == 0);
+  const fs::path q = write_trace("keyframe.jsonl", base + R"({"kind":"keyframe","step":0,"nodes":[01]})" + "\n");
+  CHECK(error_of([&] { mask_check_trace(TraceReplay::open(q.string())); }).rfind(q.string() + ":3:", 0) == 0);
+  // Read for one step only, as inspect does, the summary is not needed.
+  CHECK(error_of([&] { TraceReplay::open(p.string()).at(0); }) == "no error");
+}
