@@ -1,10 +1,10 @@
 // `triescope check`'s replay (mask_check_trace) over a trace, read both ways:
 // in memory (trace_read + TraceReplay) and streamed (TraceReplay::open, the
 // index the CLI uses). Either may refuse the input with Error; when both read
-// it, their reports must agree. (The streamed reader parses only the records
-// a step needs, so it may accept a file whose unused last keyframe the
-// in-memory reader refuses, and it refuses a record whose kind or step its
-// skim and the parser read differently; neither is a finding.)
+// it, their reports must agree. (Their errors may differ: the streamed reader
+// names a record's file line where the in-memory one counts records, and it
+// refuses a record whose kind or step its skim and the parser read
+// differently; neither is a finding.)
 #include <string>
 
 #include "core/analysis/mask_check.h"
