@@ -131,7 +131,7 @@ TEST_CASE("'-' as the output path is standard output", "[trace][output]") {
   CHECK_FALSE(fs::exists("-"));
 }
 
-TEST_CASE("a symlink at the output path is followed; a loop is refused, named", "[trace][output]") {
+TEST_CASE("a symlink at the output path is followed, a loop refused by name", "[trace][output]") {
   const fs::path d = fresh_dir("symlink");
   const fs::path target = d / "real.jsonl", link = d / "link.jsonl", link2 = d / "link2.jsonl";
   file_write_atomic(target.string(), "old");
