@@ -1,5 +1,6 @@
 #include <cstdio>
 #include <iostream>
+#include <new>
 #include <string>
 
 #include "app/commands.h"
@@ -8,6 +9,8 @@
 #include "core/decode/algorithm.h"
 #include "core/decode/backend.h"
 #ifdef TRIESCOPE_WITH_TORCH
+#include <c10/util/Exception.h>
+
 #include "core/model/torch/torch_transformer.h"
 #endif
 #ifdef TRIESCOPE_WITH_CUDA
@@ -81,6 +84,15 @@ int cli_main(int argc, char** argv) {
     return 2;
   } catch (const Error& e) {
     std::cerr << "triescope " << cmd << ": error: " << e.what() << "\n";
+    return 2;
+#ifdef TRIESCOPE_WITH_TORCH
+  } catch (const c10::Error& e) {  // one the transformer did not name itself: its message, never its backtrace
+    const std::string msg = e.what_without_backtrace();
+    std::cerr << "triescope " << cmd << ": error: LibTorch: " << msg.substr(0, msg.find('\n')) << "\n";
+    return 2;
+#endif
+  } catch (const std::bad_alloc&) {
+    std::cerr << "triescope " << cmd << ": error: out of host memory; lower the beams or the prompt, or use attention \"auto\" or \"tree_kernel\"\n";
     return 2;
   } catch (const std::exception& e) {
     std::cerr << "triescope " << cmd << ": internal error: " << e.what() << "\n";

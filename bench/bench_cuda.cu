@@ -11,8 +11,9 @@
 //      replay and plain launches) vs the paper's Algorithm 2 listing in LibTorch on the
 //      device vs the CPU reference, at the paper's configuration over |C|,
 //      over |V|, and the App. D branch-factor sweep (bench_static below).
-// Flags: --reps N, --static (section 4 only), --quick (section 4 at smoke
-// sizes), --no-static (sections 1-3 only).
+// Flags: --reps N, --static (section 4 only), --paper (section 4's paper
+// configuration only), --quick (section 4 at smoke sizes), --no-static
+// (sections 1-3 only).
 // Bytes are counted as the minimum a kernel must read plus write.
 #include <cuda_runtime.h>
 
@@ -21,6 +22,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -33,6 +35,8 @@
 #include "cuda/kv_compact.cuh"
 #include "cuda/static/static_constraint_cuda.h"
 #include "cuda/synthetic_logits.cuh"
+#include "bench/legacy_selection.cuh"
+#include "bench/topk_twin_check.h"
 
 using namespace triescope;
 using namespace triescope::cuda;
@@ -47,6 +51,35 @@ double time_ms(F&& fn) {  // median of g_reps runs after one warm-up
 }
 
 double gbps(double bytes, double ms) { return bytes / (ms * 1e-3) / 1e9; }
+
+// Medians of a and b on the default stream, their reps interleaved (a, b, a,
+// b, ...) after one warm-up of each, so the two share the machine's state.
+std::pair<double, double> interleaved_ms(const std::function<void()>& a, const std::function<void()>& b) {
+  cudaEvent_t e0, e1;
+  TS_CUDA_CHECK(cudaEventCreate(&e0), "bench: event");
+  TS_CUDA_CHECK(cudaEventCreate(&e1), "bench: event");
+  const auto once = [&](const std::function<void()>& f) {
+    TS_CUDA_CHECK(cudaEventRecord(e0), "bench: record");
+    f();
+    TS_CUDA_CHECK(cudaEventRecord(e1), "bench: record");
+    TS_CUDA_CHECK(cudaEventSynchronize(e1), "bench: sync");
+    float t = 0;
+    TS_CUDA_CHECK(cudaEventElapsedTime(&t, e0, e1), "bench: elapsed");
+    return static_cast<double>(t);
+  };
+  std::vector<double> ta, tb;
+  for (int rep = -1; rep < g_reps; ++rep) {
+    const double x = once(a), y = once(b);
+    if (rep < 0) continue;
+    ta.push_back(x);
+    tb.push_back(y);
+  }
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+  std::sort(ta.begin(), ta.end());
+  std::sort(tb.begin(), tb.end());
+  return {ta[ta.size() / 2], tb[tb.size() / 2]};
+}
 
 void report(const char* what, double bytes, double ms, double copy_gbps) {
   const double g = gbps(bytes, ms);
@@ -66,13 +99,16 @@ void status_ok(DeviceBuffer<KernelStatus>& s, const char* what) { status_check(s
 // ---- 4. STATIC constraint step ------------------------------------------------
 
 struct StaticRow {
-  double graph_ms = -1, launch_ms = -1, torch_ms = -1, cpu_ms = -1;
+  double graph_ms = -1, launch_ms = -1, torch_ms = -1, cpu_ms = -1, free_ms = -1, old_ms = -1;
   int64_t device_bytes = 0, torch_bytes = 0;
 };
 
 // Fused step timings: from the root (one live beam per batch, HF style), L
 // steps with advance on the device; median over reps of (events around the L
 // steps) / L. only_step >= 0: that step alone, beams in p.states[only_step].
+// The kernels before the radix select (bench/legacy_selection.cu) run the same
+// steps as CUDA graphs, rep by rep between the new kernel's reps; both end in
+// the same beams (states, scores, picks), or the bench stops.
 StaticRow time_fused(const bench::StaticProblem& p, int32_t groups, int32_t k, int32_t only_step, bool write_masked) {
   StaticRow r;
   const DeviceTransitionMatrix dm(p.tm);
@@ -82,6 +118,7 @@ StaticRow time_fused(const bench::StaticProblem& p, int32_t groups, int32_t k, i
   cudaStream_t stream = nullptr;
   TS_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "bench: stream");
   StaticStepCuda st(dm, n, groups, k, stream);
+  StaticStepCuda old(dm, n, groups, k, stream, &bench::legacy::static_step);
   std::vector<int64_t> root(static_cast<size_t>(n), -1);
   std::vector<double> root_scores(static_cast<size_t>(n), -INFINITY);
   for (int32_t g = 0; g < groups; ++g) {
@@ -91,36 +128,123 @@ StaticRow time_fused(const bench::StaticProblem& p, int32_t groups, int32_t k, i
   const int32_t L = p.tm.length;
   const bool advance = only_step < 0;
   const int32_t steps = advance ? L : 1;
-  const auto reset = [&] {
-    if (advance) st.reset(root, root_scores, 0);
-    else st.reset(p.states[static_cast<size_t>(only_step)], std::vector<double>(static_cast<size_t>(n), 0.0), only_step);
+  const auto reset = [&](StaticStepCuda& s) {
+    if (advance) s.reset(root, root_scores, 0);
+    else s.reset(p.states[static_cast<size_t>(only_step)], std::vector<double>(static_cast<size_t>(n), 0.0), only_step);
   };
   cudaEvent_t a, b;
   TS_CUDA_CHECK(cudaEventCreate(&a), "bench: event");
   TS_CUDA_CHECK(cudaEventCreate(&b), "bench: event");
-  for (int graph = 1; graph >= 0; --graph) {
-    std::vector<double> ms;
-    for (int rep = -1; rep < g_reps; ++rep) {  // rep -1: warm-up (and the graph's capture)
-      reset();
-      TS_CUDA_CHECK(cudaEventRecord(a, stream), "bench: record");
-      for (int32_t t = 0; t < steps; ++t) {
-        if (graph) st.graph_launch(d_logits.data(), write_masked, advance);
-        else st.launch(d_logits.data(), write_masked, advance);
-      }
-      TS_CUDA_CHECK(cudaEventRecord(b, stream), "bench: record");
-      TS_CUDA_CHECK(cudaEventSynchronize(b), "bench: sync");
-      float t = 0;
-      TS_CUDA_CHECK(cudaEventElapsedTime(&t, a, b), "bench: elapsed");
-      if (rep >= 0) ms.push_back(t / steps);
+  const auto run_ms = [&](StaticStepCuda& s, bool graph) {
+    reset(s);
+    TS_CUDA_CHECK(cudaEventRecord(a, stream), "bench: record");
+    for (int32_t t = 0; t < steps; ++t) {
+      if (graph) s.graph_launch(d_logits.data(), write_masked, advance);
+      else s.launch(d_logits.data(), write_masked, advance);
     }
-    st.check("bench: static step");
-    std::sort(ms.begin(), ms.end());
-    (graph ? r.graph_ms : r.launch_ms) = ms[ms.size() / 2];
+    TS_CUDA_CHECK(cudaEventRecord(b, stream), "bench: record");
+    TS_CUDA_CHECK(cudaEventSynchronize(b), "bench: sync");
+    float t = 0;
+    TS_CUDA_CHECK(cudaEventElapsedTime(&t, a, b), "bench: elapsed");
+    return static_cast<double>(t) / steps;
+  };
+  std::vector<double> graph_ms, launch_ms, old_ms;
+  for (int rep = -1; rep < g_reps; ++rep) {  // rep -1: warm-up (and the graphs' capture)
+    const double g = run_ms(st, true), o = run_ms(old, true), l = run_ms(st, false);
+    if (rep < 0) continue;
+    graph_ms.push_back(g);
+    old_ms.push_back(o);
+    launch_ms.push_back(l);
   }
+  st.check("bench: static step");
+  old.check("bench: legacy static step");
+  const StaticStepHost x = st.download(false), y = old.download(false);
+  if (x.top_flat != y.top_flat || x.top_next != y.top_next || x.top_count != y.top_count || x.top_score != y.top_score ||
+      x.states != y.states) {
+    std::fprintf(stderr, "bench_cuda: the STATIC step's picks differ between the new and the legacy kernels\n");
+    std::exit(1);
+  }
+  const auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  r.graph_ms = median(graph_ms);
+  r.launch_ms = median(launch_ms);
+  r.old_ms = median(old_ms);
   cudaEventDestroy(a);
   cudaEventDestroy(b);
   cudaStreamDestroy(stream);
   return r;
+}
+
+// The same step without the constraint: log-softmax of every row and the
+// top k per group over the whole vocabulary, with the same selection kernels
+// (topk_candidates), captured as one CUDA graph like the fused step (2
+// launches, then 2 per group). What the fused step costs beyond it is the
+// constraint's own overhead.
+double time_unconstrained(const bench::StaticProblem& p, int32_t groups, int32_t k) {
+  const int32_t n = p.rows, M = n / groups, V = p.tm.vocab_size;
+  auto d_logits = upload(p.logits);
+  DeviceBuffer<double> lp(static_cast<size_t>(n) * V, "logprobs"), lse_ws(static_cast<size_t>(log_softmax_workspace_size(n, V)), "lse ws");
+  const auto entries = static_cast<size_t>(topk_candidates_workspace_size(M, V, k));
+  DeviceBuffer<double> beam(static_cast<size_t>(n), "beam"), ws_s(entries * groups, "ws"), out_s(static_cast<size_t>(k) * groups, "out");
+  DeviceBuffer<int64_t> ws_f(entries * groups, "ws"), out_f(static_cast<size_t>(k) * groups, "out");
+  DeviceBuffer<int32_t> count(static_cast<size_t>(groups), "count");
+  TS_CUDA_CHECK(cudaMemset(beam.data(), 0, beam.bytes()), "bench: beam scores");
+  LogSoftmaxParams s;
+  s.logits = d_logits.data();
+  s.logits_rows = n;
+  s.vocab = V;
+  s.num_rows = n;
+  s.out = lp.data();
+  s.workspace = lse_ws.data();
+  cudaStream_t stream = nullptr;
+  TS_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "bench: stream");
+  const auto step = [&] {
+    log_softmax_rows(s, stream);
+    for (int32_t g = 0; g < groups; ++g) {
+      TopkCandidatesParams t;
+      t.logprobs = lp.data() + static_cast<size_t>(g) * M * V;
+      t.beam_scores = beam.data() + static_cast<size_t>(g) * M;
+      t.num_rows = M;
+      t.vocab = V;
+      t.k = k;
+      t.workspace_score = ws_s.data() + entries * g;
+      t.workspace_flat = ws_f.data() + entries * g;
+      t.out_score = out_s.data() + static_cast<size_t>(k) * g;
+      t.out_flat = out_f.data() + static_cast<size_t>(k) * g;
+      t.out_count = count.data() + g;
+      topk_candidates(t, stream);
+    }
+  };
+  step();  // warm-up (and the kernels' shared-memory attributes) outside the capture
+  TS_CUDA_CHECK(cudaStreamSynchronize(stream), "bench: warm-up");
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  TS_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "bench: capture");
+  step();
+  TS_CUDA_CHECK(cudaStreamEndCapture(stream, &graph), "bench: capture");
+  TS_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0), "bench: instantiate");
+  cudaEvent_t a, b;
+  TS_CUDA_CHECK(cudaEventCreate(&a), "bench: event");
+  TS_CUDA_CHECK(cudaEventCreate(&b), "bench: event");
+  std::vector<double> ms;
+  for (int rep = -1; rep < g_reps; ++rep) {
+    TS_CUDA_CHECK(cudaEventRecord(a, stream), "bench: record");
+    TS_CUDA_CHECK(cudaGraphLaunch(exec, stream), "bench: graph launch");
+    TS_CUDA_CHECK(cudaEventRecord(b, stream), "bench: record");
+    TS_CUDA_CHECK(cudaEventSynchronize(b), "bench: sync");
+    float t = 0;
+    TS_CUDA_CHECK(cudaEventElapsedTime(&t, a, b), "bench: elapsed");
+    if (rep >= 0) ms.push_back(t);
+  }
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(stream);
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
 }
 
 bool fits_on_device(const bench::StaticProblem& p, double factor) {
@@ -131,14 +255,17 @@ bool fits_on_device(const bench::StaticProblem& p, double factor) {
 }
 
 void static_header() {
-  std::printf("%-10s %6s %3s %2s %-8s %10s %10s %10s %10s %8s %8s %8s %9s %9s\n", "|C|", "|V|", "L", "d", "layout", "graph_ms", "launch_ms",
-              "torch_ms", "cpu_ms", "torch/us", "cpu/us", "dev_MB", "MB/1M", "torch_MB");
+  std::printf("%-10s %6s %3s %2s %-8s %10s %10s %10s %10s %10s %10s %8s %8s %8s %8s %8s %9s %9s\n", "|C|", "|V|", "L", "d", "layout",
+              "graph_ms", "launch_ms", "old_ms", "free_ms", "torch_ms", "cpu_ms", "cons_us", "old/us", "torch/us", "cpu/us", "dev_MB", "MB/1M",
+              "torch_MB");
 }
 
 void static_line(int64_t items, int32_t V, int32_t L, int32_t d, CsrLayout layout, const StaticRow& r) {
   const auto ratio = [&](double x) { return x > 0 && r.graph_ms > 0 ? x / r.graph_ms : -1.0; };
-  std::printf("%-10lld %6d %3d %2d %-8s %10.4f %10.4f %10.4f %10.4f %8.1f %8.1f %8.1f %9.2f %9.1f\n", static_cast<long long>(items), V, L, d,
-              csr_layout_name(layout), r.graph_ms, r.launch_ms, r.torch_ms, r.cpu_ms, ratio(r.torch_ms), ratio(r.cpu_ms), r.device_bytes / 1e6,
+  const double cons_us = r.free_ms > 0 && r.graph_ms > 0 ? 1000.0 * (r.graph_ms - r.free_ms) : 0.0;
+  std::printf("%-10lld %6d %3d %2d %-8s %10.4f %10.4f %10.4f %10.4f %10.4f %10.4f %8.1f %8.1f %8.1f %8.1f %8.1f %9.2f %9.1f\n",
+              static_cast<long long>(items), V, L, d, csr_layout_name(layout), r.graph_ms, r.launch_ms, r.old_ms, r.free_ms, r.torch_ms, r.cpu_ms,
+              cons_us, ratio(r.old_ms), ratio(r.torch_ms), ratio(r.cpu_ms), r.device_bytes / 1e6,
               static_cast<double>(r.device_bytes) / static_cast<double>(items), r.torch_bytes / 1e6);
   std::fflush(stdout);
 }
@@ -161,6 +288,7 @@ void static_case(const ConstraintSet& set, int32_t d, CsrLayout layout, int32_t 
     return;
   }
   StaticRow r = time_fused(p, batch, k, only_step, write_masked);
+  r.free_ms = time_unconstrained(p, batch, k);
   std::string why;
   r.torch_ms = bench::static_listing_torch_step_ms(p, "cuda", batch, k, g_reps, &why, &r.torch_bytes, only_step);
   r.cpu_ms = bench::static_cpu_step_ms(p, batch, k, cpu_reps, only_step);
@@ -168,11 +296,13 @@ void static_case(const ConstraintSet& set, int32_t d, CsrLayout layout, int32_t 
   if (r.torch_ms < 0) std::printf("  (LibTorch on CUDA not measured: %s)\n", why.c_str());
 }
 
-void bench_static(bool quick) {
+void bench_static(bool quick, bool paper_only) {
   std::printf("\nSTATIC constraint step: ms per decoding step (mean over the L steps from the root, median of %d reps); fused = "
               "%d kernels per step, graph = one cudaGraphLaunch per step; torch = the paper's Algorithm 2 listing in LibTorch ops on this "
-              "device; cpu = core's reference (one thread). torch/us and cpu/us: ratios to the fused graph step. MB/1M = device "
-              "bytes per 1M items.\n",
+              "device; cpu = core's reference (one thread); old = the k-round kernels this replaced (bench/legacy_selection.cu, graph replay, "
+              "rep by rep between the new kernel's reps, picks asserted equal); free = the same step without the constraint (log-softmax + topk_candidates per "
+              "group over the whole vocabulary: 2 launches, then 2 per group, one CUDA graph); cons_us = graph - free, the constraint's own cost. old/us, torch/us "
+              "and cpu/us: ratios to the fused graph step. MB/1M = device bytes per 1M items.\n",
               g_reps, kStaticStepKernels);
   const int32_t batch = 2, beam = 70, L = 8;
   // (a) the paper's configuration over |C| (Sec. 5: batch 2, beam 70, |V| = 2048, L = 8, d = 2)
@@ -189,6 +319,7 @@ void bench_static(bool quick) {
     }
     for (CsrLayout layout : {CsrLayout::stacked, CsrLayout::compact}) static_case(set, 2, layout, batch, beam, -1, quick ? 2 : 3, false);
   }
+  if (paper_only) return;
   // (b) |V| sweep at |C| = 1e7 (the paper's Figure 3); d = 2 where the dense tables fit (App. B), else 1
   const int64_t v_items = quick ? 100000 : 10000000;
   std::printf("\n(b) |V| sweep: |C| = %lld, batch %d, beam %d, L = %d\n", static_cast<long long>(v_items), batch, beam, L);
@@ -230,15 +361,16 @@ void bench_static(bool quick) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool run_static = true, only_static = false, quick = false;
+  bool run_static = true, only_static = false, quick = false, paper = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--reps" && i + 1 < argc) g_reps = std::max(1, std::atoi(argv[++i]));
     else if (a == "--static") only_static = true;
     else if (a == "--quick") only_static = quick = true;
+    else if (a == "--paper") only_static = paper = true;
     else if (a == "--no-static") run_static = false;
     else {
-      std::fprintf(stderr, "bench_cuda: unknown argument %s (use --reps N, --static, --quick, --no-static)\n", a.c_str());
+      std::fprintf(stderr, "bench_cuda: unknown argument %s (use --reps N, --static, --paper, --quick, --no-static)\n", a.c_str());
       return 2;
     }
   }
@@ -256,7 +388,7 @@ int main(int argc, char** argv) {
     std::printf("device: %s (sm_%d%d, %d SMs, L2 %d MiB), driver %d, runtime %d, median of %d reps\n", prop.name, prop.major,
                 prop.minor, prop.multiProcessorCount, prop.l2CacheSize >> 20, driver, runtime, g_reps);
     if (only_static) {
-      bench_static(quick);
+      bench_static(quick, paper);
       return 0;
     }
     DeviceBuffer<KernelStatus> status(1, "status");
@@ -402,8 +534,10 @@ int main(int argc, char** argv) {
       std::vector<double> beam(b);
       for (auto& x : beam) x = -double(rng() % 1000) / 100.0;
       auto d_beam = upload(beam);
-      DeviceBuffer<double> ws_s(static_cast<size_t>(b) * k, "ws"), out_s(k, "out");
-      DeviceBuffer<int64_t> ws_f(static_cast<size_t>(b) * k, "ws"), out_f(k, "out");
+      const auto ws_entries = static_cast<size_t>(topk_candidates_workspace_size(b, vocab, k));
+      DeviceBuffer<double> ws_s(ws_entries, "ws"), out_s(k, "out");
+      DeviceBuffer<int64_t> ws_f(ws_entries, "ws"), out_f(k, "out");
+      DeviceBuffer<double> ws_lse(static_cast<size_t>(log_softmax_workspace_size(b, vocab)), "lse ws");
       DeviceBuffer<int32_t> count(1, "count");
 
       SyntheticKvWriteParams w;
@@ -449,6 +583,7 @@ int main(int argc, char** argv) {
       s.vocab = vocab;
       s.num_rows = b;
       s.out = d_lp.data();
+      s.workspace = ws_lse.data();
       s.maybe_status = status.data();
       TopkCandidatesParams t;
       t.logprobs = d_lp.data();
@@ -461,24 +596,96 @@ int main(int argc, char** argv) {
       t.out_score = out_s.data();
       t.out_flat = out_f.data();
       t.out_count = count.data();
-      const double ms = time_ms([&] {
-        synthetic_kv_write(w, nullptr);
-        ancestor_mask_extend(e, nullptr);
-        synthetic_logits(l, nullptr);
-        log_softmax_rows(s, nullptr);
-        topk_candidates(t, nullptr);
-      });
+      const auto step_on = [&](cudaStream_t st) {
+        synthetic_kv_write(w, st);
+        ancestor_mask_extend(e, st);
+        synthetic_logits(l, st);
+        log_softmax_rows(s, st);
+        topk_candidates(t, st);
+      };
+      const auto whole_step = [&] { step_on(nullptr); };
+      const double ms = time_ms(whole_step);
       status_ok(status, "bench: beam step");
+      // The selection's outputs equal the CPU twin's on the same log-probs.
+      std::vector<double> lp(static_cast<size_t>(b) * vocab), got_s(static_cast<size_t>(k));
+      std::vector<int64_t> got_f(static_cast<size_t>(k));
+      TS_CUDA_CHECK(cudaMemcpy(lp.data(), d_lp.data(), lp.size() * sizeof(double), cudaMemcpyDeviceToHost), "bench: logprobs");
+      TS_CUDA_CHECK(cudaMemcpy(got_s.data(), out_s.data(), got_s.size() * sizeof(double), cudaMemcpyDeviceToHost), "bench: top-k");
+      TS_CUDA_CHECK(cudaMemcpy(got_f.data(), out_f.data(), got_f.size() * sizeof(int64_t), cudaMemcpyDeviceToHost), "bench: top-k");
+      const std::string mismatch = bench::topk_twin_mismatch(lp.data(), b, vocab, beam.data(), k, got_s.data(), got_f.data());
+      if (!mismatch.empty()) {
+        std::fprintf(stderr, "bench_cuda: beam step top-k differs from the CPU twin: %s\n", mismatch.c_str());
+        return 1;
+      }
       // minimum traffic: parent rows read + rows and mask written, mask read back,
       // the visible (token, position) pairs, logits written and read, logprobs
-      // written and read (k passes by the top-k rows kernel not counted)
+      // written and read once (the selection's repeated passes over a chunk not counted)
       const double visible = double(b) * (prompt + generated);
       const double bytes = 3.0 * b * words * 8 + b * words * 8 + visible * 8 + 2.0 * b * vocab * 4 + 2.0 * b * vocab * 8;
       char label[128];
-      std::snprintf(label, sizeof label, "beam step b=15, %d slots, vocab %d (5 kernels)", num_slots, vocab);
+      std::snprintf(label, sizeof label, "beam step b=15, %d slots, vocab %d (8 kernels)", num_slots, vocab);
       report(label, bytes, ms, copy_gbps);
+      {  // the same step as one CUDA graph (what a decoder replaying its step would pay)
+        cudaStream_t gs = nullptr;
+        TS_CUDA_CHECK(cudaStreamCreateWithFlags(&gs, cudaStreamNonBlocking), "bench: stream");
+        cudaGraph_t graph = nullptr;
+        cudaGraphExec_t exec = nullptr;
+        TS_CUDA_CHECK(cudaStreamBeginCapture(gs, cudaStreamCaptureModeThreadLocal), "bench: capture");
+        step_on(gs);
+        TS_CUDA_CHECK(cudaStreamEndCapture(gs, &graph), "bench: capture");
+        TS_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0), "bench: instantiate");
+        cudaEvent_t ea, eb;
+        TS_CUDA_CHECK(cudaEventCreate(&ea), "bench: event");
+        TS_CUDA_CHECK(cudaEventCreate(&eb), "bench: event");
+        std::vector<double> runs;
+        for (int rep = -1; rep < g_reps; ++rep) {
+          TS_CUDA_CHECK(cudaEventRecord(ea, gs), "bench: record");
+          TS_CUDA_CHECK(cudaGraphLaunch(exec, gs), "bench: graph launch");
+          TS_CUDA_CHECK(cudaEventRecord(eb, gs), "bench: record");
+          TS_CUDA_CHECK(cudaEventSynchronize(eb), "bench: sync");
+          float tm = 0;
+          TS_CUDA_CHECK(cudaEventElapsedTime(&tm, ea, eb), "bench: elapsed");
+          if (rep >= 0) runs.push_back(tm);
+        }
+        cudaEventDestroy(ea);
+        cudaEventDestroy(eb);
+        std::sort(runs.begin(), runs.end());
+        const double gms = runs[runs.size() / 2];
+        status_ok(status, "bench: beam step graph");
+        std::snprintf(label, sizeof label, "beam step b=15, vocab %d, as one CUDA graph", vocab);
+        report(label, bytes, gms, copy_gbps);
+        cudaGraphExecDestroy(exec);
+        cudaGraphDestroy(graph);
+        cudaStreamDestroy(gs);
+      }
+      // each part alone (the same inputs; top-k equal to the CPU twin, checked above)
+      const struct {
+        const char* name;
+        std::function<void()> run;
+      } parts[] = {{"kv write", [&] { synthetic_kv_write(w, nullptr); }},
+                   {"mask extend", [&] { ancestor_mask_extend(e, nullptr); }},
+                   {"synthetic logits", [&] { synthetic_logits(l, nullptr); }},
+                   {"log-softmax (2 kernels)", [&] { log_softmax_rows(s, nullptr); }},
+                   {"top-2b selection (2 kernels)", [&] { topk_candidates(t, nullptr); }}};
+      for (const auto& part : parts) {
+        const double pm = time_ms(part.run);
+        std::printf("  %-56s %10.4f ms\n", part.name, pm);
+      }
+      status_ok(status, "bench: beam step parts");
+      // the k-round kernels this replaced (bench/legacy_selection.cu), rep by rep with the new ones, same picks
+      const auto [new_ms, old_ms] = interleaved_ms([&] { topk_candidates(t, nullptr); }, [&] { bench::legacy::topk_candidates(t, nullptr); });
+      std::vector<double> old_s(static_cast<size_t>(k));
+      std::vector<int64_t> old_f(static_cast<size_t>(k));
+      TS_CUDA_CHECK(cudaMemcpy(old_s.data(), out_s.data(), old_s.size() * sizeof(double), cudaMemcpyDeviceToHost), "bench: top-k");
+      TS_CUDA_CHECK(cudaMemcpy(old_f.data(), out_f.data(), old_f.size() * sizeof(int64_t), cudaMemcpyDeviceToHost), "bench: top-k");
+      if (old_s != got_s || old_f != got_f) {
+        std::fprintf(stderr, "bench_cuda: the legacy top-k differs from the new one\n");
+        return 1;
+      }
+      std::printf("  %-56s %10.4f ms  (new %.4f ms in the same reps: %.1fx)\n", "top-2b selection, the k-round kernels it replaced", old_ms,
+                  new_ms, old_ms / new_ms);
     }
-    if (run_static) bench_static(false);
+    if (run_static) bench_static(false, false);
   } catch (const std::exception& ex) {
     std::fprintf(stderr, "bench_cuda: %s\n", ex.what());
     return 1;

@@ -80,6 +80,12 @@ int main(int argc, char** argv) {
   int prompts = 16, seeds = 2, max_new = 64, vocab = 128;
   double perturb = 0.15, peakiness = 0.75;
   std::string out = "docs/results";
+  for (int i = 1; i < argc; ++i)
+    if (std::string(argv[i]) == "--help" || std::string(argv[i]) == "-h") {
+      std::cout << "usage: bench_dsbd [--prompts 16] [--seeds 2] [--max-new 64] [--vocab 128] [--perturb 0.15] [--peakiness 0.75] "
+                   "[--out docs/results]\n";
+      return 0;
+    }
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i], v = argv[i + 1];
     if (k == "--prompts") prompts = std::stoi(v);

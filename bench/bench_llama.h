@@ -2,6 +2,7 @@
 // over defaults, and the small random-Llama configuration they run on.
 #pragma once
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <string>
 
@@ -16,6 +17,12 @@ using Options = std::map<std::string, std::string>;
 
 // Overrides `opts` from argv; false (with a message) on an unknown option.
 inline bool parse_options(int argc, char** argv, Options& opts, const char* prog) {
+  for (int i = 1; i < argc; ++i)
+    if (std::string(argv[i]) == "--help" || std::string(argv[i]) == "-h") {
+      std::printf("usage: %s [--option value ...]; options and their defaults:\n", prog);
+      for (const auto& [k, v] : opts) std::printf("  --%s %s\n", k.c_str(), v.empty() ? "\"\"" : v.c_str());
+      std::exit(0);
+    }
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i];
     if (k.rfind("--", 0) != 0 || !opts.count(k.substr(2))) {

@@ -4,7 +4,12 @@
 // one thread. A plain timed program.
 //
 //   bench_static_step --set ids.npy --vocab 2048 --logits logits.f32 --prefixes prefixes.i32
-//                     [--layout compact|stacked] [--reps 30] [--out result.json]
+//                     [--layout compact|stacked] [--reps 30] [--out result.json] [--serve]
+//
+// --serve: build the index, then decode once per "decode" line on stdin and
+// answer each with one JSON line {"wall_s", "cpu_s", "tokens"}: the peer
+// protocol's driver (bench/peer_protocol.py) interleaves these calls rep by
+// rep with the authors' decoder in its own process.
 //
 // logits.f32: float32 [L x 140 x |V|]; at step t, beam j of query g reads row
 // g * 70 + j of slice t. prefixes.i32: int32 [140 x L], ids of C.
@@ -119,12 +124,18 @@ std::vector<int32_t> full_vocab_decode(const TransitionMatrix& tm, const float* 
 int run(int argc, char** argv) {
   std::string set_path, logits_path, prefixes_path, layout = "compact", out_path;
   int32_t V = 2048, reps = 30, dense = 2;
+  bool serve = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto val = [&]() -> std::string {
       TS_CHECK(i + 1 < argc, "bench_static_step: " << a << " needs a value");
       return argv[++i];
     };
+    if (a == "--help" || a == "-h") {
+      std::printf("usage: bench_static_step --set ids.npy --vocab 2048 --logits logits.f32 --prefixes prefixes.i32\n"
+                  "                         [--layout compact|stacked] [--dense 2] [--reps 30] [--out result.json] [--serve]\n");
+      return 0;
+    }
     if (a == "--set") set_path = val();
     else if (a == "--logits") logits_path = val();
     else if (a == "--prefixes") prefixes_path = val();
@@ -133,6 +144,7 @@ int run(int argc, char** argv) {
     else if (a == "--vocab") V = std::stoi(val());
     else if (a == "--reps") reps = std::stoi(val());
     else if (a == "--dense") dense = std::stoi(val());
+    else if (a == "--serve") serve = true;
     else TS_FAIL("bench_static_step: unknown argument " << a);
   }
   TS_CHECK(!set_path.empty() && !logits_path.empty() && !prefixes_path.empty(), "bench_static_step: --set, --logits and --prefixes are required");
@@ -146,6 +158,19 @@ int run(int argc, char** argv) {
   const std::vector<int32_t> prefixes = read_array<int32_t>(prefixes_path, static_cast<size_t>(kRows) * L, "prefixes [140 x L]");
   auto row_of = [&](int32_t t, int32_t g, int32_t j) { return logits.data() + (static_cast<size_t>(t) * kRows + static_cast<size_t>(g) * kBeams + static_cast<size_t>(j)) * V; };
 
+  if (serve) {
+    std::printf("{\"ready\": true, \"build_s\": %.6f}\n", build_s);
+    std::fflush(stdout);
+    for (std::string line; std::getline(std::cin, line);) {
+      TS_CHECK(line == "decode", "bench_static_step --serve: expected \"decode\", got \"" << line << "\"");
+      const double w0 = wall_now(), c0 = cpu_now();
+      const StaticDecodeResult d = static_decode(tm, kGroups, kBeams, row_of);
+      const double c1 = cpu_now(), w1 = wall_now();
+      std::printf("%s\n", json({{"wall_s", w1 - w0}, {"cpu_s", c1 - c0}, {"tokens", d.tokens}}).dump().c_str());
+      std::fflush(stdout);
+    }
+    return 0;
+  }
   // Whole decodes (one warm-up).
   StaticDecodeResult dec = static_decode(tm, kGroups, kBeams, row_of);
   std::vector<double> wall, cpu;

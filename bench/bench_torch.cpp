@@ -14,7 +14,14 @@
 // parameters (overrides the shape options). --intermediate 0: 8/3 hidden
 // rounded up to 64. On a CUDA LibTorch the rows add the allocator's peak
 // allocated bytes during each decode (weights included) and that peak minus
-// what was allocated before the decode, per generated token.
+// what was allocated before the decode, per generated token. After each b, a
+// "phases" row per algorithm splits the decode's wall time: the first
+// forward (the prefill), then per later step the decoder's own host work
+// (everything outside forward: selection, trie/mask upkeep, KV GC), the
+// forward's host preparation (mask rows, CSR, cascade plan, uploads), its
+// enqueueing of the layers (on a GPU: launch cost) and the wait for the
+// logits (device work the enqueueing did not hide), all in ms
+// (TorchTransformer::forward_times()).
 #include <ATen/Parallel.h>
 #ifdef TRIESCOPE_TORCH_CUDA
 #include <c10/cuda/CUDACachingAllocator.h>
@@ -116,8 +123,10 @@ int main(int argc, char** argv) {
       cfg.gc_interval = std::stoi(a["gc"]);
       double dev_peak[2] = {-1, -1}, dev_before[2] = {0, 0};  // [batch, trie] bytes; -1: not measured (no CUDA LibTorch)
       std::string path[2];
+      TorchTransformer::ForwardTimes ft[2];
       auto timed = [&](bool trie) {
         model.reset();  // frees the previous decode's cache before the peak is reset
+        model.reset_forward_times();
 #ifdef TRIESCOPE_TORCH_CUDA
         if (opt.device == "cuda") {
           c10::cuda::CUDACachingAllocator::resetPeakStats(0);
@@ -132,6 +141,7 @@ int main(int argc, char** argv) {
           dev_peak[trie] = static_cast<double>(c10::cuda::CUDACachingAllocator::getDeviceStats(0).allocated_bytes[0].peak);
 #endif
         path[trie] = model.last_attention();
+        ft[trie] = model.forward_times();
         return std::make_pair(std::move(r), s);
       };
       const auto [batch, bsec] = timed(false);
@@ -153,6 +163,17 @@ int main(int argc, char** argv) {
       if (dev_peak[0] >= 0)
         std::printf("| %d | device (peak - before) batch/trie | %.2fx | | | | | | | | |\n", b,
                     (dev_peak[0] - dev_before[0]) / std::max(1.0, dev_peak[1] - dev_before[1]));
+      auto phases = [&](const char* name, double sec, int k) {
+        const TorchTransformer::ForwardTimes& f = ft[k];
+        const double steps = static_cast<double>(std::max<int64_t>(1, f.calls - 1));
+        const double later = f.prep_s + f.enqueue_s + f.wait_s;
+        std::printf("| %d | %s phases | prefill %.1f ms | per step: decoder host %.2f ms, forward prep %.2f ms, enqueue %.2f ms, "
+                    "wait %.2f ms | %lld forwards | | | | | | |\n",
+                    b, name, f.first_s * 1e3, (sec - f.first_s - later) / steps * 1e3, f.prep_s / steps * 1e3, f.enqueue_s / steps * 1e3,
+                    f.wait_s / steps * 1e3, static_cast<long long>(f.calls));
+      };
+      phases("batch", bsec, 0);
+      phases("trie", tsec, 1);
       std::printf("| %d | ratio batch/trie | | %.2fx | %.2fx | %.2fx | | trie speed-up %.2fx | | | |\n", b,
                   static_cast<double>(batch.metrics.peak_slots) / static_cast<double>(trie.metrics.peak_slots),
                   static_cast<double>(batch.metrics.peak_bytes) / static_cast<double>(trie.metrics.peak_bytes),

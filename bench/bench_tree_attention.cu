@@ -5,9 +5,15 @@
 //          reads [0, P) + branch i  -> unique KV = P + b t slots;
 //   batch: b private copies of prompt + beam; query i reads its own copy
 //          -> unique KV = b (P + t) slots.
+// The trie layout runs twice: "trie per-beam" (each query's own list, the
+// kernel before the cascade) and "trie cascade" (the prompt attended once for
+// all beams, tree_attention_cascade_build); the batch layout has no shared
+// segment, so it runs the per-query lists either way.
 // Achieved bandwidth = unique K/V bytes the kernel must read / kernel time,
 // printed next to a cudaMemcpyDeviceToDevice of the same bytes in the same
 // run (copy GB/s counts the bytes once, as read; a copy also writes them).
+// "plan KV MB" = K/V bytes the launches read, summed over their blocks'
+// chunks (tree_attention_kv_bytes; host arithmetic).
 // Each timed output is also checked against the CPU twin (tree_attention_ref,
 // double): the last column, max |kernel - twin| / max(1, |twin|).
 // Needs a GPU (exits 77 when none is usable).
@@ -25,6 +31,7 @@
 #include <vector>
 
 #include "core/model/tree_attention.h"
+#include "core/model/tree_attention_cascade.h"
 #include "bench/cuda_event_timer.cuh"
 #include "cuda/cuda_common.cuh"
 #include "cuda/tree_attention.cuh"
@@ -66,12 +73,15 @@ std::vector<int32_t> int_list(const std::string& s) {
 }
 
 struct Result {
-  double ms, copy_ms, unique_bytes, listed_bytes;
+  double ms, copy_ms, unique_bytes, listed_bytes, plan_bytes;
+  int32_t items;  // cascade items (0: per-query lists)
   double max_err;  // max |kernel - twin| / max(1, |twin|) over the output (the timed result is checked too)
 };
 
-// One layout: lists[i] = slots query i reads; `slots` = cache size.
-Result run(const std::vector<std::vector<int32_t>>& lists, int32_t slots, int32_t heads, int32_t kv_heads, int32_t hd) {
+// One layout: lists[i] = slots query i reads; `slots` = cache size;
+// `cascade`: cut the lists into shared segments first.
+Result run(const std::vector<std::vector<int32_t>>& lists, int32_t slots, int32_t heads, int32_t kv_heads, int32_t hd, bool cascade,
+           int32_t sm_count) {
   AncestorCsr csr;
   csr.indptr.push_back(0);
   std::vector<char> seen(static_cast<size_t>(slots), 0);
@@ -108,6 +118,15 @@ Result run(const std::vector<std::vector<int32_t>>& lists, int32_t slots, int32_
   a.max_row = csr.max_row;
   a.scale = 1.0f / std::sqrt(static_cast<float>(hd));
   a.status = reinterpret_cast<int32_t*>(status.data());
+  TreeAttentionCascadeTable table;
+  if (cascade) {
+    TreeAttentionArgs h = a;
+    h.indptr = csr.indptr.data();
+    h.slot_ids = csr.slot_ids.data();
+    table = tree_attention_cascade_build(h, tree_attention_cascade_tile_rows(hd), 4 * sm_count);
+  }
+  auto d_table = upload(table.table);
+  if (table.items > 0) a.cascade = table.view(d_table.data());
   a.workspace_bytes = tree_attention_workspace_bytes(a);
   DeviceBuffer<unsigned char> ws(std::max<size_t>(a.workspace_bytes, 1), "bench workspace");
   a.workspace = ws.data();
@@ -115,6 +134,8 @@ Result run(const std::vector<std::vector<int32_t>>& lists, int32_t slots, int32_
   const double row_bytes = 2.0 * kv_heads * hd * sizeof(float);  // K and V of one slot, one layer
   r.unique_bytes = static_cast<double>(unique) * row_bytes;
   r.listed_bytes = static_cast<double>(csr.slot_ids.size()) * row_bytes;
+  r.plan_bytes = tree_attention_kv_bytes(a, tree_attention_plan(a, sm_count), static_cast<int64_t>(csr.slot_ids.size()));
+  r.items = table.items;
   r.ms = time_ms([&] { tree_attention(a); });
   status_check(status.data(), nullptr, "bench tree_attention");
   {  // the output against the CPU twin on the same data
@@ -128,6 +149,7 @@ Result run(const std::vector<std::vector<int32_t>>& lists, int32_t slots, int32_
     h.indptr = csr.indptr.data();
     h.slot_ids = csr.slot_ids.data();
     h.out = hout.data();
+    h.cascade = TreeAttentionCascade{};  // the twin is the definition, whatever the kernel ran
     std::vector<double> want;
     tree_attention_ref(h, want);
     r.max_err = 0.0;
@@ -171,8 +193,9 @@ int main(int argc, char** argv) {
     std::printf("device: %s (%d SMs), driver %d; one layer: heads %d, kv_heads %d, head_dim %d, fp32; t = %d generated tokens "
                 "per beam; median of %d runs\n",
                 prop.name, prop.multiProcessorCount, drv, heads, kvh, hd, t, g_reps);
-    std::printf("| P | b | layout | unique KV MB | listed KV MB | kernel ms | kernel GB/s (unique) | D2D copy ms | copy GB/s | "
-                "kernel/copy bandwidth | max err vs twin |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
+    std::printf("| P | b | layout | unique KV MB | listed KV MB | plan KV MB | cascade items | kernel ms | kernel GB/s (unique) | "
+                "D2D copy ms | copy GB/s | kernel/copy bandwidth | max err vs twin |\n"
+                "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     for (int32_t P : int_list(o["prompts"]))
       for (int32_t b : int_list(o["beams"])) {
         std::vector<std::vector<int32_t>> trie(static_cast<size_t>(b)), batch(static_cast<size_t>(b));
@@ -183,15 +206,19 @@ int main(int argc, char** argv) {
           auto& m = batch[static_cast<size_t>(i)];
           for (int32_t s = 0; s < P + t; ++s) m.push_back(i * (P + t) + s);
         }
-        double trie_ms = 0;
-        for (int layout = 0; layout < 2; ++layout) {
-          const Result r = layout == 0 ? run(trie, P + b * t, heads, kvh, hd) : run(batch, b * (P + t), heads, kvh, hd);
+        const char* names[3] = {"trie per-beam", "trie cascade", "batch"};
+        double ms[3] = {0, 0, 0};
+        for (int layout = 0; layout < 3; ++layout) {
+          const Result r = layout < 2 ? run(trie, P + b * t, heads, kvh, hd, layout == 1, prop.multiProcessorCount)
+                                      : run(batch, b * (P + t), heads, kvh, hd, true, prop.multiProcessorCount);
           const double g = r.unique_bytes / (r.ms * 1e-3) / 1e9, cg = r.unique_bytes / (r.copy_ms * 1e-3) / 1e9;
-          std::printf("| %d | %d | %s | %.2f | %.2f | %.4f | %.1f | %.4f | %.1f | %.2f | %.1e |\n", P, b, layout == 0 ? "trie" : "batch",
-                      r.unique_bytes / 1e6, r.listed_bytes / 1e6, r.ms, g, r.copy_ms, cg, g / cg, r.max_err);
-          if (layout == 0) trie_ms = r.ms;
-          else std::printf("| %d | %d | batch/trie kernel time | | | %.2fx | | | | | |\n", P, b, r.ms / trie_ms);
+          std::printf("| %d | %d | %s | %.2f | %.2f | %.2f | %d | %.4f | %.1f | %.4f | %.1f | %.2f | %.1e |\n", P, b, names[layout],
+                      r.unique_bytes / 1e6, r.listed_bytes / 1e6, r.plan_bytes / 1e6, r.items, r.ms, g, r.copy_ms, cg, g / cg, r.max_err);
+          ms[layout] = r.ms;
         }
+        std::printf("| %d | %d | batch / trie cascade kernel time | | | | | %.2fx | | | | | |\n", P, b, ms[2] / ms[1]);
+        std::printf("| %d | %d | trie per-beam / trie cascade kernel time | | | | | %.2fx | | | | | |\n", P, b, ms[0] / ms[1]);
+        std::printf("| %d | %d | batch / trie per-beam kernel time | | | | | %.2fx | | | | | |\n", P, b, ms[2] / ms[0]);
         std::fflush(stdout);
       }
   } catch (const std::exception& e) {

@@ -1,30 +1,47 @@
-"""Per-step overhead of STATIC as a Hugging Face LogitsProcessor: triescope.StaticLogitsProcessor
-(the C++ VNTK index) against STATIC's own PyTorch formulation of the same processor (the
-paper's Alg. 2 with tensor ops over the stacked CSR matrix: row-pointer lookup, a fixed
-B_t-wide slice by arange + gather, Where for the sanitisation, a scatter projection; the
-prefix's state by the same slice-and-match gather per level, as a LogitsProcessor must
-recover it from input_ids).
+"""Per-step overhead of STATIC as a Hugging Face LogitsProcessor, by the peer protocol
+(bench/peer_protocol.py): triescope.StaticLogitsProcessor (the C++ VNTK index) beside
+TorchStandInProcessor, a PyTorch formulation of the same processor WRITTEN IN THIS BENCH
+(not the STATIC authors' code): the paper's Alg. 2 with tensor ops over the stacked CSR
+matrix (row-pointer lookup, a fixed B_t-wide slice by arange + gather, Where for the
+sanitisation, a scatter projection; the prefix's state by the same slice-and-match gather
+per level, as a LogitsProcessor must recover it from input_ids).
 
-Both get the same (input_ids, scores) per step t = 0 .. L-1 and must return the same masked
-scores (checked). Prints one line per configuration: microseconds per call, the min over
---repeats of the mean over the L steps. torch runs on --threads threads (our C++ on one).
+Both get the same (input_ids, scores) per step t = 0 .. L-1, interleaved rep by rep (one
+rep = the L calls of one side), after --warmup reps, in --runs >= 3 runs of --reps reps
+with the load average printed before each; their masked scores are asserted equal (exit 1
+on any difference). Prints per configuration microseconds per call (wall and this
+thread's CPU, the scores' clone included on both sides): the median of the run medians
+[min .. max over runs], and the ratio's range. Our C++ runs on one thread, so torch must
+too (--threads 1; the protocol refuses unequal thread counts).
 
-Run: PYTHONPATH=build/python .cache/venv/bin/python bench/static_hf_processor.py
+With --peer <checkout of github.com/youtube/static-constraint-decoding> a third side runs
+the authors' own kernel, unmodified: their index (build_static_index, dense_lookup_layers =
+1), level 0 their start-mask torch.where, levels >= 1 generate_and_apply_logprobs_mask plus
+the scatter a LogitsProcessor needs into a full -inf row; each beam's state is GIVEN to it
+(computed outside the timing from the beam's tokens), where ours re-derives it from
+input_ids on every call.
+
+Run: PYTHONPATH=build/python .cache/venv/bin/python bench/static_hf_processor.py [--peer DIR]
 """
 from __future__ import annotations
 
 import argparse
 import json
-import time
+import pathlib
+import sys
 
 import numpy as np
 import torch
 
 import triescope
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import peer_protocol  # noqa: E402
 
-class StaticTorchProcessor:
-    """STATIC's PyTorch formulation as a LogitsProcessor (stacked CSR, no dense levels)."""
+
+class TorchStandInProcessor:
+    """Our PyTorch stand-in for STATIC's formulation as a LogitsProcessor (stacked CSR, no
+    dense levels); written here, not the authors' code."""
 
     def __init__(self, index: triescope.ConstraintIndex, prompt_length: int) -> None:
         csr = index.csr()
@@ -62,29 +79,49 @@ class StaticTorchProcessor:
         return out[:, : self.V]
 
 
-def bench(proc, inputs, repeats):
-    best = float("inf")
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        for ids, sc in inputs:
-            proc(ids, sc.clone())
-        best = min(best, (time.perf_counter() - t0) / len(inputs))
-    clone = min(_clone_time(inputs) for _ in range(repeats))
-    return (best - clone) * 1e6
+class AuthorsKernelProcessor:
+    """The authors' generate_and_apply_logprobs_mask + scatter, the beam states given."""
+
+    def __init__(self, peer: str, seqs: np.ndarray, V: int, rows: np.ndarray) -> None:
+        sys.path.insert(0, str(pathlib.Path(peer).resolve()))
+        from static_decoding.csr_utils import build_static_index
+        from static_decoding import decoding_pt
+        from static_peer_bench import their_state_path
+
+        self.kernel = decoding_pt.generate_and_apply_logprobs_mask
+        p_csr, indptr, self.branches, s_mask, _, d_states = build_static_index(np.unique(seqs, axis=0).astype(np.int32), V, dense_lookup_layers=1)
+        self.p_csr, self.indptr = torch.tensor(p_csr, dtype=torch.long), torch.tensor(indptr, dtype=torch.long)
+        self.s_mask = torch.tensor(s_mask, dtype=torch.bool)
+        self.V = V
+        # [L][beams]: the state before level t of each beam (the bench's beams follow `rows`).
+        self.states = torch.tensor(np.array([their_state_path(r, p_csr, indptr, d_states, 1) for r in rows]).T.copy())
+
+    def __call__(self, t: int, scores: torch.Tensor) -> torch.Tensor:
+        if t == 0:
+            return torch.where(self.s_mask, scores, torch.tensor(-float("inf")))
+        lp, tok, _ = self.kernel(scores, self.states[t], self.p_csr, self.indptr, self.branches[t], self.V, torch.device("cpu"))
+        tok = torch.where(torch.isfinite(lp), tok.long(), torch.full_like(tok.long(), self.V))
+        out = torch.full((scores.shape[0], self.V + 1), float("-inf"))
+        out.scatter_(1, tok, lp)
+        return out[:, : self.V]
 
 
-def _clone_time(inputs):
-    t0 = time.perf_counter()
-    for _, sc in inputs:
-        sc.clone()
-    return (time.perf_counter() - t0) / len(inputs)
+def masked_equal(a: torch.Tensor, b: torch.Tensor) -> bool:
+    return torch.equal(torch.isfinite(a), torch.isfinite(b)) and torch.equal(a[torch.isfinite(a)], b[torch.isfinite(b)])
+
+
+def all_equal(xs, ys) -> bool:
+    return len(xs) == len(ys) and all(masked_equal(a, b) for a, b in zip(xs, ys))
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--configs", default="2048:8:1000000:70,2048:8:1000000:280,32000:8:100000:16",
                     help="vocab:L:items:beams, comma separated")
-    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--peer", help="checkout of youtube/static-constraint-decoding: adds the authors' kernel")
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--json", help="write the results here too")
     args = ap.parse_args()
@@ -95,25 +132,48 @@ def main() -> None:
         V, L, items, beams = map(int, cfg.split(":"))
         seqs = rng.integers(0, V, size=(items, L))
         index = triescope.ConstraintIndex(seqs, vocab_size=V)
-        ours, theirs = triescope.StaticLogitsProcessor(index, prompt_length=4), StaticTorchProcessor(index, 4)
+        ours, theirs = triescope.StaticLogitsProcessor(index, prompt_length=4), TorchStandInProcessor(index, 4)
         # Beams follow real sequences of the set (the states a constrained search visits).
         rows = seqs[rng.integers(0, items, size=beams)]
         inputs = []
         for t in range(L):
             ids = torch.from_numpy(np.concatenate([np.full((beams, 4), 7), rows[:, :t]], 1))
-            sc = torch.log_softmax(torch.randn(beams, V), 1)
-            a, b = ours(ids, sc.clone()), theirs(ids, sc.clone())
-            assert torch.equal(torch.isfinite(a), torch.isfinite(b)) and torch.equal(a[torch.isfinite(a)], b[torch.isfinite(b)])
-            inputs.append((ids, sc))
-        r = {"vocab": V, "L": L, "items": index.size, "beams": beams,
-             "triescope_us": bench(ours, inputs, args.repeats), "torch_us": bench(theirs, inputs, args.repeats)}
-        r["speedup"] = r["torch_us"] / r["triescope_us"]
+            inputs.append((ids, torch.log_softmax(torch.randn(beams, V), 1)))
+
+        def side(name, proc, threads):
+            return peer_protocol.Side(name, lambda: ([proc(ids, sc.clone()) for ids, sc in inputs], None, None), threads)
+
+        sides = [side("triescope.StaticLogitsProcessor", ours, 1),
+                 side("TorchStandInProcessor (this bench's)", theirs, torch.get_num_threads())]
+        if args.peer:
+            authors = AuthorsKernelProcessor(args.peer, seqs, V, rows)
+            sides.append(peer_protocol.Side(
+                "authors' kernel + scatter (states given)",
+                lambda: ([authors(t, sc.clone()) for t, (_, sc) in enumerate(inputs)], None, None), torch.get_num_threads()))
+        peer_protocol.run(sides, reps=args.reps, warmup=args.warmup, runs=args.runs, same=all_equal,
+                          label=f"|V| {V} L {L} |C| {index.size} beams {beams}: ")
+        per_call = 1e6 / L
+        r = {"vocab": V, "L": L, "items": index.size, "beams": beams, "runs": args.runs, "reps": args.reps, "threads": args.threads,
+             "triescope_us": peer_protocol.spread(sides[0].wall, per_call), "torch_stand_in_us": peer_protocol.spread(sides[1].wall, per_call),
+             "triescope_cpu_us": peer_protocol.spread(sides[0].cpu, per_call),
+             "torch_stand_in_cpu_us": peer_protocol.spread(sides[1].cpu, per_call),
+             "speedup": peer_protocol.ratio_range(sides[1].wall, sides[0].wall),
+             "cpu_speedup": peer_protocol.ratio_range(sides[1].cpu, sides[0].cpu)}
+        if args.peer:
+            r["authors_kernel_us"] = peer_protocol.spread(sides[2].wall, per_call)
+            r["authors_kernel_cpu_us"] = peer_protocol.spread(sides[2].cpu, per_call)
+            r["authors_kernel_cpu_ratio"] = peer_protocol.ratio_range(sides[2].cpu, sides[0].cpu)
         results.append(r)
-        print(f"|V| {V:6d}  L {L}  |C| {index.size:8d}  beams {beams:4d}:  triescope {r['triescope_us']:9.1f} us/step"
-              f"  torch formulation {r['torch_us']:9.1f} us/step  ({r['speedup']:.2f}x)", flush=True)
+        f = peer_protocol.fmt
+        print(f"|V| {V:6d}  L {L}  |C| {index.size:8d}  beams {beams:4d}:  triescope {f(r['triescope_us'])} us/call "
+              f"(cpu {f(r['triescope_cpu_us'])})  torch stand-in {f(r['torch_stand_in_us'])} us/call "
+              f"(cpu {f(r['torch_stand_in_cpu_us'])})  ratio {f(r['speedup'], 'x', 2)} (cpu {f(r['cpu_speedup'], 'x', 2)})"
+              + (f"  authors' kernel + scatter, states given {f(r['authors_kernel_us'])} us/call (cpu "
+                 f"{f(r['authors_kernel_cpu_us'])}): theirs / ours cpu {f(r['authors_kernel_cpu_ratio'], 'x', 2)}" if args.peer else ""),
+              flush=True)
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"threads": args.threads, "results": results}, f, indent=1)
+        with open(args.json, "w") as fp:
+            json.dump({"threads": args.threads, "results": results}, fp, indent=1)
 
 
 if __name__ == "__main__":

@@ -13,22 +13,32 @@ Inputs both sides read (written to --work): the constraint set (our
 logits [L x 140 x |V|] ~ N(0, 3) float32 (seed --seed), 140 random ids of the
 set (the beams' prefixes for the constraint-only timing).
 
-Measured, each over --reps repetitions (median, p10, p90):
-  whole step: one whole decode / L. Theirs: sparse_transition_torch with a
-    model that returns the prepared logits (at step t, row b * 70 + j of
-    slice t for beam j of query b; at step 0 row b * 70), tokens_per_beam =
-    70 (exact at the dense level), the index tensors as their test builds
-    them (int64 CSR and row pointers, bool masks). Ours: static_decode.
+Measured by the peer protocol (bench/peer_protocol.py: --runs >= 3, load average
+before each run, thread counts printed and equal, outputs asserted):
+  whole step: one whole decode / L, interleaved rep by rep (--reps per run,
+    --warmup first, the side that goes first alternating), decoded ids
+    asserted equal on every call (exit 1 otherwise). Theirs:
+    sparse_transition_torch in this process with a model that returns the
+    prepared logits (at step t, row b * 70 + j of slice t for beam j of query
+    b; at step 0 row b * 70), tokens_per_beam = 70 (exact at the dense level),
+    the index tensors as their test builds them (int64 CSR and row pointers,
+    bool masks); timed here (wall, this thread's CPU). Ours: static_decode in
+    `bench_static_step --serve` (index built once, one decode per request,
+    timed inside: wall and thread CPU). Median of the run medians [min .. max].
   constraint work: per level, beams at the prefixes' states, mean over the L
-    levels. Theirs: the constraint operations their decoder issues at that
-    level: level 0 torch.where(start_mask, ...), level 1 the dense_mask row
+    levels; per run the median of --reps passes of each side (theirs here,
+    ours in bench_static_step), the side that goes first alternating. Theirs:
+    the constraint operations their decoder issues at that level: level 0
+    torch.where(start_mask, ...) on its 2 rows (one per query, as its decoder
+    does; this bench used to mask all 140), level 1 the dense_mask row
     gather + torch.where + the dense_states gather of the chosen, levels >= 2
     generate_and_apply_logprobs_mask + _gather_beams of the chosen's next
     states (the top-k between them is not timed). Ours: the step's
-    constraint phases (bench_static_step's constraint_us), and the same plus
-    the dense levels' bit test, which runs inside the normaliser's pass
-    (constraint_with_filter_us).
-Decoded ids of the two whole decodes are compared beam by beam.
+    constraint phases (constraint_us), and the same plus the dense levels'
+    bit test, which runs fused inside the normaliser's pass and is charged as
+    the step's dense passes minus a plain normaliser over the same rows
+    (constraint_with_filter_us). Ratios are given as their range over runs:
+    a difference of timers, not one number.
 
 --figure1 instead runs only their decoder on the paper's Figure 1 set (3 ids,
 |V| = 4, L = 3) with batch 2 x beam 4 (more beams than ids), their
@@ -45,35 +55,36 @@ import time
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import peer_protocol  # noqa: E402
+
 L, V, BATCH, BEAMS, D = 8, 2048, 2, 70, 2
 ROWS = BATCH * BEAMS
 
 
-def stats(v):
-    v = sorted(v)
-    q = lambda p: v[int(p * (len(v) - 1) + 0.5)]
-    return {"median": q(0.5), "p10": q(0.1), "p90": q(0.9), "min": v[0], "max": v[-1], "n": len(v)}
+def their_state_path(ids, p_csr, indptr, d_states, dense):
+    """The state their index gives each prefix of `ids`: [len(ids)] (the state before
+    level t). Level-1 states are token + 1; with dense = 2 level 2's come from their dense
+    state table, else (dense = 1) from the CSR like every later level."""
+    out, s = [], 0
+    for t, tok in enumerate(ids):
+        out.append(s)
+        if t == 0:
+            s = int(tok) + 1
+        elif t == 1 and dense == 2:
+            s = int(d_states[ids[0], tok])
+        else:
+            a, b = int(indptr[s]), int(indptr[s + 1])
+            hit = np.nonzero(p_csr[a:b, 0] == tok)[0]
+            if len(hit) != 1:
+                raise SystemExit(f"prefix {list(ids[:t + 1])}: not in their index")
+            s = int(p_csr[a + hit[0], 1])
+    return out
 
 
 def their_states(prefixes, p_csr, indptr, d_states):
-    """The state their index gives each prefix, per level [L][ROWS] (-1: none)."""
-    out = np.zeros((L, ROWS), dtype=np.int64)
-    for r in range(ROWS):
-        ids = prefixes[r]
-        s = 0
-        for t in range(L):
-            out[t, r] = s
-            if t == 0:
-                s = int(ids[0]) + 1  # their level-1 states: token + 1
-            elif t == 1:
-                s = int(d_states[ids[0], ids[1]])
-            else:
-                a, b = int(indptr[s]), int(indptr[s + 1])
-                hit = np.nonzero(p_csr[a:b, 0] == ids[t])[0]
-                if len(hit) != 1:
-                    raise SystemExit(f"prefix row {r} level {t}: not in their index")
-                s = int(p_csr[a + hit[0], 1])
-    return out
+    """The state their index gives each prefix, per level [L][ROWS]."""
+    return np.array([their_state_path(prefixes[r], p_csr, indptr, d_states, D) for r in range(ROWS)], dtype=np.int64).T.copy()
 
 
 def figure1(args):
@@ -107,6 +118,8 @@ def main():
     ap.add_argument("--items", type=int, default=0)
     ap.add_argument("--work", default="", help="folder for the shared inputs and the results")
     ap.add_argument("--reps", type=int, default=30)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--layout", default="compact")
     ap.add_argument("--figure1", action="store_true", help="only their decoder's quirk with more beams than ids")
@@ -171,19 +184,35 @@ def main():
             max_branch_factors=branches, packed_csr=p_csr_t, csr_indptr=indptr_t, start_mask=s_mask_t, dense_mask=d_mask_t,
             dense_states=d_states_t, device=dev, d_dense=D)
 
-    theirs_tokens = decode()  # warm-up
-    wall, cpu = [], []
-    for _ in range(args.reps):
-        w0, c0 = time.perf_counter(), time.thread_time()
-        theirs_tokens = decode()
-        cpu.append((time.thread_time() - c0) / L * 1e6)
-        wall.append((time.perf_counter() - w0) / L * 1e6)
+    step_bin = os.path.join(args.build, "bench", "bench_static_step")
+    inputs = ["--set", ids_path, "--vocab", str(V), "--logits", logits_path, "--prefixes", prefixes_path, "--layout", args.layout]
+
+    # --- whole step, by the peer protocol: their decoder here, ours in a serving child,
+    # interleaved rep by rep, decoded ids asserted equal every call ---
+    serve = subprocess.Popen([step_bin, *inputs, "--serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    ready = json.loads(serve.stdout.readline())
+
+    def theirs_call():
+        return decode().numpy().astype(np.int64).reshape(BATCH, BEAMS, L).tolist(), None, None
+
+    def ours_call():
+        serve.stdin.write("decode\n")
+        serve.stdin.flush()
+        r = json.loads(serve.stdout.readline())
+        return np.array(r["tokens"], dtype=np.int64).reshape(BATCH, BEAMS, L).tolist(), r["wall_s"], r["cpu_s"]
+
+    sides = [peer_protocol.Side("authors' sparse_transition_torch", theirs_call, torch.get_num_threads()),
+             peer_protocol.Side("ours (static_decode)", ours_call, 1)]
+    peer_protocol.run(sides, reps=args.reps, warmup=args.warmup, runs=args.runs, label=f"|C| = {args.items} whole step: ")
+    serve.stdin.close()
+    serve.wait()
+    theirs_np = np.array(theirs_call()[0], dtype=np.int64)
+    per_step = 1e6 / L
 
     # Their constraint operations per level, beams at the prefixes' states.
     st = torch.from_numpy(their_states(prefixes, p_csr, indptr, d_states))
     lps = [torch.log_softmax(torch.from_numpy(logits[t]), dim=-1) for t in range(L)]
     neg_inf = torch.tensor(-float("inf"))
-    cons, cons_cpu = [], []
     clock = {"wall": 0.0, "cpu": 0.0}
 
     class timed:
@@ -194,13 +223,16 @@ def main():
             clock["wall"] += time.perf_counter() - self.w
             clock["cpu"] += time.thread_time() - self.c
 
-    for rep in range(args.reps + 1):
+    def their_constraint_pass():
         clock["wall"] = clock["cpu"] = 0.0
         for t in range(L):
             lp, states = lps[t], st[t]
             if t == 0:
+                # Their decoder masks one row per query at level 0 (every beam of a
+                # query starts from the same start token), not all 140.
+                first = lp[[b * BEAMS for b in range(BATCH)]]
                 with timed():
-                    torch.where(s_mask_t, lp, neg_inf)
+                    torch.where(s_mask_t, first, neg_inf)
             elif t == 1:
                 with timed():
                     parent = (states - 1).long()
@@ -215,49 +247,70 @@ def main():
                 top = torch.topk(c_lp.view(BATCH, BEAMS * limit), BEAMS, dim=-1).indices
                 with timed():
                     decoding_pt._gather_beams(c_next.view(BATCH, BEAMS * limit), top)
-        if rep > 0:  # the first pass warms up
-            cons.append(clock["wall"] / L * 1e6)
-            cons_cpu.append(clock["cpu"] / L * 1e6)
+        return clock["wall"] / L * 1e6, clock["cpu"] / L * 1e6
 
-    # --- ours ---
+    # --- constraint work: per run, their passes (median of --reps after one warm-up)
+    # and our bench_static_step's (its --reps), alternating which goes first ---
+    runs = []
     out_path = os.path.join(args.work, f"ours_{args.items}_{args.layout}.json")
-    subprocess.run([os.path.join(args.build, "bench", "bench_static_step"), "--set", ids_path, "--vocab", str(V), "--logits", logits_path,
-                    "--prefixes", prefixes_path, "--layout", args.layout, "--reps", str(args.reps), "--out", out_path], check=True)
-    ours = json.load(open(out_path))
-    ours_tokens = np.array(ours["tokens"], dtype=np.int64).reshape(BATCH, BEAMS, L)
-    theirs_np = theirs_tokens.numpy().astype(np.int64)
-    same_beams = int((ours_tokens == theirs_np).all(axis=2).sum())
-    valid = {tuple(r) for r in sids.tolist()}
-    theirs_valid = sum(tuple(r) in valid for r in theirs_np.reshape(-1, L).tolist())
+    for r in range(args.runs):
+        print(f"|C| = {args.items} constraint run {r + 1}/{args.runs}: {peer_protocol.load_average()}", flush=True)
 
+        def theirs_run():
+            their_constraint_pass()
+            passes = [their_constraint_pass() for _ in range(args.reps)]
+            return {"wall": float(np.median([p[0] for p in passes])), "cpu": float(np.median([p[1] for p in passes]))}
+
+        def ours_run():
+            subprocess.run([step_bin, *inputs, "--reps", str(args.reps), "--out", out_path], check=True, stdout=subprocess.DEVNULL)
+            return json.load(open(out_path))
+
+        if r % 2 == 0:
+            t_run, o_run = theirs_run(), ours_run()
+        else:
+            o_run, t_run = ours_run(), theirs_run()
+        runs.append({"theirs": t_run, "ours": o_run})
+    ours = runs[-1]["ours"]
+    valid = {tuple(x) for x in sids.tolist()}
+    theirs_valid = sum(tuple(x) in valid for x in theirs_np.reshape(-1, L).tolist())
+
+    def rng_of(values):
+        return {"median": float(np.median(values)), "min": float(min(values)), "max": float(max(values))}
+
+    cons_ratio = rng_of([x["theirs"]["wall"] / x["ours"]["constraint_us"]["median"] for x in runs])
+    # Charged honestly: ours with the dense levels' bit test (which runs fused in the
+    # normaliser's pass: the step's dense passes minus a plain normaliser over the same
+    # rows), against their CPU time for their constraint operations.
+    cons_filter_ratio = rng_of([x["theirs"]["cpu"] / x["ours"]["constraint_with_filter_us"]["median"] for x in runs])
     res = {
-        "items": args.items, "layout": args.layout, "reps": args.reps, "seed": args.seed,
+        "items": args.items, "layout": args.layout, "reps": args.reps, "runs": args.runs, "seed": args.seed,
         "versions": {"python": platform.python_version(), "torch": torch.__version__, "numpy": np.__version__,
                      "torch_threads": torch.get_num_threads(), "peer": os.path.abspath(args.peer)},
-        "load_average": os.getloadavg(),
         "theirs": {"build_s": build_s, "index_MB": index_mb, "branches": [int(b) for b in branches],
-                   "whole_step_us": stats(wall), "whole_step_cpu_us": stats(cpu), "constraint_us": stats(cons),
-                   "constraint_cpu_us": stats(cons_cpu),
+                   "whole_step_us": peer_protocol.spread(sides[0].wall, per_step),
+                   "whole_step_cpu_us": peer_protocol.spread(sides[0].cpu, per_step),
+                   "constraint_us": rng_of([x["theirs"]["wall"] for x in runs]),
+                   "constraint_cpu_us": rng_of([x["theirs"]["cpu"] for x in runs]),
                    "decoded_valid": theirs_valid},
-        "ours": {k: ours[k] for k in ("build_s", "index_MB", "normaliser_isa", "whole_step_us", "whole_step_cpu_us", "full_vocab_step_us",
-                                      "full_vocab_step_cpu_us", "constraint_us", "dense_filter_us", "constraint_with_filter_us", "rank_us",
-                                      "full_vocab_tokens_equal", "live")},
-        "same_beams": same_beams, "beams": BATCH * BEAMS,
+        "ours": {"build_s": ready["build_s"], "whole_step_us": peer_protocol.spread(sides[1].wall, per_step),
+                 "whole_step_cpu_us": peer_protocol.spread(sides[1].cpu, per_step),
+                 "constraint_us": rng_of([x["ours"]["constraint_us"]["median"] for x in runs]),
+                 "constraint_with_filter_us": rng_of([x["ours"]["constraint_with_filter_us"]["median"] for x in runs]),
+                 **{k: ours[k] for k in ("index_MB", "normaliser_isa", "full_vocab_step_us", "full_vocab_step_cpu_us", "dense_filter_us",
+                                         "rank_us", "full_vocab_tokens_equal", "live")}},
+        "same_beams": BATCH * BEAMS, "beams": BATCH * BEAMS,
+        "whole_step_speedup": peer_protocol.ratio_range(sides[0].wall, sides[1].wall),
+        "whole_step_cpu_speedup": peer_protocol.ratio_range(sides[0].cpu, sides[1].cpu),
+        "constraint_speedup": cons_ratio,
+        "constraint_with_filter_cpu_speedup": cons_filter_ratio,
     }
-    res["whole_step_speedup"] = res["theirs"]["whole_step_us"]["median"] / ours["whole_step_us"]["median"]
-    res["whole_step_cpu_speedup"] = res["theirs"]["whole_step_cpu_us"]["median"] / ours["whole_step_cpu_us"]["median"]
-    res["constraint_speedup"] = res["theirs"]["constraint_us"]["median"] / ours["constraint_us"]["median"]
-    res["constraint_cpu_speedup"] = res["theirs"]["constraint_cpu_us"]["median"] / ours["constraint_us"]["median"]
-    # their CPU time against ours with the dense bit test included
-    res["constraint_conservative_speedup"] = res["theirs"]["constraint_cpu_us"]["median"] / ours["constraint_with_filter_us"]["median"]
     json.dump(res, open(os.path.join(args.work, f"peer_{args.items}_{args.layout}.json"), "w"), indent=1)
-    f = lambda s: f"{s['median']:.0f} [{s['p10']:.0f}, {s['p90']:.0f}]"
-    print(f"|C| = {args.items} ({args.layout}): whole step us theirs {f(res['theirs']['whole_step_us'])} ours {f(ours['whole_step_us'])} "
-          f"-> {res['whole_step_speedup']:.2f}x (cpu {res['whole_step_cpu_speedup']:.2f}x); constraint us theirs "
-          f"{f(res['theirs']['constraint_us'])} ours {f(ours['constraint_us'])} -> {res['constraint_speedup']:.2f}x (their cpu {res['theirs']['constraint_cpu_us']['median']:.0f} us: "
-          f"{res['constraint_cpu_speedup']:.2f}x; ours with the dense bit test {ours['constraint_with_filter_us']['median']:.0f} us: "
-          f"{res['constraint_conservative_speedup']:.2f}x); "
-          f"same beams {same_beams}/{BATCH * BEAMS}; their ids in C {theirs_valid}/{BATCH * BEAMS}; load {os.getloadavg()[0]:.1f}")
+    f = peer_protocol.fmt
+    print(f"|C| = {args.items} ({args.layout}): whole step us theirs {f(res['theirs']['whole_step_us'])} ours "
+          f"{f(res['ours']['whole_step_us'])} -> {f(res['whole_step_speedup'], 'x', 2)} (cpu {f(res['whole_step_cpu_speedup'], 'x', 2)}); "
+          f"constraint us theirs {f(res['theirs']['constraint_us'])} ours {f(res['ours']['constraint_us'])} -> "
+          f"{f(cons_ratio, 'x', 2)}; ours with the dense bit test vs their CPU: {f(cons_filter_ratio, 'x', 2)}; "
+          f"same beams {BATCH * BEAMS}/{BATCH * BEAMS} (asserted every call); their ids in C {theirs_valid}/{BATCH * BEAMS}")
 
 
 if __name__ == "__main__":

@@ -1,3 +1,5 @@
+#include <algorithm>
+
 #include "cuda/synthetic_logits.cuh"
 #include "cuda/detail/device_status.h"
 
@@ -30,83 +32,107 @@ __global__ void synthetic_kv_write_kernel(SyntheticKvWriteParams p) {
 
 // One block per query. Both context sums are wrapping uint64 additions, so
 // their order does not matter and a tree reduction equals the CPU's loop.
-__global__ void __launch_bounds__(kThreads) synthetic_logits_kernel(SyntheticLogitsParams p) {
+// Query q's two hashes of what it reads: over every visible (token,
+// position) pair (full) and over the pairs within ngram positions (local),
+// summed over the block (every thread gets both). report: name bad slots.
+struct QueryHashes {
+  uint64_t full, local;
+};
+__device__ QueryHashes query_hashes(const SyntheticLogitsParams& p, int32_t q, bool report, uint64_t* s_full, uint64_t* s_local) {
+  const SyntheticLogitsConfig& cfg = p.cfg;
+  const int32_t used_words = (p.num_slots + 63) / 64;
+  const uint64_t* row = p.mask + static_cast<size_t>(q) * static_cast<size_t>(p.words_per_row);
+  const int32_t qpos = p.query_positions[q];
+  uint64_t full = 0, local = 0;
+  for (int32_t w = threadIdx.x; w < p.words_per_row; w += blockDim.x) {
+    uint64_t bits = row[w];
+    if (w >= used_words || (w == used_words - 1 && (p.num_slots & 63) != 0 && (bits >> (p.num_slots & 63)) != 0)) {
+      if (bits && report) detail::status_report(p.maybe_status, KernelError::slot_out_of_range, q, w * 64 + 63 - __clzll(bits));
+      if (w >= used_words) continue;
+      bits &= (uint64_t{1} << (p.num_slots & 63)) - 1;
+    }
+    for (; bits; bits &= bits - 1) {
+      const int32_t s = w * 64 + (__ffsll(static_cast<long long>(bits)) - 1);
+      const int32_t tok = p.kv_tokens[s];
+      if (tok < 0) {
+        if (report) detail::status_report(p.maybe_status, KernelError::empty_slot, q, s);
+        continue;
+      }
+      const int32_t pos = p.kv_positions[s];
+      const uint64_t t = static_cast<uint32_t>(tok), pp = static_cast<uint32_t>(pos);
+      full += mix64(cfg.seed ^ (t * kTok) ^ (pp * kPos));
+      const int64_t rel = static_cast<int64_t>(qpos) - pos;
+      if (rel >= 0 && rel < cfg.ngram) local += mix64((cfg.seed * 31u) ^ (t * kTok) ^ (static_cast<uint64_t>(rel) * kRel));
+    }
+  }
+  s_full[threadIdx.x] = full;
+  s_local[threadIdx.x] = local;
+  __syncthreads();
+  for (unsigned stride = blockDim.x / 2; stride > 0; stride /= 2) {
+    if (threadIdx.x < stride) {
+      s_full[threadIdx.x] += s_full[threadIdx.x + stride];
+      s_local[threadIdx.x] += s_local[threadIdx.x + stride];
+    }
+    __syncthreads();
+  }
+  const QueryHashes h{s_full[0], s_local[0]};
+  __syncthreads();  // the shared arrays are reused by the caller's next query
+  return h;
+}
+
+// Block (query q, vocabulary chunk c): the chunk's fixed-point logits.
+__global__ void __launch_bounds__(kThreads) synthetic_logits_kernel(SyntheticLogitsParams p, int32_t chunks, int32_t chunk_width) {
+  __shared__ uint64_t s_full[kThreads];
+  __shared__ uint64_t s_local[kThreads];
+  const SyntheticLogitsConfig& cfg = p.cfg;
+  const int32_t q = static_cast<int32_t>(blockIdx.x) / chunks, c = static_cast<int32_t>(blockIdx.x) % chunks;
+  const QueryHashes qh = query_hashes(p, q, c == 0, s_full, s_local);
+  const uint64_t full = qh.full, local = qh.local;
+  const int64_t r = cfg.repetitiveness_q8;
+  int32_t* out_fixed = p.maybe_out_fixed ? p.maybe_out_fixed + static_cast<size_t>(q) * cfg.vocab_size : nullptr;
+  float* out_logits = p.maybe_out_logits ? p.maybe_out_logits + static_cast<size_t>(q) * cfg.vocab_size : nullptr;
+  const int32_t end = min(cfg.vocab_size, (c + 1) * chunk_width);
+  for (int32_t v = c * chunk_width + static_cast<int32_t>(threadIdx.x); v < end; v += blockDim.x) {
+    const uint64_t vv = static_cast<uint64_t>(v) * 0x9e3779b97f4a7c15ull;
+    const int64_t raw_full = static_cast<int64_t>(mix64(full ^ vv) & 0xffff);
+    const int64_t raw_local = static_cast<int64_t>(mix64(local ^ vv ^ 0x5bd1e995ull) & 0xffff);
+    int64_t base = (raw_local * r + raw_full * (256 - r)) >> 8;
+    base += static_cast<int64_t>(mix64(full ^ vv ^ 0xabcdefull) & 0x3);
+    if (cfg.perturb_q8 != 0)
+      base += ((static_cast<int64_t>(mix64(full ^ vv ^ cfg.perturb_seed) & 0xffff) - 32768) * cfg.perturb_q8) >> 8;
+    const int32_t fixed = static_cast<int32_t>((base * cfg.peakiness_q8) >> 8);
+    if (out_fixed) out_fixed[v] = fixed;
+    if (out_logits) out_logits[v] = static_cast<float>(fixed) * (1.0f / 4096.0f);
+  }
+}
+
+// Block per query, after every chunk is written: the EOS logit, which is the
+// row's maximum plus one logit unit when the query's hash hits, else the floor.
+// The maximum is read back from the row just written (exact: fixed-point
+// values below 2^24 are exact as float x 4096).
+__global__ void __launch_bounds__(kThreads) synthetic_eos_kernel(SyntheticLogitsParams p) {
   __shared__ uint64_t s_full[kThreads];
   __shared__ uint64_t s_local[kThreads];
   __shared__ int32_t s_max[kThreads];
   const SyntheticLogitsConfig& cfg = p.cfg;
-  const int32_t used_words = (p.num_slots + 63) / 64;
-  for (int32_t q = blockIdx.x; q < p.num_queries; q += gridDim.x) {
-    const uint64_t* row = p.mask + static_cast<size_t>(q) * static_cast<size_t>(p.words_per_row);
-    const int32_t qpos = p.query_positions[q];
-    uint64_t full = 0, local = 0;
-    for (int32_t w = threadIdx.x; w < p.words_per_row; w += blockDim.x) {
-      uint64_t bits = row[w];
-      if (w >= used_words || (w == used_words - 1 && (p.num_slots & 63) != 0 && (bits >> (p.num_slots & 63)) != 0)) {
-        if (bits) detail::status_report(p.maybe_status, KernelError::slot_out_of_range, q, w * 64 + 63 - __clzll(bits));
-        if (w >= used_words) continue;
-        bits &= (uint64_t{1} << (p.num_slots & 63)) - 1;
-      }
-      for (; bits; bits &= bits - 1) {
-        const int32_t s = w * 64 + (__ffsll(static_cast<long long>(bits)) - 1);
-        const int32_t tok = p.kv_tokens[s];
-        if (tok < 0) {
-          detail::status_report(p.maybe_status, KernelError::empty_slot, q, s);
-          continue;
-        }
-        const int32_t pos = p.kv_positions[s];
-        const uint64_t t = static_cast<uint32_t>(tok), pp = static_cast<uint32_t>(pos);
-        full += mix64(cfg.seed ^ (t * kTok) ^ (pp * kPos));
-        const int64_t rel = static_cast<int64_t>(qpos) - pos;
-        if (rel >= 0 && rel < cfg.ngram) local += mix64((cfg.seed * 31u) ^ (t * kTok) ^ (static_cast<uint64_t>(rel) * kRel));
-      }
-    }
-    s_full[threadIdx.x] = full;
-    s_local[threadIdx.x] = local;
+  const int32_t q = static_cast<int32_t>(blockIdx.x);
+  const uint64_t full = query_hashes(p, q, false, s_full, s_local).full;
+  const int32_t* out_fixed = p.maybe_out_fixed ? p.maybe_out_fixed + static_cast<size_t>(q) * cfg.vocab_size : nullptr;
+  const float* out_logits = p.maybe_out_logits ? p.maybe_out_logits + static_cast<size_t>(q) * cfg.vocab_size : nullptr;
+  int32_t best = INT32_MIN;
+  for (int32_t v = threadIdx.x; v < cfg.vocab_size; v += blockDim.x)
+    best = max(best, out_fixed ? out_fixed[v] : static_cast<int32_t>(out_logits[v] * 4096.0f));
+  s_max[threadIdx.x] = best;
+  __syncthreads();
+  for (unsigned stride = blockDim.x / 2; stride > 0; stride /= 2) {
+    if (threadIdx.x < stride) s_max[threadIdx.x] = max(s_max[threadIdx.x], s_max[threadIdx.x + stride]);
     __syncthreads();
-    for (unsigned stride = blockDim.x / 2; stride > 0; stride /= 2) {
-      if (threadIdx.x < stride) {
-        s_full[threadIdx.x] += s_full[threadIdx.x + stride];
-        s_local[threadIdx.x] += s_local[threadIdx.x + stride];
-      }
-      __syncthreads();
-    }
-    full = s_full[0];
-    local = s_local[0];
-
-    const int64_t r = cfg.repetitiveness_q8;
-    int32_t best = INT32_MIN;
-    int32_t* out_fixed = p.maybe_out_fixed ? p.maybe_out_fixed + static_cast<size_t>(q) * cfg.vocab_size : nullptr;
-    float* out_logits = p.maybe_out_logits ? p.maybe_out_logits + static_cast<size_t>(q) * cfg.vocab_size : nullptr;
-    for (int32_t v = threadIdx.x; v < cfg.vocab_size; v += blockDim.x) {
-      const uint64_t vv = static_cast<uint64_t>(v) * 0x9e3779b97f4a7c15ull;
-      const int64_t raw_full = static_cast<int64_t>(mix64(full ^ vv) & 0xffff);
-      const int64_t raw_local = static_cast<int64_t>(mix64(local ^ vv ^ 0x5bd1e995ull) & 0xffff);
-      int64_t base = (raw_local * r + raw_full * (256 - r)) >> 8;
-      base += static_cast<int64_t>(mix64(full ^ vv ^ 0xabcdefull) & 0x3);
-      if (cfg.perturb_q8 != 0)
-        base += ((static_cast<int64_t>(mix64(full ^ vv ^ cfg.perturb_seed) & 0xffff) - 32768) * cfg.perturb_q8) >> 8;
-      const int32_t fixed = static_cast<int32_t>((base * cfg.peakiness_q8) >> 8);
-      best = max(best, fixed);
-      if (out_fixed) out_fixed[v] = fixed;
-      // int -> float rounds to nearest, the scale is a power of two: the CPU's value exactly
-      if (out_logits) out_logits[v] = static_cast<float>(fixed) * (1.0f / 4096.0f);
-    }
-    if (cfg.eos_token >= 0) {
-      s_max[threadIdx.x] = best;
-      __syncthreads();
-      for (unsigned stride = blockDim.x / 2; stride > 0; stride /= 2) {
-        if (threadIdx.x < stride) s_max[threadIdx.x] = max(s_max[threadIdx.x], s_max[threadIdx.x + stride]);
-        __syncthreads();
-      }
-      if (threadIdx.x == 0) {
-        const bool hit = static_cast<int64_t>(mix64(full ^ 0xe05e05ull) % 1000000u) < cfg.eos_per_million;
-        const int32_t e = hit ? s_max[0] + 4096 : 0;  // top by one logit unit, or at the floor
-        if (out_fixed) out_fixed[cfg.eos_token] = e;
-        if (out_logits) out_logits[cfg.eos_token] = static_cast<float>(e) * (1.0f / 4096.0f);
-      }
-    }
-    __syncthreads();  // shared arrays are reused by the next query of this block
+  }
+  if (threadIdx.x == 0) {
+    const bool hit = static_cast<int64_t>(mix64(full ^ 0xe05e05ull) % 1000000u) < cfg.eos_per_million;
+    const int32_t e = hit ? s_max[0] + 4096 : 0;  // top by one logit unit, or at the floor
+    if (p.maybe_out_fixed) p.maybe_out_fixed[static_cast<size_t>(q) * cfg.vocab_size + cfg.eos_token] = e;
+    if (p.maybe_out_logits) p.maybe_out_logits[static_cast<size_t>(q) * cfg.vocab_size + cfg.eos_token] = static_cast<float>(e) * (1.0f / 4096.0f);
   }
 }
 
@@ -127,9 +153,19 @@ void synthetic_logits(const SyntheticLogitsParams& p, cudaStream_t stream) {
   TS_CHECK(int64_t{p.words_per_row} * 64 >= p.num_slots,
            "synthetic_logits (cuda): words_per_row " << p.words_per_row << " too small for " << p.num_slots << " slots");
   if (p.num_queries == 0) return;
-  const unsigned grid = static_cast<unsigned>(p.num_queries > 65535 * 16 ? 65535 * 16 : p.num_queries);
-  synthetic_logits_kernel<<<grid, kThreads, 0, stream>>>(p);
+  // Each query's vocabulary in chunks of at least 2,048 entries, about 264
+  // blocks in all (two waves of 132 SMs); each chunk re-derives the query's
+  // hashes from its mask row (a few hundred visible slots).
+  const int64_t want = (264 + int64_t{p.num_queries} - 1) / p.num_queries, most = (int64_t{p.cfg.vocab_size} + 2047) / 2048;
+  const auto chunks = static_cast<int32_t>(std::max<int64_t>(1, std::min(want, most)));
+  const auto width = static_cast<int32_t>((p.cfg.vocab_size + chunks - 1) / chunks);
+  TS_CHECK(int64_t{p.num_queries} * chunks <= INT32_MAX, "synthetic_logits (cuda): " << p.num_queries << " queries are too many");
+  synthetic_logits_kernel<<<static_cast<unsigned>(p.num_queries * chunks), kThreads, 0, stream>>>(p, chunks, width);
   TS_CUDA_CHECK_LAUNCH("synthetic_logits_kernel");
+  if (p.cfg.eos_token >= 0 && (p.maybe_out_fixed || p.maybe_out_logits)) {
+    synthetic_eos_kernel<<<static_cast<unsigned>(p.num_queries), kThreads, 0, stream>>>(p);
+    TS_CUDA_CHECK_LAUNCH("synthetic_eos_kernel");
+  }
 }
 
 }  // namespace triescope::cuda

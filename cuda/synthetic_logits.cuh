@@ -53,6 +53,9 @@ struct SyntheticLogitsParams {
   float* maybe_out_logits = nullptr;         // [num_queries x vocab] fixed x (1 / 4096)
   KernelStatus* maybe_status = nullptr;
 };
+// One block per (query, vocabulary chunk) so a few queries still fill the
+// chip, then, with an EOS token, one block per query for the EOS logit (it
+// needs the row's maximum): 1 or 2 launches.
 void synthetic_logits(const SyntheticLogitsParams& p, cudaStream_t stream);
 
 }  // namespace triescope::cuda

@@ -1,5 +1,7 @@
 #include <math_constants.h>
 
+#include <algorithm>
+
 #include "cuda/topk_candidates.cuh"
 #include "cuda/detail/device_status.h"
 #include "cuda/detail/topk_select.cuh"
@@ -8,128 +10,187 @@ namespace triescope::cuda {
 
 namespace {
 
-constexpr unsigned kThreads = 256;
-
-__global__ void __launch_bounds__(kThreads) log_softmax_kernel(LogSoftmaxParams p) {
-  __shared__ double s_red[kThreads];
-  for (int32_t r = blockIdx.x; r < p.num_rows; r += gridDim.x) {
-    const int32_t src = p.maybe_rows ? p.maybe_rows[r] : r;
-    if (src < 0 || src >= p.logits_rows) {
-      if (threadIdx.x == 0) detail::status_report(p.maybe_status, KernelError::row_out_of_range, r, src);
-      continue;
-    }
-    const float* x = p.logits + static_cast<size_t>(src) * p.vocab;
-    double mx = -CUDART_INF;
-    for (int32_t v = threadIdx.x; v < p.vocab; v += blockDim.x) mx = fmax(mx, static_cast<double>(x[v]));
-    s_red[threadIdx.x] = mx;
-    __syncthreads();
-    for (unsigned s = blockDim.x / 2; s > 0; s /= 2) {
-      if (threadIdx.x < s) s_red[threadIdx.x] = fmax(s_red[threadIdx.x], s_red[threadIdx.x + s]);
-      __syncthreads();
-    }
-    mx = s_red[0];
-    __syncthreads();
-    double sum = 0.0;
-    for (int32_t v = threadIdx.x; v < p.vocab; v += blockDim.x) sum += exp(static_cast<double>(x[v]) - mx);
-    s_red[threadIdx.x] = sum;
-    __syncthreads();
-    for (unsigned s = blockDim.x / 2; s > 0; s /= 2) {
-      if (threadIdx.x < s) s_red[threadIdx.x] += s_red[threadIdx.x + s];
-      __syncthreads();
-    }
-    const double lse = mx + log(s_red[0]);
-    double* o = p.out + static_cast<size_t>(r) * p.vocab;
-    for (int32_t v = threadIdx.x; v < p.vocab; v += blockDim.x) o[v] = static_cast<double>(x[v]) - lse;
-    __syncthreads();
-  }
-}
-
-using detail::block_best;
-using detail::better;
 using detail::Cand;
+constexpr unsigned kThreads = detail::kSelectThreads;
 
-// Pass 1: the k best of row r, by k rounds of "best element strictly after
-// the previous pick in the total order" (no state besides the last pick).
-__global__ void __launch_bounds__(kThreads) topk_rows_kernel(TopkCandidatesParams p) {
-  __shared__ Cand s_c[kThreads];
-  for (int32_t r = blockIdx.x; r < p.num_rows; r += gridDim.x) {
-    const double* lp = p.logprobs + static_cast<size_t>(r) * p.vocab;
-    const double bs = p.beam_scores[r];
-    Cand prev{0.0, -1, 0};
-    for (int32_t j = 0; j < p.k; ++j) {
-      Cand mine{0.0, -1, 0};
-      for (int32_t v = threadIdx.x; v < p.vocab; v += blockDim.x) {
-        const double l = lp[v];
-        if (isinf(l)) continue;  // masked by a constraint
-        const Cand c{bs + l, static_cast<long long>(r) * p.vocab + v, 0};
-        if (prev.flat >= 0 && !better(prev, c)) continue;  // already picked
-        if (better(c, mine)) mine = c;
-      }
-      const Cand best = block_best(mine, s_c);
-      if (threadIdx.x == 0) {
-        p.workspace_score[static_cast<size_t>(r) * p.k + j] = best.score;
-        p.workspace_flat[static_cast<size_t>(r) * p.k + j] = best.flat;
-      }
-      prev = best;
-      if (best.flat < 0) {  // the row has no more finite entries: pad with "none"
-        for (int32_t jj = j + 1 + threadIdx.x; jj < p.k; jj += blockDim.x) p.workspace_flat[static_cast<size_t>(r) * p.k + jj] = -1;
-        break;
-      }
-    }
+// The [begin, end) of chunk c of a row of `vocab` entries in `chunks` chunks
+// (each a multiple of the block size, the last one shorter).
+struct Chunk {
+  int32_t begin, end;
+};
+__host__ __device__ __forceinline__ int32_t chunk_width(int32_t vocab, int32_t chunks) {
+  return static_cast<int32_t>(((vocab + chunks - 1) / chunks + kThreads - 1) / kThreads * kThreads);
+}
+__device__ __forceinline__ Chunk row_chunk(int32_t vocab, int32_t chunks, int32_t c) {
+  const int32_t per = chunk_width(vocab, chunks);
+  const int32_t b = c * per;
+  return {b < vocab ? b : vocab, b + per < vocab ? b + per : vocab};
+}
+
+__device__ __forceinline__ double block_reduce(double v, double* s_red, bool take_max) {
+  s_red[threadIdx.x] = v;
+  __syncthreads();
+  for (unsigned s = blockDim.x / 2; s > 0; s /= 2) {
+    if (threadIdx.x < s) s_red[threadIdx.x] = take_max ? fmax(s_red[threadIdx.x], s_red[threadIdx.x + s]) : s_red[threadIdx.x] + s_red[threadIdx.x + s];
+    __syncthreads();
+  }
+  const double r = s_red[0];
+  __syncthreads();
+  return r;
+}
+
+// Block (row r, chunk c): the chunk's max and sum of exp(x - max), as
+// workspace[(r * chunks + c) * 2 + {0, 1}].
+__global__ void __launch_bounds__(kThreads) lse_partial_kernel(LogSoftmaxParams p, int32_t chunks) {
+  __shared__ double s_red[kThreads];
+  const int32_t r = static_cast<int32_t>(blockIdx.x) / chunks, c = static_cast<int32_t>(blockIdx.x) % chunks;
+  const int32_t src = p.maybe_rows ? p.maybe_rows[r] : r;
+  if (src < 0 || src >= p.logits_rows) {
+    if (threadIdx.x == 0 && c == 0) detail::status_report(p.maybe_status, KernelError::row_out_of_range, r, src);
+    return;
+  }
+  const Chunk ch = row_chunk(p.vocab, chunks, c);
+  const float* x = p.logits + static_cast<size_t>(src) * p.vocab;
+  double mx = -CUDART_INF;
+  for (int32_t v = ch.begin + static_cast<int32_t>(threadIdx.x); v < ch.end; v += kThreads) mx = fmax(mx, static_cast<double>(x[v]));
+  mx = block_reduce(mx, s_red, true);
+  double sum = 0.0;  // -inf entries add nothing (a chunk of only -inf sums to 0)
+  for (int32_t v = ch.begin + static_cast<int32_t>(threadIdx.x); v < ch.end; v += kThreads) {
+    const double xv = static_cast<double>(x[v]);
+    if (xv != -CUDART_INF) sum += exp(xv - mx);
+  }
+  sum = block_reduce(sum, s_red, false);
+  if (threadIdx.x == 0) {
+    p.workspace[(static_cast<size_t>(r) * chunks + c) * 2] = mx;
+    p.workspace[(static_cast<size_t>(r) * chunks + c) * 2 + 1] = sum;
   }
 }
 
-// Pass 2: the k best of the num_rows x k row winners, one block.
-__global__ void __launch_bounds__(kThreads) topk_merge_kernel(TopkCandidatesParams p) {
-  __shared__ Cand s_c[kThreads];
-  const int32_t n = p.num_rows * p.k;
-  Cand prev{0.0, -1, 0};
-  int32_t count = 0;
-  for (int32_t j = 0; j < p.k; ++j) {
-    Cand mine{0.0, -1, 0};
-    for (int32_t i = threadIdx.x; i < n; i += blockDim.x) {
-      const Cand c{p.workspace_score[i], p.workspace_flat[i], 0};
-      if (c.flat < 0) continue;
-      if (prev.flat >= 0 && !better(prev, c)) continue;
-      if (better(c, mine)) mine = c;
-    }
-    const Cand best = block_best(mine, s_c);
-    if (threadIdx.x == 0) {
-      p.out_score[j] = best.flat < 0 ? 0.0 : best.score;
-      p.out_flat[j] = best.flat;
-    }
-    if (best.flat < 0) {
-      for (int32_t jj = j + 1 + threadIdx.x; jj < p.k; jj += blockDim.x) {
-        p.out_score[jj] = 0.0;
-        p.out_flat[jj] = -1;
-      }
-      break;
-    }
-    prev = best;
-    ++count;
-  }
+// Block (row r, chunk c): the row's log-normaliser from its chunks'
+// partials (every thread folds them in the same order), then the chunk's outputs.
+__global__ void __launch_bounds__(kThreads) log_softmax_write_kernel(LogSoftmaxParams p, int32_t chunks) {
+  const int32_t r = static_cast<int32_t>(blockIdx.x) / chunks, c = static_cast<int32_t>(blockIdx.x) % chunks;
+  const int32_t src = p.maybe_rows ? p.maybe_rows[r] : r;
+  if (src < 0 || src >= p.logits_rows) return;  // reported by lse_partial_kernel
+  const double* part = p.workspace + static_cast<size_t>(r) * chunks * 2;
+  double mx = -CUDART_INF;
+  for (int32_t i = 0; i < chunks; ++i) mx = fmax(mx, part[2 * i]);
+  double sum = 0.0;
+  for (int32_t i = 0; i < chunks; ++i)
+    if (part[2 * i] != -CUDART_INF) sum += part[2 * i + 1] * exp(part[2 * i] - mx);
+  const double lse = mx + log(sum);
+  const Chunk ch = row_chunk(p.vocab, chunks, c);
+  const float* x = p.logits + static_cast<size_t>(src) * p.vocab;
+  double* o = p.out + static_cast<size_t>(r) * p.vocab;
+  for (int32_t v = ch.begin + static_cast<int32_t>(threadIdx.x); v < ch.end; v += kThreads) o[v] = static_cast<double>(x[v]) - lse;
+}
+
+// Block (row r, chunk c): the chunk's k best candidates, ranked, into the
+// workspace's k entries of block (r, c) ("none" past the chunk's count).
+__global__ void __launch_bounds__(kThreads) topk_chunk_kernel(TopkCandidatesParams p, int32_t chunks, int32_t flat_bits, int32_t cap) {
+  __shared__ detail::TopkShared sh;
+  extern __shared__ unsigned char s_dyn[];  // detail::topk_shared_bytes(cap, k)
+  Cand* s_pick = nullptr;
+  const detail::TopkStage stage = detail::block_topk_carve(s_dyn, cap, p.k, &s_pick);
+  const int32_t r = static_cast<int32_t>(blockIdx.x) / chunks, c = static_cast<int32_t>(blockIdx.x) % chunks;
+  const Chunk ch = row_chunk(p.vocab, chunks, c);
+  const double* lp = p.logprobs + static_cast<size_t>(r) * p.vocab;
+  const double bs = p.beam_scores[r];
+  const long long flat0 = static_cast<long long>(r) * p.vocab;
+  double* wsc = p.workspace_score + static_cast<size_t>(blockIdx.x) * p.k;
+  int64_t* wfl = p.workspace_flat + static_cast<size_t>(blockIdx.x) * p.k;
+  detail::block_topk(
+      [&](int i, Cand& out) {
+        const int32_t v = ch.begin + i;
+        const double l = lp[v];
+        if (isinf(l)) return false;  // masked by a constraint
+        out = Cand{bs + l, flat0 + v, 0};
+        return true;
+      },
+      ch.end - ch.begin, p.k, flat_bits, sh, stage, s_pick,
+      [&](int rank, const Cand& cand) {
+        wsc[rank] = cand.score;
+        wfl[rank] = cand.flat;
+      });
+}
+
+// One block: the k best of every chunk's winners.
+__global__ void __launch_bounds__(kThreads) topk_merge_kernel(TopkCandidatesParams p, int32_t entries, int32_t flat_bits, int32_t cap) {
+  __shared__ detail::TopkShared sh;
+  extern __shared__ unsigned char s_dyn[];  // detail::topk_shared_bytes(cap, k)
+  Cand* s_pick = nullptr;
+  const detail::TopkStage stage = detail::block_topk_carve(s_dyn, cap, p.k, &s_pick);
+  const int count = detail::block_topk(
+      [&](int i, Cand& out) {
+        const long long flat = p.workspace_flat[i];
+        if (flat < 0) return false;
+        out = Cand{p.workspace_score[i], flat, 0};
+        return true;
+      },
+      entries, p.k, flat_bits, sh, stage, s_pick,
+      [&](int rank, const Cand& cand) {
+        p.out_score[rank] = cand.flat < 0 ? 0.0 : cand.score;
+        p.out_flat[rank] = cand.flat;
+      });
   if (threadIdx.x == 0) *p.out_count = count;
 }
 
 }  // namespace
 
+int32_t row_chunks(int32_t rows, int32_t vocab) {
+  TS_CHECK(rows >= 1 && vocab >= 1, "row_chunks (cuda): bad sizes (rows " << rows << ", vocab " << vocab << ")");
+  const int64_t want = (int64_t{kRowSplitBlocks} + rows - 1) / rows;        // chunks that fill the chip
+  const int64_t most = (int64_t{vocab} + kRowChunkMin - 1) / kRowChunkMin;  // chunks of at least kRowChunkMin
+  return static_cast<int32_t>(std::max<int64_t>(1, std::min(want, most)));
+}
+
+int32_t row_chunk_width(int32_t vocab, int32_t chunks) { return chunk_width(vocab, chunks); }
+
+int64_t log_softmax_workspace_size(int32_t num_rows, int32_t vocab) {
+  return num_rows == 0 ? 0 : int64_t{num_rows} * row_chunks(num_rows, vocab) * 2;
+}
+
 void log_softmax_rows(const LogSoftmaxParams& p, cudaStream_t stream) {
   TS_CHECK(p.vocab >= 1 && p.num_rows >= 0 && p.logits_rows >= 0, "log_softmax_rows (cuda): bad sizes (vocab "
                                                                        << p.vocab << ", rows " << p.num_rows << ")");
   if (p.num_rows == 0) return;
-  const unsigned grid = static_cast<unsigned>(p.num_rows > 65535 * 16 ? 65535 * 16 : p.num_rows);
-  log_softmax_kernel<<<grid, kThreads, 0, stream>>>(p);
-  TS_CUDA_CHECK_LAUNCH("log_softmax_kernel");
+  TS_CHECK(p.workspace != nullptr, "log_softmax_rows (cuda): no workspace (log_softmax_workspace_size entries)");
+  const int32_t chunks = row_chunks(p.num_rows, p.vocab);
+  TS_CHECK(int64_t{p.num_rows} * chunks <= INT32_MAX, "log_softmax_rows (cuda): " << p.num_rows << " rows are too many");
+  const unsigned grid = static_cast<unsigned>(p.num_rows * chunks);
+  lse_partial_kernel<<<grid, kThreads, 0, stream>>>(p, chunks);
+  TS_CUDA_CHECK_LAUNCH("lse_partial_kernel");
+  log_softmax_write_kernel<<<grid, kThreads, 0, stream>>>(p, chunks);
+  TS_CUDA_CHECK_LAUNCH("log_softmax_write_kernel");
+}
+
+int64_t topk_candidates_workspace_size(int32_t num_rows, int32_t vocab, int32_t k) {
+  return int64_t{num_rows} * row_chunks(num_rows, vocab) * k;
 }
 
 void topk_candidates(const TopkCandidatesParams& p, cudaStream_t stream) {
   TS_CHECK(p.num_rows >= 1 && p.vocab >= 1 && p.k >= 1, "topk_candidates (cuda): bad sizes (rows " << p.num_rows << ", vocab "
                                                                                                   << p.vocab << ", k " << p.k << ")");
-  TS_CHECK(int64_t{p.num_rows} * p.k <= INT32_MAX, "topk_candidates (cuda): rows x k too large");
-  const unsigned grid = static_cast<unsigned>(p.num_rows > 65535 * 16 ? 65535 * 16 : p.num_rows);
-  topk_rows_kernel<<<grid, kThreads, 0, stream>>>(p);
-  TS_CUDA_CHECK_LAUNCH("topk_rows_kernel");
-  topk_merge_kernel<<<1, kThreads, 0, stream>>>(p);
+  TS_CHECK(p.k <= kTopkMaxK, "topk_candidates (cuda): k = " << p.k << " is over " << kTopkMaxK
+                                                            << " (the ranking keeps k candidates in shared memory)");
+  const int64_t entries = topk_candidates_workspace_size(p.num_rows, p.vocab, p.k);
+  TS_CHECK(entries <= INT32_MAX, "topk_candidates (cuda): rows x chunks x k = " << entries << " is too large");
+  const int32_t chunks = row_chunks(p.num_rows, p.vocab);
+  const int flat_bits = detail::flat_bits_below(int64_t{p.num_rows} * p.vocab);
+  // Each block keeps its candidates in shared memory between radix passes:
+  // up to kTopkStageCap entries of a chunk or of the merge (a wider one is re-read each pass).
+  const int32_t chunk_cap = std::min(row_chunk_width(p.vocab, chunks), kTopkStageCap);
+  const int32_t merge_cap = static_cast<int32_t>(std::min<int64_t>(entries, kTopkStageCap));
+  const size_t chunk_bytes = detail::topk_shared_bytes(chunk_cap, p.k), merge_bytes = detail::topk_shared_bytes(merge_cap, p.k);
+  TS_CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(&topk_chunk_kernel), cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     static_cast<int>(chunk_bytes)),
+                "topk_candidates (cuda): shared memory for the chunk kernel");
+  TS_CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(&topk_merge_kernel), cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     static_cast<int>(merge_bytes)),
+                "topk_candidates (cuda): shared memory for the merge kernel");
+  topk_chunk_kernel<<<static_cast<unsigned>(p.num_rows * chunks), kThreads, chunk_bytes, stream>>>(p, chunks, flat_bits, chunk_cap);
+  TS_CUDA_CHECK_LAUNCH("topk_chunk_kernel");
+  topk_merge_kernel<<<1, kThreads, merge_bytes, stream>>>(p, static_cast<int32_t>(entries), flat_bits, merge_cap);
   TS_CUDA_CHECK_LAUNCH("topk_merge_kernel");
 }
 

@@ -101,7 +101,7 @@ __global__ void __launch_bounds__(kWarps * 32)
       A = fmaf(sm_acc[w][h][d], f, A);
     }
     const int64_t oh = static_cast<int64_t>(r) * a.heads + h0 + h;
-    if (p.splits == 1) {
+    if (!p.partials) {
       a.out[oh * hd + d] = ta::finish(A, L);  // an empty list gives zeros, as the twin
     } else {
       const int64_t ps = oh * p.splits + split;
@@ -114,17 +114,159 @@ __global__ void __launch_bounds__(kWarps * 32)
   }
 }
 
-// Second pass for split lists: a block per (query, head) rescales each
-// split's partial sums to the common max and normalises once.
-__global__ void tree_attention_combine_kernel(TreeAttentionArgs a, int32_t splits, const float* part_acc, const float* part_ml) {
+// Cascade items (TreeAttentionCascade): a block per (item, KV head) attends
+// the item's chunk of a shared segment for all its members' query heads of
+// that KV head at once: R query-head rows x C = 32 slots per sub-tile, K and
+// then V of the sub-tile staged once in shared memory, scores and P.V as
+// small matrix products (lane = slot for the scores, lane = dims for P.V),
+// an online softmax per row across sub-tiles. Each K/V row of the chunk is
+// read from memory once per block instead of once per query.
+template <int VEC>
+struct ItemTile {
+  static constexpr int HDP = VEC * 32;                             // head dim padded to the lanes
+  static constexpr int R = HDP <= 64 ? 64 : HDP == 128 ? 32 : 8;   // rows: tree_attention_cascade_tile_rows
+  static constexpr int C = 32;                                     // slots per sub-tile (one per lane)
+  static constexpr int KS = HDP + 4;                               // K/V row stride: float4 reads, no bank conflict per quarter warp
+  static constexpr int RW = R / kWarps;                            // rows per warp
+};
+
+template <int VEC>
+__global__ void __launch_bounds__(kWarps * 32)
+    tree_attention_item_kernel(TreeAttentionArgs a, float* part_acc, float* part_ml, int64_t shared_base) {
+  using T = ItemTile<VEC>;
+  constexpr int HDP = T::HDP, R = T::R, C = T::C, KS = T::KS, RW = T::RW;
+  __shared__ __align__(16) float sq[R * HDP];  // [R x HDP] scaled queries of the item's rows
+  __shared__ __align__(16) float skv[C * KS];  // [C x KS] K, then V, of the sub-tile's slots
+  __shared__ __align__(16) float sp[R * C];    // [R x C] softmax weights of the sub-tile
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int32_t* it = a.cascade.item + 4 * static_cast<int64_t>(blockIdx.x);
+  const int32_t slo = it[0], shi = it[1], mlo = it[2], mhi = it[3];
+  const int32_t kvh = blockIdx.y, g = a.heads / a.kv_heads, hd = a.head_dim;
+  const int32_t rows = (mhi - mlo) * g;  // row i: member entry mlo + i / g, query head kvh * g + i % g
+  const int64_t row = static_cast<int64_t>(a.kv_heads) * hd;
+  const float* K = a.kv + static_cast<int64_t>(kvh) * hd;
+  const float* V = a.kv + static_cast<int64_t>(a.capacity) * row + static_cast<int64_t>(kvh) * hd;
+  for (int e = threadIdx.x; e < R * HDP; e += kWarps * 32) {
+    const int i = e / HDP, d = e - i * HDP;
+    float v = 0.0f;
+    if (i < rows && d < hd) {
+      const int64_t r = a.cascade.member[mlo + i / g];
+      v = a.q[(r * a.heads + kvh * g + i % g) * hd + d] * a.scale;  // the scale folded into q once
+    }
+    sq[e] = v;
+  }
+  const int kn = rows > warp ? (rows - warp + kWarps - 1) / kWarps : 0;  // this warp's rows that hold a query head
+  float m[RW], l[RW], acc[RW][VEC];
+#pragma unroll
+  for (int k = 0; k < RW; ++k) {
+    m[k] = -INFINITY;
+    l[k] = 0.0f;
+#pragma unroll
+    for (int j = 0; j < VEC; ++j) acc[k][j] = 0.0f;
+  }
+  auto stage = [&](const float* base, int32_t t0, int32_t n) {  // skv <- rows of `base` at the sub-tile's slots
+    for (int e = threadIdx.x; e < C * HDP; e += kWarps * 32) {
+      const int c = e / HDP, d = e - c * HDP;
+      float v = 0.0f;
+      if (c < n && d < hd) {
+        const int32_t s = a.cascade.shared_slots[t0 + c];
+        if (s >= 0 && s < a.capacity) v = __ldg(base + static_cast<int64_t>(s) * row + d);
+        else if (d == 0) detail::status_report(reinterpret_cast<KernelStatus*>(a.status), KernelError::slot_out_of_range, a.cascade.member[mlo], s);
+      }
+      skv[c * KS + d] = v;
+    }
+  };
+  for (int32_t t0 = slo; t0 < shi; t0 += C) {
+    const int32_t n = shi - t0 < C ? shi - t0 : C;
+    __syncthreads();  // sq written (first round); the last round's V and weights read
+    stage(K, t0, n);
+    __syncthreads();
+    float sc[RW];
+#pragma unroll
+    for (int k = 0; k < RW; ++k) sc[k] = 0.0f;
+#pragma unroll 4
+    for (int d = 0; d < HDP; d += 4) {
+      const float4 kk = *reinterpret_cast<const float4*>(&skv[lane * KS + d]);
+#pragma unroll
+      for (int k = 0; k < RW; ++k) {
+        if (k >= kn) break;  // uniform across the warp: a small item skips its padding rows
+        const float4 qq = *reinterpret_cast<const float4*>(&sq[(warp + kWarps * k) * HDP + d]);  // one address per warp: broadcast
+        sc[k] = fmaf(qq.x, kk.x, fmaf(qq.y, kk.y, fmaf(qq.z, kk.z, fmaf(qq.w, kk.w, sc[k]))));
+      }
+    }
+#pragma unroll
+    for (int k = 0; k < RW; ++k) {
+      const int i = warp + kWarps * k;
+      if (i >= rows) continue;  // uniform across the warp
+      const float s = lane < n ? sc[k] : -INFINITY;
+      float mx = s;
+#pragma unroll
+      for (int off = 16; off > 0; off >>= 1) mx = fmaxf(mx, __shfl_xor_sync(kFull, mx, off));
+      const ta::Step st = ta::online_step(m[k], mx);  // the sub-tile as one step: corr rescales the old sums
+      const float p = lane < n ? expf(s - st.m_new) : 0.0f;
+      float sum = p;
+#pragma unroll
+      for (int off = 16; off > 0; off >>= 1) sum += __shfl_xor_sync(kFull, sum, off);
+      l[k] = l[k] * st.corr + sum;
+      m[k] = st.m_new;
+#pragma unroll
+      for (int j = 0; j < VEC; ++j) acc[k][j] *= st.corr;
+      sp[i * C + lane] = p;
+    }
+    __syncthreads();  // every warp done with K
+    stage(V, t0, n);
+    __syncthreads();
+#pragma unroll 2
+    for (int c = 0; c < C; c += 4) {
+      float vv[4][VEC];
+#pragma unroll
+      for (int cc = 0; cc < 4; ++cc)
+#pragma unroll
+        for (int j = 0; j < VEC; ++j) vv[cc][j] = skv[(c + cc) * KS + j * 32 + lane];
+#pragma unroll
+      for (int k = 0; k < RW; ++k) {
+        if (k >= kn) break;
+        const float4 pp = *reinterpret_cast<const float4*>(&sp[(warp + kWarps * k) * C + c]);
+#pragma unroll
+        for (int j = 0; j < VEC; ++j) acc[k][j] = fmaf(pp.x, vv[0][j], fmaf(pp.y, vv[1][j], fmaf(pp.z, vv[2][j], fmaf(pp.w, vv[3][j], acc[k][j]))));
+      }
+    }
+  }
+#pragma unroll
+  for (int k = 0; k < RW; ++k) {
+    const int i = warp + kWarps * k;
+    if (i >= rows) continue;
+    const int64_t pr = shared_base + static_cast<int64_t>(mlo + i / g) * a.heads + kvh * g + i % g;  // part row of (entry, head)
+#pragma unroll
+    for (int j = 0; j < VEC; ++j)
+      if (j * 32 + lane < hd) part_acc[pr * hd + j * 32 + lane] = acc[k][j];
+    if (lane == 0) {
+      part_ml[pr * 2] = m[k];
+      part_ml[pr * 2 + 1] = l[k];
+    }
+  }
+}
+
+// Merge pass (FlashInfer merge_state): a block per (query, head) rescales
+// each partial state (its splits, then under a cascade its items' entries)
+// to the common max and normalises once.
+__global__ void tree_attention_merge_kernel(TreeAttentionArgs a, int32_t splits, const float* part_acc, const float* part_ml,
+                                            int64_t shared_base) {
   const int64_t oh = blockIdx.x;
   const int32_t hd = a.head_dim;
+  const int32_t r = static_cast<int32_t>(oh / a.heads), h = static_cast<int32_t>(oh % a.heads);
+  const int32_t c0 = a.cascade.items > 0 ? a.cascade.query_part_ptr[r] : 0;
+  const int32_t c1 = a.cascade.items > 0 ? a.cascade.query_part_ptr[r + 1] : 0;
+  auto part = [&](int32_t k) {  // part row of the query's k-th partial state
+    return k < splits ? oh * splits + k : shared_base + static_cast<int64_t>(a.cascade.query_parts[c0 + k - splits]) * a.heads + h;
+  };
+  const int32_t parts = splits + c1 - c0;
   float M = -INFINITY;
-  for (int32_t s = 0; s < splits; ++s) M = fmaxf(M, part_ml[(oh * splits + s) * 2]);
+  for (int32_t k = 0; k < parts; ++k) M = fmaxf(M, part_ml[part(k) * 2]);
   for (int32_t d = threadIdx.x; d < hd; d += blockDim.x) {
     float L = 0.0f, A = 0.0f;
-    for (int32_t s = 0; s < splits; ++s) {
-      const int64_t ps = oh * splits + s;
+    for (int32_t k = 0; k < parts; ++k) {
+      const int64_t ps = part(k);
       const float f = ta::merge_factor(part_ml[ps * 2], M);
       L = fmaf(part_ml[ps * 2 + 1], f, L);
       A = fmaf(part_acc[ps * hd + d], f, A);
@@ -178,18 +320,38 @@ TreeAttentionPlan tree_attention_plan(const TreeAttentionArgs& a, int32_t sm_cou
   p.heads_per_block = std::min(pow2_at_least(group), p.vec == 8 ? 4 : 8);  // vec 8 x 8 heads would spill registers
   p.head_groups = (group + p.heads_per_block - 1) / p.heads_per_block;
   TS_CHECK(int64_t{a.kv_heads} * p.head_groups <= 65535, "tree_attention (cuda): too many KV heads x head groups for gridDim.y");
+  // Under a cascade the per-query blocks read the private lists only.
+  const TreeAttentionCascade& c = a.cascade;
+  const int32_t max_row = c.items > 0 ? c.private_max_row : a.max_row;
+  if (c.items > 0) {
+    const int32_t rows = p.vec == 1 ? ItemTile<1>::R : p.vec == 2 ? ItemTile<2>::R : p.vec == 4 ? ItemTile<4>::R : ItemTile<8>::R;
+    TS_CHECK(c.tile_rows > 0 && c.tile_rows <= rows && group <= c.tile_rows && c.members > 0 && c.private_max_row >= 0,
+             "tree_attention (cuda): a cascade of tile_rows = " << c.tile_rows << " (members " << c.members << ") for a kernel tile of "
+                                                                << rows << " rows and " << group << " heads per KV head");
+    p.items = c.items;
+  }
   const int64_t base = std::max<int64_t>(1, int64_t{a.num_queries} * a.kv_heads * p.head_groups);
   const int64_t want = (4 * int64_t{std::max(sm_count, 1)} + base - 1) / base;   // ~4 waves
-  const int64_t most = std::max<int64_t>(1, int64_t{a.max_row} / 64);  // chunks of >= 64 entries
+  const int64_t most = std::max<int64_t>(1, int64_t{max_row} / 64);  // chunks of >= 64 entries
   const int64_t splits = std::min<int64_t>(std::min(want, most), int64_t{65535});
-  p.chunk = static_cast<int32_t>(std::max<int64_t>(1, (int64_t{a.max_row} + splits - 1) / splits));
-  p.splits = static_cast<int32_t>(std::max<int64_t>(1, (int64_t{a.max_row} + p.chunk - 1) / p.chunk));  // no empty tail split
+  p.chunk = static_cast<int32_t>(std::max<int64_t>(1, (int64_t{max_row} + splits - 1) / splits));
+  p.splits = static_cast<int32_t>(std::max<int64_t>(1, (int64_t{max_row} + p.chunk - 1) / p.chunk));  // no empty tail split
+  p.partials = p.splits > 1 || p.items > 0 ? 1 : 0;
   return p;
 }
 
+namespace {
+// Partial states in the workspace: [q x heads x splits] of the per-query
+// blocks (when they write partials), then [members x heads] of the items.
+int64_t partial_rows(const TreeAttentionPlan& p, const TreeAttentionArgs& a) {
+  if (!p.partials) return 0;
+  return int64_t{a.num_queries} * a.heads * p.splits + (p.items > 0 ? int64_t{a.cascade.members} * a.heads : 0);
+}
+}  // namespace
+
 size_t tree_attention_workspace_bytes(const TreeAttentionPlan& p, const TreeAttentionArgs& a) {
-  if (p.splits <= 1) return 0;
-  const size_t parts = static_cast<size_t>(a.num_queries) * static_cast<size_t>(a.heads) * static_cast<size_t>(p.splits);
+  const size_t parts = static_cast<size_t>(partial_rows(p, a));
+  if (parts == 0) return 0;
   return align256(parts * static_cast<size_t>(a.head_dim) * sizeof(float)) + parts * 2 * sizeof(float);
 }
 
@@ -197,32 +359,57 @@ size_t tree_attention_workspace_bytes(const TreeAttentionArgs& a) {
   return tree_attention_workspace_bytes(tree_attention_plan(a, current_sm_count()), a);
 }
 
+double tree_attention_kv_bytes(const TreeAttentionArgs& a, const TreeAttentionPlan& p, int64_t listed) {
+  const double row = 2.0 * a.head_dim * sizeof(float);  // K and V of one slot and KV head
+  const int64_t per_query = p.items > 0 ? a.cascade.private_entries : listed;
+  return row * a.kv_heads * (static_cast<double>(per_query) * p.head_groups + static_cast<double>(p.items > 0 ? a.cascade.item_slot_reads : 0));
+}
+
 void tree_attention(const TreeAttentionArgs& a) {
   if (a.num_queries == 0) return;
   const TreeAttentionPlan p = tree_attention_plan(a, current_sm_count());
   TS_CHECK(a.q && a.kv && a.indptr && a.out, "tree_attention (cuda): null q, kv, indptr or out");
   TS_CHECK(a.slot_ids || a.max_row == 0, "tree_attention (cuda): null slot_ids");
+  const TreeAttentionCascade& c = a.cascade;
+  TS_CHECK(p.items == 0 || (c.item && c.shared_slots && c.member && c.query_part_ptr && c.query_parts && c.private_ptr && c.private_slots),
+           "tree_attention (cuda): a cascade of " << c.items << " items with a null array");
   const size_t need = tree_attention_workspace_bytes(p, a);
   TS_CHECK(a.workspace_bytes >= need && (need == 0 || a.workspace),
            "tree_attention (cuda): workspace of " << a.workspace_bytes << " bytes, the plan needs " << need);
   float* part_acc = nullptr;
   float* part_ml = nullptr;
-  if (p.splits > 1) {
+  const int64_t rows = partial_rows(p, a), shared_base = int64_t{a.num_queries} * a.heads * p.splits;
+  if (rows > 0) {
     part_acc = static_cast<float*>(a.workspace);
-    part_ml = reinterpret_cast<float*>(static_cast<char*>(a.workspace) +
-                                       align256(static_cast<size_t>(a.num_queries) * a.heads * p.splits * a.head_dim * sizeof(float)));
+    part_ml = reinterpret_cast<float*>(static_cast<char*>(a.workspace) + align256(static_cast<size_t>(rows) * a.head_dim * sizeof(float)));
+  }
+  TreeAttentionArgs ap = a;  // the per-query blocks: under a cascade, the private lists
+  if (p.items > 0) {
+    ap.indptr = c.private_ptr;
+    ap.slot_ids = c.private_slots;
+    ap.max_row = c.private_max_row;
   }
   const auto st = static_cast<cudaStream_t>(a.stream);
   switch (p.vec) {
-    case 1: launch_v<1>(a, p, part_acc, part_ml, st); break;
-    case 2: launch_v<2>(a, p, part_acc, part_ml, st); break;
-    case 4: launch_v<4>(a, p, part_acc, part_ml, st); break;
-    default: launch_v<8>(a, p, part_acc, part_ml, st); break;
+    case 1: launch_v<1>(ap, p, part_acc, part_ml, st); break;
+    case 2: launch_v<2>(ap, p, part_acc, part_ml, st); break;
+    case 4: launch_v<4>(ap, p, part_acc, part_ml, st); break;
+    default: launch_v<8>(ap, p, part_acc, part_ml, st); break;
   }
-  if (p.splits > 1) {
-    tree_attention_combine_kernel<<<static_cast<unsigned>(int64_t{a.num_queries} * a.heads), 128, 0, st>>>(a, p.splits, part_acc,
-                                                                                                          part_ml);
-    TS_CUDA_CHECK_LAUNCH("tree_attention_combine_kernel");
+  if (p.items > 0) {
+    const dim3 grid(static_cast<unsigned>(p.items), static_cast<unsigned>(a.kv_heads));
+    switch (p.vec) {
+      case 1: tree_attention_item_kernel<1><<<grid, kWarps * 32, 0, st>>>(a, part_acc, part_ml, shared_base); break;
+      case 2: tree_attention_item_kernel<2><<<grid, kWarps * 32, 0, st>>>(a, part_acc, part_ml, shared_base); break;
+      case 4: tree_attention_item_kernel<4><<<grid, kWarps * 32, 0, st>>>(a, part_acc, part_ml, shared_base); break;
+      default: tree_attention_item_kernel<8><<<grid, kWarps * 32, 0, st>>>(a, part_acc, part_ml, shared_base); break;
+    }
+    TS_CUDA_CHECK_LAUNCH("tree_attention_item_kernel");
+  }
+  if (p.partials) {
+    tree_attention_merge_kernel<<<static_cast<unsigned>(int64_t{a.num_queries} * a.heads), 128, 0, st>>>(a, p.splits, part_acc, part_ml,
+                                                                                                        shared_base);
+    TS_CUDA_CHECK_LAUNCH("tree_attention_merge_kernel");
   }
 }
 

@@ -26,12 +26,23 @@ struct TreeAttentionPlan {
   int32_t splits = 1;           // blocks per (query, KV head, head group) along the list
   int32_t chunk = 0;            // list entries per split
   int32_t vec = 0;              // ceil(head_dim / 32) floats per lane (1, 2, 4 or 8)
+  int32_t items = 0;            // cascade items (a.cascade.items): a second kernel, a block per item x KV head
+  int32_t partials = 0;         // 1: blocks write partial states (splits > 1 or a cascade), merged by a third kernel
 };
 // `sm_count` sizes the split: enough blocks for ~4 waves of `sm_count`, never
-// chunks under 64 entries. head_dim must be <= 256.
+// chunks under 64 entries. head_dim must be <= 256. Under a cascade
+// (a.cascade.items > 0) the per-query blocks read the private lists, the
+// items' blocks the shared segments, and a merge combines them
+// (FlashInfer's cascade attention and merge_state).
 TreeAttentionPlan tree_attention_plan(const TreeAttentionArgs& a, int32_t sm_count);
 // Scratch bytes for the split partials (0 when splits == 1).
 size_t tree_attention_workspace_bytes(const TreeAttentionPlan& p, const TreeAttentionArgs& a);
+
+// K/V bytes the launches of plan `p` read, summed over every block's chunk:
+// a per-query block reads its list once per head group, an item block its
+// chunk once for all heads of its KV head. `listed` = entries of a's lists
+// (indptr[num_queries]); under a cascade the private lists' length is used.
+double tree_attention_kv_bytes(const TreeAttentionArgs& a, const TreeAttentionPlan& p, int64_t listed);
 
 // Launch on a.stream; asynchronous. a.workspace must hold
 // tree_attention_workspace_bytes(plan for this device) bytes (the

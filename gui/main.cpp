@@ -6,13 +6,14 @@
 #include <QTimer>
 
 #include <cstdio>
+#include <cstring>
 #include <iostream>
 
 #include "gui/main_window.h"
 
 namespace {
-void usage() {
-  std::cerr << "usage: triescope-gui [trace.jsonl | --diff a.jsonl b.jsonl | --sample sample.json]\n"
+void usage(std::ostream& os = std::cerr) {
+  os << "usage: triescope-gui [trace.jsonl | --diff a.jsonl b.jsonl | --sample sample.json]\n"
                "                     [--step N] [--select NODE] [--screenshot out.png] [--size WxH] [--timing]\n"
                "  --screenshot  load, go to --step, save the window as PNG and exit (headless checks)\n"
                "  --timing      print load and first-paint times to stderr\n";
@@ -20,6 +21,12 @@ void usage() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Before QApplication, which aborts without a display: --help needs none.
+  for (int i = 1; i < argc; ++i)
+    if (std::strcmp(argv[i], "-h") == 0 || std::strcmp(argv[i], "--help") == 0) {
+      usage(std::cout);
+      return 0;
+    }
   QElapsedTimer clock;
   clock.start();
   QApplication app(argc, argv);
@@ -66,9 +73,6 @@ int main(int argc, char** argv) {
       }
     } else if (a == "--timing") {
       timing = true;
-    } else if (a == "-h" || a == "--help") {
-      usage();
-      return 0;
     } else if (a.startsWith("--")) {
       std::cerr << "triescope-gui: unknown option " << a.toStdString() << "\n";
       usage();

@@ -95,15 +95,25 @@ int64_t mask_check_tree(const StepView& v, const ForwardView& f, const ForwardLa
   return sink.count;
 }
 
-int64_t mask_check_copies(const StepView& v, const ForwardView& f, int32_t region, std::vector<MaskViolation>& out, size_t limit) {
+int64_t mask_check_copies(const StepView& v, const ForwardView& f, int32_t region, int32_t prompt, std::vector<MaskViolation>& out,
+                          size_t limit) {
   Sink sink{v, out, limit, {}};
-  for (int32_t r = 0; r < f.mask.rows && static_cast<size_t>(r) < f.slots.size(); ++r) {
-    const int32_t s = f.slots[static_cast<size_t>(r)];
-    if (s < 0 || s >= kTraceMaxSlots) continue;  // mask_check_trace refuses it, named
-    const int32_t first = s / region * region;  // the row's copy starts here
-    if (static_cast<size_t>(r) < f.positions.size() && f.positions[static_cast<size_t>(r)] != s - first)
-      sink.add(r, kNoNode, kNoSlot, kNoNode, MaskFault::wrong_position, s - first, f.positions[static_cast<size_t>(r)]);
-    for (int32_t c = 0; c < std::max(f.mask.cols, s + 1); ++c) {
+  for (int32_t r = 0; r < f.mask.rows; ++r) {
+    // Where row r belongs, from the step alone (batch_beam_search.cpp): the
+    // prefill feeds each copy's prompt in turn, step t one token per copy at
+    // position prompt + t - 1. Slot and position are then judged apart.
+    const int64_t copy = v.step == 0 ? r / prompt : r;
+    const int64_t pos = v.step == 0 ? r % prompt : int64_t{prompt} + v.step - 1;
+    TS_CHECK(pos < region, "check: step " << v.step << " row " << r << " is at position " << pos << ", past the copy's " << region
+                                          << " slots (config.prompt + config.beam.max_new_tokens): more steps than max_new_tokens");
+    const int64_t first = copy * region, s = first + pos;
+    if (static_cast<size_t>(r) < f.positions.size() && f.positions[static_cast<size_t>(r)] != pos)
+      sink.add(r, kNoNode, kNoSlot, kNoNode, MaskFault::wrong_position, pos, f.positions[static_cast<size_t>(r)]);
+    if (static_cast<size_t>(r) < f.slots.size() && f.slots[static_cast<size_t>(r)] != s)
+      sink.add(r, kNoNode, f.slots[static_cast<size_t>(r)], kNoNode, MaskFault::wrong_slot, s, f.slots[static_cast<size_t>(r)]);
+    // The row's columns, and the ones it needs past the mask's width (at most a copy's).
+    const int32_t end = static_cast<int32_t>(std::max<int64_t>(f.mask.cols, std::min<int64_t>(s + 1, int64_t{f.mask.cols} + region)));
+    for (int32_t c = 0; c < end; ++c) {
       const bool want = c >= first && c <= s;
       const bool have = mask_bit(f, r, c);
       if (want == have) continue;
@@ -119,19 +129,22 @@ MaskCheckReport mask_check_trace(const TraceReplay& t, size_t limit) {
   const nlohmann::json& h = t.header();
   const bool copies = h.value("algorithm", std::string()) == "batch_beam_search";
   rep.layout = copies ? "copies" : "tree";
-  int32_t region = 0;
+  int32_t region = 0, prompt = 0;
   if (copies) {
     // The copy size, from the header's config: every field with its type
     // and range, the sum in 64 bits (a copy no trace's slots can hold is refused).
     JsonObjectReader hr(h, t.origin() + ": header");
     JsonObjectReader cfg = hr.object("config");
-    const json& prompt = cfg.raw("prompt");
-    TS_CHECK(prompt.is_array(), cfg.where("prompt") << " must be an array of token ids, got " << json_brief(prompt));
+    const json& prompt_ids = cfg.raw("prompt");
+    TS_CHECK(prompt_ids.is_array(), cfg.where("prompt") << " must be an array of token ids, got " << json_brief(prompt_ids));
+    // The batch layout places copy r / prompt at step 0 (mask_check_copies).
+    TS_CHECK(!prompt_ids.empty(), cfg.where("prompt") << " must hold at least one token (the copy's prompt)");
     const int64_t max_new = cfg.object("beam").get_int("max_new_tokens", 0, kTraceMaxSlots);
-    const int64_t copy = static_cast<int64_t>(prompt.size()) + max_new;
-    TS_CHECK(copy > 0 && copy <= kTraceMaxSlots, cfg.where("prompt") << " (" << prompt.size() << " tokens) + config.beam.max_new_tokens ("
+    const int64_t copy = static_cast<int64_t>(prompt_ids.size()) + max_new;
+    TS_CHECK(copy > 0 && copy <= kTraceMaxSlots, cfg.where("prompt") << " (" << prompt_ids.size() << " tokens) + config.beam.max_new_tokens ("
                                                                       << max_new << ") = " << copy
                                                                       << " slots per copy, must be in [1, " << kTraceMaxSlots << "]");
+    prompt = static_cast<int32_t>(prompt_ids.size());
     region = static_cast<int32_t>(copy);
   }
   const std::set<int32_t> gc_after = t.gc_after_forward_steps();
@@ -149,7 +162,7 @@ MaskCheckReport mask_check_trace(const TraceReplay& t, size_t limit) {
                             << kTraceMaxSlots << ")");
       ++rep.passes;
       rep.rows += v.forward->mask.rows;
-      rep.violation_count += mask_check_copies(v, *v.forward, region, rep.violations, limit);
+      rep.violation_count += mask_check_copies(v, *v.forward, region, prompt, rep.violations, limit);
       continue;
     }
     const bool has_drafts = v.extra.is_object() && (v.extra.contains("draft_forward") || v.extra.contains("draft_forwards"));

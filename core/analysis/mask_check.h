@@ -3,7 +3,8 @@
 // slots of its ancestors-or-self in the layout its pass read
 // (forward_layout) and its position id is its depth. The batch layout
 // (batch_beam_search, no tree): b regions of `prompt + max_new_tokens` slots,
-// a row at slot s of region r reads [r * cap, s] and its position is s - r * cap.
+// a row at slot s of region r reads [r * cap, s] and its position is s - r * cap,
+// where s follows from the step and the row (mask_check_copies).
 // `triescope check`, `triescope inspect` and the Python bindings call it.
 #pragma once
 #include <cstdint>
@@ -45,8 +46,12 @@ struct MaskViolation {
 // names a draft model's pass ("" for the target's forward).
 int64_t mask_check_tree(const StepView& v, const ForwardView& f, const ForwardLayout& layout, std::vector<MaskViolation>& out,
                         size_t limit, const std::string& pass = {});
-// The batch layout: `region` slots per beam copy.
-int64_t mask_check_copies(const StepView& v, const ForwardView& f, int32_t region, std::vector<MaskViolation>& out, size_t limit);
+// The batch layout: `region` slots per beam copy, `prompt` tokens each. The
+// slot and position a row must have follow from the step and the row
+// (step 0: copy r / prompt, position r % prompt; step t: copy r, position
+// prompt + t - 1), so a wrong slot and a wrong position are named apart.
+int64_t mask_check_copies(const StepView& v, const ForwardView& f, int32_t region, int32_t prompt, std::vector<MaskViolation>& out,
+                          size_t limit);
 
 struct MaskCheckReport {
   std::string layout;            // "tree" or "copies"

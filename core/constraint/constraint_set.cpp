@@ -1,3 +1,4 @@
+#include "core/common/sha256.h"
 #include "core/constraint/constraint_set.h"
 
 #include <algorithm>
@@ -146,7 +147,10 @@ static ConstraintSet parse_text_checked(const std::string& text, int32_t vocab_s
 }
 
 ConstraintSet constraint_set_read_text(const std::string& path, int32_t vocab_size) {
-  return constraint_set_parse_text(file_read_all(path), vocab_size, path);
+  const std::string bytes = file_read_all(path);
+  ConstraintSet c = constraint_set_parse_text(bytes, vocab_size, path);
+  c.sha256 = sha256_hex(bytes);
+  return c;
 }
 
 namespace {
@@ -262,7 +266,10 @@ ConstraintSet parse_npy_checked(const std::string& b, int32_t vocab_size, const 
 }  // namespace
 
 ConstraintSet constraint_set_read_npy(const std::string& path, int32_t vocab_size) {
-  return constraint_set_parse_npy(file_read_all(path), vocab_size, path);
+  const std::string bytes = file_read_all(path);
+  ConstraintSet c = constraint_set_parse_npy(bytes, vocab_size, path);
+  c.sha256 = sha256_hex(bytes);
+  return c;
 }
 
 ConstraintSet constraint_set_read(const std::string& path, const std::string& format, int32_t vocab_size) {

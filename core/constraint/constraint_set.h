@@ -19,6 +19,7 @@ struct ConstraintSet {
   int64_t duplicates_removed = 0;
   bool input_was_sorted = true;  // false when the reader had to sort
   std::string origin;            // file (or "<random ...>") the set came from
+  std::string sha256;            // of the file's bytes (constraint_set_read_*); empty for a set made in memory
 
   int64_t size() const { return length ? static_cast<int64_t>(tokens.size()) / length : 0; }
   const int32_t* item(int64_t i) const { return tokens.data() + static_cast<size_t>(i) * static_cast<size_t>(length); }

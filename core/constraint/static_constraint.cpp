@@ -80,8 +80,11 @@ bool StaticConstraint::rank(const std::vector<int64_t>& states, int32_t step, co
 nlohmann::json StaticConstraint::describe() const {
   nlohmann::json j = index_->describe();
   if (step_) j["ranking"] = "sparse";
-  j["set"] = {{"origin", set_->origin}, {"items", set_->size()}, {"length", set_->length}, {"vocab_size", set_->vocab_size},
+  j["set"] = {{"items", set_->size()}, {"length", set_->length}, {"vocab_size", set_->vocab_size},
               {"duplicates_removed", set_->duplicates_removed}};
+  if (!sample_file_.empty()) j["set"]["file"] = sample_file_;  // provenance: where the sample found it
+  else j["set"]["origin"] = set_->origin;
+  if (!set_->sha256.empty()) j["set"]["sha256"] = set_->sha256;  // config: what was read
   return j;
 }
 
@@ -114,7 +117,9 @@ std::shared_ptr<StaticConstraint> static_constraint_from_json(JsonObjectReader r
   if (p.is_relative()) p = std::filesystem::path(sample_path).parent_path() / p;
   auto set = std::make_shared<const ConstraintSet>(constraint_set_read(p.string(), format, vocab_size));
   try {
-    return std::make_shared<StaticConstraint>(set, constraint_index_make(impl, set, opt, top_k), ranking == "sparse");
+    auto c = std::make_shared<StaticConstraint>(set, constraint_index_make(impl, set, opt, top_k), ranking == "sparse");
+    c->set_sample_file(file);
+    return c;
   } catch (const Error& e) {
     TS_FAIL(r.where("impl") << ": " << e.what());
   }

@@ -36,6 +36,11 @@ class StaticConstraint final : public LogitsConstraint {
             int32_t k, std::vector<ScoredCandidate>& out, nlohmann::json* trace) override;
   int64_t next_state(int64_t state, int32_t token, int32_t step) const override { return index_->next_state(state, token, step); }
   nlohmann::json describe() const override;
+  // The constraint file as the sample names it (relative to the sample's
+  // folder): what describe() records, so a trace does not depend on the
+  // directory the run started in.
+  void set_sample_file(std::string file) { sample_file_ = std::move(file); }
+  const std::string& sample_file() const { return sample_file_; }
 
   const ConstraintSet& set() const { return *set_; }
   ConstraintIndex& index() { return *index_; }
@@ -51,6 +56,7 @@ class StaticConstraint final : public LogitsConstraint {
   std::shared_ptr<const ConstraintSet> set_;
   std::shared_ptr<ConstraintIndex> index_;
   std::unique_ptr<StaticStep> step_;  // set when ranking sparsely
+  std::string sample_file_;
   StaticStepResult step_result_;
 };
 

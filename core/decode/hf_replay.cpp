@@ -65,6 +65,17 @@ std::vector<int64_t> rows_of(const std::vector<json>& records, const std::vector
   return rows;
 }
 
+// One label per token id, as `triescope run` writes a model's vocab: ids the
+// tokenizer does not cover (a vocab padded past the tokenizer, e.g. 704 rows
+// for 700 tokens) are labelled by their number.
+std::vector<std::string> vocab_padded(std::vector<std::string> vocab, int32_t vocab_size) {
+  if (vocab.empty()) return vocab;
+  TS_CHECK(vocab.size() <= static_cast<size_t>(vocab_size),
+           "vocab: " << vocab.size() << " token strings for the scores' " << vocab_size << " ids (a tokenizer larger than the model's vocab)");
+  for (size_t id = vocab.size(); id < static_cast<size_t>(vocab_size); ++id) vocab.push_back(std::to_string(id));
+  return vocab;
+}
+
 }  // namespace
 
 HfReplay hf_generate_replay(const HfGenerateRun& run, TraceSink* batch_trace, TraceSink* trie_trace) {
@@ -79,7 +90,7 @@ HfReplay hf_generate_replay(const HfGenerateRun& run, TraceSink* batch_trace, Tr
   model["type"] = "hf_generate_scores";
   model["vocab_size"] = run.vocab_size;
   model["steps"] = run.scores.size();
-  ScoresReplayModel replay(run.vocab_size, cfg.num_beams, run.scores, run.prompt, run.kv_shape, model, run.vocab);
+  ScoresReplayModel replay(run.vocab_size, cfg.num_beams, run.scores, run.prompt, run.kv_shape, model, vocab_padded(run.vocab, run.vocab_size));
   DecodeOptions opt;
   opt.backend = kHfGenerateBackend;
   opt.keyframe_interval = run.keyframe_interval;

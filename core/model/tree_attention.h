@@ -15,6 +15,30 @@
 
 namespace triescope {
 
+// A cascade decomposition of the lists (tree_attention_cascade.h builds it
+// on the host): FlashInfer's cascade attention (a shared prefix attended once
+// for all queries below it, each query's own suffix alone, the partial softmax
+// states merged by the log-sum-exp rule) generalised to every segment of a
+// trie. A segment is the set of slots read by exactly the same >= 2 queries;
+// an item is a chunk of a segment's slots x a tile of its queries, attended
+// once per KV head; each query's slots outside every segment stay its
+// private list. Pointers into one int32 table, host or device like the rest.
+struct TreeAttentionCascade {
+  int32_t items = 0;            // 0: no cascade, the kernel reads indptr / slot_ids
+  int32_t members = 0;          // member entries over all items (one partial state per entry and head)
+  int32_t tile_rows = 0;        // most query heads (members x group) one item holds
+  int32_t private_max_row = 0;  // longest private list
+  int64_t private_entries = 0;  // host-known sizes: the private lists' total length,
+  int64_t item_slot_reads = 0;  // and the items' chunk lengths summed (a tile re-reads its chunk)
+  const int32_t* item = nullptr;            // [items x 4] slot_lo, slot_hi (into shared_slots), mem_lo, mem_hi (into member)
+  const int32_t* shared_slots = nullptr;    // segments' slots, each segment once, ascending within it
+  const int32_t* member = nullptr;          // [members] the query of each member entry
+  const int32_t* query_part_ptr = nullptr;  // [num_queries + 1] query r's member entries: query_parts[ptr[r], ptr[r + 1])
+  const int32_t* query_parts = nullptr;     // [members]
+  const int32_t* private_ptr = nullptr;     // [num_queries + 1] query r reads private_slots[ptr[r], ptr[r + 1]) alone
+  const int32_t* private_slots = nullptr;
+};
+
 // Raw pointers, host or device depending on who runs it; fp32 throughout.
 // The cache layout is TorchTransformer's per-layer tensor
 // [2 (K, V), capacity, kv_heads, head_dim], contiguous.
@@ -31,6 +55,9 @@ struct TreeAttentionArgs {
   int32_t capacity = 0;  // slots the cache holds: every slot id must be in [0, capacity)
   int32_t max_row = 0;   // longest ancestor list (host-known; sizes the kernel's split)
   float scale = 0.0f;    // softmax scale, 1 / sqrt(head_dim)
+  // Optional: the same lists cut into shared segments and private lists
+  // (items == 0: none); the output is the same, up to rounding.
+  TreeAttentionCascade cascade;
   // Device kernel only: scratch for split rows (size from the registered
   // kernel's workspace_bytes), the KernelStatus word (3 x int32: code, index,
   // value; may be null) and the cudaStream_t (null: the legacy default stream,

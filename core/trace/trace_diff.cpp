@@ -21,6 +21,20 @@ std::string TraceDivergence::describe() const {
   return os.str();
 }
 
+bool trace_field_is_provenance(const std::string& record_kind, bool top_level, const std::string& key) {
+  if (key == "seconds") return true;
+  if (record_kind != "header") return false;
+  if (top_level && (key == "backend" || key == "model" || key == "vocab")) return true;
+  // A file's name says where an input was read from; its content hash, a
+  // field of its own, is compared.
+  auto ends_with = [&](const char* tail) {
+    const std::string t(tail);
+    return key.size() > t.size() && key.compare(key.size() - t.size(), t.size(), t) == 0;
+  };
+  return key == "path" || key == "file" || key == "dir" || key == "origin" || ends_with("_path") || ends_with("_file") ||
+         ends_with("_dir");
+}
+
 namespace {
 
 struct Walker {
@@ -82,7 +96,7 @@ struct Walker {
       for (auto& [k, v] : b.items())
         if (!a.contains(k)) keys.push_back(k);
       for (const auto& k : keys) {
-        if (k == "seconds" || (field.empty() && base.kind == "header" && k == "backend")) continue;
+        if (trace_field_is_provenance(base.kind, field.empty(), k)) continue;
         const std::string f = field.empty() ? k : field + "." + k;
         path.push_back({k, -1});
         if (!a.contains(k)) emit(f, -1, "<missing>", b[k].dump());

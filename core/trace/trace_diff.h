@@ -33,8 +33,19 @@ struct TraceDiffOptions {
   double tolerance = 1e-6;  // |a - b| <= tol * max(1, |a|, |b|) for non-integers
 };
 
-// Fields never compared: "backend" in the header (CPU vs CUDA by design) and
-// "seconds" anywhere (wall time).
+// Whether `key` (a member of an object in a record of `record_kind`;
+// `top_level`: of the record itself) is provenance, never compared: where the
+// decode ran and where its inputs came from, not what it decoded. "seconds"
+// anywhere (wall time); in the header: "backend", "model" (the source of the
+// logits: type, path, device, hf_* fields...) and "vocab" (token labels: the
+// token ids are compared in every record), and at any depth a field naming a
+// file ("path", "file", "dir", "origin", "*_path", "*_file", "*_dir"). The
+// rest of the header (schema, version, algorithm, config with any content
+// hash, verify_kind) is the decode's config, compared like every record after
+// it (docs/trace-format.md).
+bool trace_field_is_provenance(const std::string& record_kind, bool top_level, const std::string& key);
+
+// Provenance fields (above) are not compared.
 std::optional<TraceDivergence> trace_diff(const std::vector<nlohmann::json>& a, const std::vector<nlohmann::json>& b,
                                           const TraceDiffOptions& opt = {});
 

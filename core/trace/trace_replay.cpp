@@ -6,6 +6,7 @@
 #include <bit>
 #include <cstring>
 #include <filesystem>
+#include <unordered_set>
 
 #include "core/common/error.h"
 #include "core/config/json_reader.h"
@@ -45,13 +46,16 @@ TreeNode node_from_json(const json& j, const std::string& where) {
   return n;
 }
 
-// Node ids are dense (docs/trace-format.md): a node redefines one already
-// known or takes the next id, so a declared id never sizes the tree.
+// Node ids are dense and defined once (docs/trace-format.md): a node takes
+// the next id. A second definition is refused, never applied: with another
+// parent it would silently move the node.
 void put_node(std::vector<TreeNode>& nodes, const TreeNode& n, const std::string& where) {
-  TS_CHECK(static_cast<size_t>(n.id) <= nodes.size(),
+  TS_CHECK(static_cast<size_t>(n.id) >= nodes.size(),
+           where << ": field id = " << n.id << " defines node " << n.id
+                 << " a second time: a node is defined once and never redefined, the next new id is " << nodes.size());
+  TS_CHECK(static_cast<size_t>(n.id) == nodes.size(),
            where << ": field id = " << n.id << " skips ids: node ids are dense, the next new id is " << nodes.size());
-  if (static_cast<size_t>(n.id) == nodes.size()) nodes.push_back(n);
-  else nodes[static_cast<size_t>(n.id)] = n;
+  nodes.push_back(n);
 }
 
 // Into `v`, reusing its capacity.
@@ -119,6 +123,32 @@ void mask_parse_fast(const json& j, const std::string& where, BitMask& m) {
   }
 }
 
+// One step record per step number, 0 (the prefill) first, in order
+// (docs/trace-format.md): `s` is the record after `seen`'s. A record that
+// comes later (`later`: the step numbers of every step record) is not
+// missing but out of order: the ascending-order check names it there.
+void step_number_check(const std::vector<int32_t>& seen, int32_t s, const std::unordered_set<int32_t>& later, const std::string& where) {
+  const int32_t want = seen.empty() ? 0 : seen.back() + 1;
+  if (s == want) return;
+  if (!seen.empty() && s == seen.back())
+    TS_FAIL(where << ": a second step record for step " << s << ": one step record per step number");
+  if (s < want) TS_FAIL(where << ": step record of step " << s << " after step " << seen.back() << ": step records are in increasing step order");
+  if (later.count(want)) return;
+  TS_FAIL(where << ": step record of step " << s << " where step " << want << " comes next: the step record of step " << want
+                << (s - want > 1 ? " (and the ones up to step " + std::to_string(s - 1) + ")" : std::string()) << " is missing");
+}
+
+// A summary's metrics.last_step, when it has one, names the last step
+// record before it (`last`, -1 for none): a dropped last step record
+// leaves no other trace.
+void summary_last_step_check(const json& r, int32_t last, const std::string& where) {
+  if (!(r.is_object() && r.contains("metrics") && r["metrics"].is_object() && r["metrics"].contains("last_step"))) return;
+  const int32_t s = get_i32(r["metrics"], "last_step", where + ": summary metrics", -1);
+  TS_CHECK(s == last, where << ": summary field metrics.last_step = " << s << ", but the last step record is "
+                            << (last < 0 ? std::string("none") : "step " + std::to_string(last))
+                            << ": a step record is missing or one too many");
+}
+
 }  // namespace
 
 void forward_view_parse(const json& f, const std::string& where, ForwardView& out) {
@@ -181,9 +211,20 @@ void TraceReplay::index_records() {
   const json& h = header();
   if (h.contains("vocab") && h["vocab"].is_array())
     for (auto& v : h["vocab"]) vocab_.push_back(v.is_string() ? v.get<std::string>() : v.dump());
+  std::unordered_set<int32_t> step_records;  // step numbers with a step record (step_number_check)
+  for (const TraceRecordEntry& e : index_)
+    if (e.kind == TraceRecordKind::step) step_records.insert(e.step);
   int32_t last = -1;
   for (size_t i = 1; i < index_.size(); ++i) {
     const TraceRecordEntry& e = index_[i];
+    if (e.kind == TraceRecordKind::summary) {
+      // A streamed trace parses its summary only when checked (parse_unreplayed_records):
+      // reading one step needs no summary.
+      if (!file_) summary_last_step_check(records_[i], steps_.empty() ? -1 : steps_.back(), where(i));
+      continue;
+    }
+    TS_CHECK(e.step >= 0 || (e.kind != TraceRecordKind::step && e.kind != TraceRecordKind::keyframe),
+             where(i) << ": field step must be an integer");
     if (e.step < 0) continue;
     // at() stops at the first record of a later step and advance() goes on
     // from there: every step's records must be one contiguous, ascending run
@@ -193,8 +234,16 @@ void TraceReplay::index_records() {
     if (!steps_.empty() && step_end_.size() < steps_.size() && e.step > steps_.back()) step_end_.push_back(i);
     last = e.step;
     if (e.kind == TraceRecordKind::step) {
-      if (steps_.empty() || steps_.back() != e.step) steps_.push_back(e.step);
+      step_number_check(steps_, e.step, step_records, where(i));
+      steps_.push_back(e.step);
     } else if (e.kind == TraceRecordKind::keyframe) {
+      // The recorder writes a keyframe right after its step's record: one
+      // that follows another step's record stands for a missing record.
+      const int32_t before = steps_.empty() ? -1 : steps_.back();
+      TS_CHECK(before == e.step, where(i) << ": keyframe of step " << e.step << " follows the step record of step " << before << ": "
+                                          << (e.step > before && !step_records.count(e.step)
+                                                  ? "the step record of step " + std::to_string(e.step) + " is missing"
+                                                  : std::string("a keyframe comes right after its own step's record")));
       keyframes_.emplace_back(e.step, i);
     }
   }
@@ -215,10 +264,15 @@ void TraceReplay::parse_unreplayed_records() const {
   if (!file_) return;
   reader_boundary(origin_, [&] {
     json scratch;
+    int32_t last_step_record = -1;
     for (size_t i = 1; i < index_.size(); ++i) {
       const TraceRecordEntry& e = index_[i];
+      if (e.kind == TraceRecordKind::step) last_step_record = e.step;
       const bool replayed = (e.kind == TraceRecordKind::step || e.kind == TraceRecordKind::gc) && e.step <= last_step();
-      if (!replayed) file_->read(i, scratch);
+      if (replayed) continue;
+      file_->read(i, scratch);
+      // What the in-memory constructor checks of a summary (index_records).
+      if (e.kind == TraceRecordKind::summary) summary_last_step_check(scratch, last_step_record, where(i));
     }
   });
 }

@@ -59,7 +59,9 @@ class TraceReplay {
   // Parses every record a replay of all steps does not (keyframes, the
   // summary, records after the last step record), so a streamed reader
   // refuses what trace_read would: `check` reads every record once this way.
-  // Nothing for a replay in memory (trace_read parsed them all).
+  // The summary's metrics.last_step is checked here too (the in-memory
+  // constructor checks it at once). Nothing for a replay in memory
+  // (trace_read parsed them all).
   void parse_unreplayed_records() const;
   // Steps whose gc record follows their step record (trace_gc_after_forward_steps),
   // from the index: no record parsed.

@@ -96,8 +96,9 @@ int64_t DeviceTransitionMatrix::bytes() const {
                               dstates2_.bytes() + rank1_.bytes() + rank2_.bytes());
 }
 
-StaticStepCuda::StaticStepCuda(const DeviceTransitionMatrix& matrix, int32_t n, int32_t groups, int32_t k, cudaStream_t stream)
-    : matrix_(matrix), n_(n), groups_(groups), k_(k), stream_(stream) {
+StaticStepCuda::StaticStepCuda(const DeviceTransitionMatrix& matrix, int32_t n, int32_t groups, int32_t k, cudaStream_t stream,
+                               StepLauncher launcher)
+    : matrix_(matrix), n_(n), groups_(groups), k_(k), stream_(stream), launcher_(launcher) {
   TS_CHECK(n >= 1 && groups >= 1 && n % groups == 0, "static step (cuda): " << n << " rows do not split into " << groups << " groups");
   TS_CHECK(k >= 1 && int64_t{k} <= int64_t{n / groups} * matrix.view().vocab,
            "static step (cuda): k = " << k << " outside [1, rows per group x |V|]");
@@ -160,7 +161,7 @@ StaticStepParams StaticStepCuda::params(const float* logits_dev, bool write_mask
 }
 
 void StaticStepCuda::launch(const float* logits_dev, bool write_masked, bool advance) {
-  static_step(params(logits_dev, write_masked, advance), stream_);
+  launcher_(params(logits_dev, write_masked, advance), stream_);
 }
 
 void StaticStepCuda::graph_launch(const float* logits_dev, bool write_masked, bool advance) {
@@ -171,7 +172,7 @@ void StaticStepCuda::graph_launch(const float* logits_dev, bool write_masked, bo
     cudaGraph_t graph = nullptr;
     TS_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), "static step: begin graph capture");
     try {
-      static_step(params(logits_dev, write_masked, advance), stream_);
+      launcher_(params(logits_dev, write_masked, advance), stream_);
     } catch (...) {
       cudaStreamEndCapture(stream_, &graph);
       if (graph) cudaGraphDestroy(graph);

@@ -57,8 +57,12 @@ struct StaticStepHost {
 
 class StaticStepCuda {
  public:
+  // The launcher of one step: static_step, or a baseline with the same
+  // parameters (bench_cuda times the kernels it replaced this way).
+  using StepLauncher = void (*)(const StaticStepParams&, cudaStream_t);
   // n rows in `groups` groups, k candidates per group.
-  StaticStepCuda(const DeviceTransitionMatrix& matrix, int32_t n, int32_t groups, int32_t k, cudaStream_t stream = nullptr);
+  StaticStepCuda(const DeviceTransitionMatrix& matrix, int32_t n, int32_t groups, int32_t k, cudaStream_t stream = nullptr,
+                 StepLauncher launcher = &static_step);
   ~StaticStepCuda();
   StaticStepCuda(const StaticStepCuda&) = delete;
   StaticStepCuda& operator=(const StaticStepCuda&) = delete;
@@ -90,6 +94,7 @@ class StaticStepCuda {
   const DeviceTransitionMatrix& matrix_;
   int32_t n_, groups_, k_;
   cudaStream_t stream_;
+  StepLauncher launcher_;
   DeviceBuffer<int64_t> states_, ws_flat_, ws_next_, out_flat_, out_next_;
   DeviceBuffer<double> scores_, masked_, ws_score_, out_score_;
   DeviceBuffer<int32_t> step_, valid_, out_count_;

@@ -187,7 +187,9 @@ std::shared_ptr<StaticConstraint> static_constraint_to_cuda(const std::shared_pt
   // Aliasing pointers: the new constraint keeps the original (its set and matrix) alive.
   std::shared_ptr<const ConstraintSet> set(c, &c->set());
   std::shared_ptr<const VntkIndex> cpu(c, vntk);
-  return std::make_shared<StaticConstraint>(set, std::make_shared<StaticIndexCuda>(cpu, exec));
+  auto out = std::make_shared<StaticConstraint>(set, std::make_shared<StaticIndexCuda>(cpu, exec));
+  out->set_sample_file(c->sample_file());
+  return out;
 }
 
 }  // namespace triescope::cuda

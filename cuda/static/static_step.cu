@@ -1,5 +1,7 @@
 #include <math_constants.h>
 
+#include <algorithm>
+
 #include "cuda/detail/device_status.h"
 #include "cuda/detail/topk_select.cuh"
 #include "cuda/static/static_step.cuh"
@@ -8,11 +10,9 @@ namespace triescope::cuda {
 
 namespace {
 
-using detail::block_best_warp;
-using detail::better;
 using detail::Cand;
 
-constexpr unsigned kThreads = 256;
+constexpr unsigned kThreads = detail::kSelectThreads;
 
 __device__ __forceinline__ double block_max(double v, double* s_red) {
   s_red[threadIdx.x] = v;
@@ -43,9 +43,12 @@ __device__ __forceinline__ double block_sum(double v, double* s_red) {
 // pass over its logits for the log-normaliser, the optional projection, and
 // the row's part of phase 3 (its best k candidates, each with its next
 // state), ranked among the candidates only.
-__global__ void __launch_bounds__(kThreads, 4) static_row_kernel(StaticStepParams p) {
+__global__ void __launch_bounds__(kThreads, 2) static_row_kernel(StaticStepParams p, int32_t flat_bits, int32_t cap) {
   __shared__ double s_red[kThreads];
-  __shared__ Cand s_c[kThreads / 32 + 1];
+  __shared__ detail::TopkShared sh;
+  extern __shared__ unsigned char s_dyn[];  // detail::topk_shared_bytes(cap, k)
+  Cand* s_pick = nullptr;
+  const detail::TopkStage stage = detail::block_topk_carve(s_dyn, cap, p.k, &s_pick);
   const StaticMatrixView& m = p.matrix;
   const int32_t V = m.vocab;
   const int32_t step = *p.step;
@@ -116,98 +119,70 @@ __global__ void __launch_bounds__(kThreads, 4) static_row_kernel(StaticStepParam
     }
     if (p.valid && threadIdx.x == 0) p.valid[r] = count;
 
-    // Phase 3, row part: the row's best min(k, count) candidates by rounds of
-    // "best strictly after the previous pick" (topk_candidates' order).
+    // Phase 3, row part: the row's best min(k, count) candidates, ranked in
+    // topk_candidates' order (a block radix select), each with its next state
+    // (phase 4's gather).
     const double bs = p.beam_scores[r];
-    const int32_t rounds = count < p.k ? count : p.k;
     double* wsc = p.ws_score + static_cast<size_t>(r) * p.k;
     int64_t* wfl = p.ws_flat + static_cast<size_t>(r) * p.k;
     int64_t* wnx = p.ws_next + static_cast<size_t>(r) * p.k;
-    Cand prev{0.0, -1, 0};
-    int32_t j = 0;
-    for (; j < rounds; ++j) {
-      Cand mine{0.0, -1, 0};
-      if (bits) {
-        for (int32_t v = threadIdx.x; v < V; v += blockDim.x) {
-          if (!step_bit(bits, v) || x[v] == -CUDART_INF) continue;  // a -inf log-prob is masked, as in topk_candidates
-          const Cand c{bs + (static_cast<double>(x[v]) - lse), static_cast<long long>(r) * V + v, v};
-          if (prev.flat >= 0 && !better(prev, c)) continue;
-          if (better(c, mine)) mine = c;
-        }
-      } else {
-        for (int32_t k = threadIdx.x; k < slots; k += blockDim.x) {
-          const int32_t tok = step_edge_token(m, start + k);
-          if (x[tok] == -CUDART_INF) continue;
-          const Cand c{bs + (static_cast<double>(x[tok]) - lse), static_cast<long long>(r) * V + tok, k};
-          if (prev.flat >= 0 && !better(prev, c)) continue;
-          if (better(c, mine)) mine = c;
-        }
-      }
-      const Cand best = block_best_warp(mine, s_c);
-      if (best.flat < 0) break;  // only with NaN scores; keeps the outputs defined
-      if (threadIdx.x == 0) {
-        wsc[j] = best.score;
-        wfl[j] = best.flat;
-        // Phase 4 gather: the chosen token's next state.
-        wnx[j] = bits ? step_dense_next(m, s, step, best.aux) : step_edge_next(m, start + best.aux);
-      }
-      prev = best;
-    }
-    for (int32_t jj = j + threadIdx.x; jj < p.k; jj += blockDim.x) {
-      wsc[jj] = 0.0;
-      wfl[jj] = -1;
-      wnx[jj] = -1;
+    const long long flat0 = static_cast<long long>(r) * V;
+    const auto emit = [&](int rank, const Cand& c) {
+      wsc[rank] = c.flat < 0 ? 0.0 : c.score;
+      wfl[rank] = c.flat;
+      wnx[rank] = c.flat < 0 ? -1 : bits ? step_dense_next(m, s, step, c.aux) : step_edge_next(m, start + c.aux);
+    };
+    if (bits) {
+      detail::block_topk(
+          [&](int v, Cand& c) {
+            if (!step_bit(bits, v) || x[v] == -CUDART_INF) return false;  // a -inf log-prob is masked, as in topk_candidates
+            c = Cand{bs + (static_cast<double>(x[v]) - lse), flat0 + v, v};
+            return true;
+          },
+          V, p.k, flat_bits, sh, stage, s_pick, emit);
+    } else {
+      detail::block_topk(
+          [&](int k, Cand& c) {
+            const int32_t tok = step_edge_token(m, start + k);
+            if (x[tok] == -CUDART_INF) return false;
+            c = Cand{bs + (static_cast<double>(x[tok]) - lse), flat0 + tok, k};
+            return true;
+          },
+          slots, p.k, flat_bits, sh, stage, s_pick, emit);
     }
     __syncthreads();
   }
 }
 
 // A block per group: the best k of the group's rows' winners (their union
-// holds the group's top k), their next states, and the optional advance. Each
-// row's winners are already in order (best first, -1 padded), so this is a
-// k-way merge: a cursor per row (dynamic shared memory, M ints), and each
-// round reads only the rows' current heads.
-__global__ void __launch_bounds__(kThreads) static_merge_kernel(StaticStepParams p) {
-  __shared__ Cand s_c[kThreads / 32 + 1];
-  extern __shared__ int32_t s_cursor[];  // [M]
+// holds the group's top k), ranked by the same block radix select, their
+// next states, and the optional advance.
+__global__ void __launch_bounds__(kThreads) static_merge_kernel(StaticStepParams p, int32_t flat_bits, int32_t cap) {
+  __shared__ detail::TopkShared sh;
+  extern __shared__ unsigned char s_dyn[];  // detail::topk_shared_bytes(cap, k)
+  Cand* s_pick = nullptr;
+  const detail::TopkStage stage = detail::block_topk_carve(s_dyn, cap, p.k, &s_pick);
   const int32_t M = p.n / p.groups;
   for (int32_t g = blockIdx.x; g < p.groups; g += gridDim.x) {
     const size_t base = static_cast<size_t>(g) * M * p.k;
     double* osc = p.out_score + static_cast<size_t>(g) * p.k;
     int64_t* ofl = p.out_flat + static_cast<size_t>(g) * p.k;
     int64_t* onx = p.out_next + static_cast<size_t>(g) * p.k;
-    for (int32_t i = threadIdx.x; i < M; i += blockDim.x) s_cursor[i] = 0;
-    __syncthreads();
-    int32_t count = 0;
-    for (int32_t j = 0; j < p.k; ++j) {
-      Cand mine{0.0, -1, 0};
-      for (int32_t i = threadIdx.x; i < M; i += blockDim.x) {
-        const int32_t c = s_cursor[i];
-        if (c >= p.k) continue;
-        const size_t w = base + static_cast<size_t>(i) * p.k + c;
-        const Cand cand{p.ws_score[w], p.ws_flat[w], i};
-        if (better(cand, mine)) mine = cand;  // better() never prefers a "none" (flat < 0)
-      }
-      const Cand best = block_best_warp(mine, s_c);
-      if (best.flat < 0) break;
-      if (threadIdx.x == 0) {
-        const int32_t c = s_cursor[best.aux];
-        osc[j] = best.score;
-        ofl[j] = best.flat;
-        onx[j] = p.ws_next[base + static_cast<size_t>(best.aux) * p.k + c];
-        s_cursor[best.aux] = c + 1;
-      }
-      __syncthreads();  // the cursor advance is visible to the next round
-      ++count;
-    }
-    for (int32_t jj = count + threadIdx.x; jj < p.k; jj += blockDim.x) {
-      osc[jj] = 0.0;
-      ofl[jj] = -1;
-      onx[jj] = -1;
-    }
+    const int count = detail::block_topk(
+        [&](int i, Cand& c) {
+          const long long flat = p.ws_flat[base + i];
+          if (flat < 0) return false;
+          c = Cand{p.ws_score[base + i], flat, i};
+          return true;
+        },
+        M * p.k, p.k, flat_bits, sh, stage, s_pick,
+        [&](int rank, const Cand& c) {
+          osc[rank] = c.flat < 0 ? 0.0 : c.score;
+          ofl[rank] = c.flat;
+          onx[rank] = c.flat < 0 ? -1 : p.ws_next[base + c.aux];
+        });
     if (threadIdx.x == 0) p.out_count[g] = count;
-    if (p.advance) {
-      __syncthreads();  // thread 0's picks are visible to the block
+    if (p.advance) {  // block_topk's last barrier made every pick visible to the block
       for (int32_t j = threadIdx.x; j < M; j += blockDim.x) {
         const size_t row = static_cast<size_t>(g) * M + j;
         const bool ok = j < count;
@@ -232,15 +207,30 @@ void static_step(const StaticStepParams& p, cudaStream_t stream) {
   const int64_t M = p.n / p.groups;
   TS_CHECK(p.k >= 1 && p.k <= M * m.vocab, "static_step (cuda): k = " << p.k << " outside [1, " << M * m.vocab << "]");
   TS_CHECK(int64_t{p.n} * p.k <= INT32_MAX, "static_step (cuda): rows x k too large");
-  TS_CHECK(M <= 8192, "static_step (cuda): " << M << " rows per group; the merge keeps a cursor per row in shared memory (at most 8192)");
+  TS_CHECK(p.k <= kStaticMaxK, "static_step (cuda): k = " << p.k << " is over " << kStaticMaxK
+                                                        << " (the ranking keeps k candidates in shared memory)");
+  TS_CHECK(M * p.k <= INT32_MAX, "static_step (cuda): rows per group x k too large");
   TS_CHECK(p.logits && p.states && p.beam_scores && p.step && p.ws_score && p.ws_flat && p.ws_next && p.out_score && p.out_flat &&
                p.out_next && p.out_count,
            "static_step (cuda): a required device pointer is null");
+  const int flat_bits = detail::flat_bits_below(int64_t{p.n} * m.vocab);
+  // Each block keeps its candidates in shared memory between radix passes: a
+  // row's (at most |V|; up to kStaticRowStageCap, wider rows are re-read
+  // each pass) and a group's rows' winners (up to kStaticMergeStageCap).
+  const int32_t row_cap = std::min(m.vocab, kStaticRowStageCap);
+  const int32_t merge_cap = static_cast<int32_t>(std::min<int64_t>(M * p.k, kStaticMergeStageCap));
+  const size_t row_bytes = detail::topk_shared_bytes(row_cap, p.k), merge_bytes = detail::topk_shared_bytes(merge_cap, p.k);
+  TS_CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(&static_row_kernel), cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     static_cast<int>(row_bytes)),
+                "static_step (cuda): shared memory for the row kernel");
+  TS_CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(&static_merge_kernel), cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     static_cast<int>(merge_bytes)),
+                "static_step (cuda): shared memory for the merge kernel");
   const unsigned grid = static_cast<unsigned>(p.n > 65535 * 16 ? 65535 * 16 : p.n);
-  static_row_kernel<<<grid, kThreads, 0, stream>>>(p);
+  static_row_kernel<<<grid, kThreads, row_bytes, stream>>>(p, flat_bits, row_cap);
   TS_CUDA_CHECK_LAUNCH("static_row_kernel");
   const unsigned mgrid = static_cast<unsigned>(p.groups > 65535 ? 65535 : p.groups);
-  static_merge_kernel<<<mgrid, kThreads, static_cast<size_t>(M) * sizeof(int32_t), stream>>>(p);
+  static_merge_kernel<<<mgrid, kThreads, merge_bytes, stream>>>(p, flat_bits, merge_cap);
   TS_CUDA_CHECK_LAUNCH("static_merge_kernel");
 }
 

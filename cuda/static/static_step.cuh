@@ -34,7 +34,7 @@ struct StaticStepParams {
   int32_t* step = nullptr;           // [1] trie level t of this step; incremented when advance
   int32_t n = 0;                     // rows = batch x beams
   int32_t groups = 1;                // n / groups rows per group; top-k per group
-  int32_t k = 0;                     // candidates per group (e.g. 2 x beams)
+  int32_t k = 0;                     // candidates per group (e.g. 2 x beams), at most kStaticMaxK
   bool advance = false;              // beams of group g become its first n/groups candidates
   double* masked_logprobs = nullptr; // [n x V] optional: log-softmax, -inf where masked
   int32_t* valid = nullptr;          // [n] optional: allowed tokens per row
@@ -49,6 +49,11 @@ struct StaticStepParams {
 };
 
 inline constexpr int kStaticStepKernels = 2;  // launches per step (and nodes per captured graph)
+// Both kernels rank with a block radix select (cuda/detail/topk_select.cuh),
+// whose depth does not grow with k; the ranking keeps k candidates in shared memory.
+inline constexpr int32_t kStaticMaxK = 1024;
+inline constexpr int32_t kStaticRowStageCap = 4096;    // a row's candidates kept in shared memory between passes
+inline constexpr int32_t kStaticMergeStageCap = 8192;  // a group's rows' winners, likewise
 
 // Enqueues both kernels on `stream` (capturable).
 void static_step(const StaticStepParams& p, cudaStream_t stream);

@@ -369,9 +369,11 @@ int layout_bench(const std::string& sizes) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2) {
-    std::cerr << "usage: triescope-gui-bench make-tree-trace OUT [--nodes N] [--queries Q] [--steps S] | step TRACE [--repeat R] | layout [--nodes a,b,c]\n";
-    return 2;
+  const bool help = argc >= 2 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h");
+  if (argc < 2 || help) {
+    (help ? std::cout : std::cerr)
+        << "usage: triescope-gui-bench make-tree-trace OUT [--nodes N] [--queries Q] [--steps S] | step TRACE [--repeat R] | layout [--nodes a,b,c]\n";
+    return help ? 0 : 2;
   }
   const std::string cmd = argv[1];
   try {

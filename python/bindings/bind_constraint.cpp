@@ -8,6 +8,7 @@
 #include "python/bindings/py_convert.h"
 #include "core/common/error.h"
 #include "core/constraint/constraint_set.h"
+#include "core/constraint/static_step.h"
 #include "core/constraint/transition_matrix.h"
 #include "core/constraint/vntk.h"
 
@@ -19,6 +20,15 @@ struct PyConstraintIndex {
   std::shared_ptr<const ConstraintSet> set;
   std::shared_ptr<const TransitionMatrix> tm;
   std::unique_ptr<VntkIndex> index;
+};
+
+// triescope.StaticDecoder: the index's whole STATIC step (StaticStep) with
+// its workspace, kept across calls.
+struct PyStaticDecoder {
+  std::shared_ptr<const TransitionMatrix> tm;
+  StaticStep step;
+  StaticStepResult result;
+  explicit PyStaticDecoder(std::shared_ptr<const TransitionMatrix> m) : tm(std::move(m)), step(*tm) {}
 };
 
 template <class T>
@@ -126,6 +136,62 @@ torch tensor, which is changed in place).)doc")
           },
           "The stacked CSR arrays (row_ptr, edges [E x 2] of (token, next state), max_branch B_t, level_start): "
           "what a PyTorch rendering of Alg. 2 reads.");
+
+  pyb::class_<PyStaticDecoder>(m, "StaticDecoder", R"doc(STATIC's whole constrained beam-search step (Alg. 1 phases 1-4) on an index.
+
+StaticDecoder(index)
+
+step(logits, states, beam_scores, groups, k, step) takes the step's logits
+float32 [n x vocab_size] (numpy or a CPU tensor), each beam's state int64 [n]
+(root_state for an empty prefix, -1 for a dead beam) and score float64 [n],
+the n rows split into `groups` equal groups (queries), and returns the best k
+continuations per group as a dict of [groups x k] arrays: "tokens", "parents"
+(the row in [0, n) each extends), "scores" (beam score + log-probability),
+"next_states", and "count" [groups] (fewer than k when the set allows fewer;
+past count tokens/parents/next_states are -1). The step t picks the level:
+the dense levels below index.dense_levels, CSR slices after. The C++ step
+triescope's own decoder runs (core/constraint/static_step.h).)doc")
+      .def(pyb::init([](const PyConstraintIndex& c) { return std::make_unique<PyStaticDecoder>(c.tm); }), pyb::arg("index"))
+      .def_property_readonly("root_state", [](const PyStaticDecoder&) { return int64_t{0}; }, "The state of the empty prefix.")
+      .def(
+          "step",
+          [](PyStaticDecoder& d, pyb::object logits, pyb::object states, pyb::object beam_scores, int32_t groups, int32_t k, int32_t step) {
+            const auto lg = float_rows(logits, "logits");
+            const std::vector<int64_t> st = int_vector(states, "states");
+            const auto sc = pyb::array_t<double, pyb::array::c_style | pyb::array::forcecast>::ensure(numpy_of(beam_scores));
+            TS_CHECK(sc && sc.ndim() == 1, "beam_scores: expected a 1-D float array");
+            const auto n = lg.shape(0), V = lg.shape(1);
+            TS_CHECK(V == d.tm->vocab_size, "logits: " << V << " columns, the index was built for vocab_size " << d.tm->vocab_size);
+            TS_CHECK(static_cast<pyb::ssize_t>(st.size()) == n && sc.shape(0) == n,
+                     "states, beam_scores: " << st.size() << " and " << sc.shape(0) << " entries for " << n << " rows of logits");
+            TS_CHECK(groups >= 1 && n % groups == 0, "groups: " << groups << " must be >= 1 and divide the " << n << " rows");
+            TS_CHECK(k >= 1, "k: must be >= 1, got " << k);
+            TS_CHECK(step >= 0 && step < d.tm->length, "step: " << step << " outside [0, L = " << d.tm->length << ")");
+            {
+              pyb::gil_scoped_release release;
+              d.step.run(lg.data(), st.data(), sc.data(), static_cast<int32_t>(n), groups, k, step, d.result);
+            }
+            const StaticStepResult& r = d.result;
+            const std::vector<pyb::ssize_t> shape{groups, k};
+            pyb::array_t<int64_t> tokens(shape), parents(shape), next(shape);
+            pyb::array_t<double> scores(shape);
+            for (size_t i = 0; i < r.flat.size(); ++i) {
+              const bool hit = r.flat[i] >= 0;
+              tokens.mutable_data()[i] = hit ? r.flat[i] % V : -1;
+              parents.mutable_data()[i] = hit ? r.flat[i] / V : -1;
+              next.mutable_data()[i] = hit ? r.next[i] : -1;
+              scores.mutable_data()[i] = hit ? r.score[i] : -std::numeric_limits<double>::infinity();
+            }
+            pyb::dict out;
+            out["tokens"] = tokens;
+            out["parents"] = parents;
+            out["scores"] = scores;
+            out["next_states"] = next;
+            out["count"] = copy_array(r.count);
+            return out;
+          },
+          pyb::arg("logits"), pyb::arg("states"), pyb::arg("beam_scores"), pyb::arg("groups"), pyb::arg("k"), pyb::arg("step"),
+          "One step: the best k (token, parent row, score, next state) per group; see the class.");
 }
 
 }  // namespace triescope::py

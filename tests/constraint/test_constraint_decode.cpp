@@ -1,9 +1,12 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <filesystem>
 #include <random>
 #include <sstream>
 
+#include "core/common/file_io.h"
+#include "core/common/sha256.h"
 #include "core/constraint/static_constraint.h"
 #include "core/decode/batch_beam_search.h"
 #include "core/decode/run_sample.h"
@@ -137,6 +140,33 @@ TEST_CASE("samples: Figure 1 and the constrained synthetic beam search run with 
     CHECK(os.str().find("VIOLATION") == std::string::npos);
     for (auto& h : run.outputs) CHECK(s.constraint->set().contains(h.tokens));
   }
+}
+
+TEST_CASE("samples: the header records the constraint file as the sample names it, with its sha256, from any directory", "[constraint]") {
+  const std::string dir = std::string(TRIESCOPE_SOURCE_DIR) + "/samples";
+  const std::string bytes = file_read_all(dir + "/static_figure1.txt");
+  const std::filesystem::path cwd = std::filesystem::current_path();
+  json first;
+  for (const std::string& from : {dir, std::string("/")}) {  // an absolute sample path, run from two directories
+    CAPTURE(from);
+    std::filesystem::current_path(from);
+    const Sample s = sample_load(dir + "/static_figure1.json");
+    const json set = s.constraint->describe().at("set");
+    CHECK(set.at("file") == "static_figure1.txt");
+    CHECK(set.at("sha256") == sha256_hex(bytes));
+    CHECK_FALSE(set.contains("origin"));
+    if (first.is_null()) first = set;
+    CHECK(set == first);
+  }
+  std::filesystem::current_path(cwd);
+}
+
+TEST_CASE("sha256_hex: FIPS 180-4 test vectors and the padding's block boundaries", "[constraint]") {
+  CHECK(sha256_hex("") == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  CHECK(sha256_hex("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  CHECK(sha256_hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq") ==
+        "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");  // 56 bytes: the length spills into a second block
+  CHECK(sha256_hex(std::string(1000000, 'a')) == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
 }
 
 TEST_CASE("samples: a bad constraint object is named", "[constraint]") {

@@ -137,11 +137,37 @@ TEST_CASE("trace diff: names the first planted divergence exactly", "[trace]") {
     CHECK(d->field == "chosen[0].score");
     CHECK(d->path == std::vector<TracePathStep>{{"chosen", -1}, {"", 0}, {"score", -1}});
   }
-  SECTION("the backend and wall time are not compared") {
+  SECTION("provenance is not compared: backend, wall time, the model's source, its token labels, file names") {
     auto b = a;
     b[0]["backend"] = "cuda";
     b.back()["seconds"] = 123.0;
-    CHECK(!trace_diff(a, b));
+    b[0]["model"] = {{"type", "hf_generate_scores"}, {"hf_model_type", "llama"}, {"source", {{"path", "/elsewhere"}}}};
+    b[0]["vocab"] = {"x", "y"};
+    b[0]["config"]["constraint"] = {{"file", "a/set.npy"}, {"set", {{"origin", "/tmp/set.npy"}}}, {"trie_path", "t"}};
+    auto c = a;
+    c[0]["config"]["constraint"] = {{"file", "b/set.npy"}, {"set", {{"origin", "/var/set.npy"}}}, {"trie_path", "u"}};
+    CHECK(!trace_diff(c, b));
+  }
+  SECTION("the decode's config is compared: algorithm, config, a content hash") {
+    for (const char* field : {"algorithm", "config"}) {
+      CAPTURE(field);
+      auto b = a;
+      b[0][field] = "other";
+      auto d = trace_diff(a, b);
+      REQUIRE(d);
+      CHECK(d->kind == "header");
+      CHECK(d->field == field);
+    }
+    auto b = a, c = a;
+    b[0]["config"]["constraint"] = {{"file", "set.npy"}, {"sha256", "ab12"}};
+    c[0]["config"]["constraint"] = {{"file", "set.npy"}, {"sha256", "ab13"}};
+    auto d = trace_diff(b, c);
+    REQUIRE(d);
+    CHECK(d->field == "config.constraint.sha256");
+    // ... and so is a step's field named like a file (a constraint's mask path).
+    CHECK(!trace_field_is_provenance("step", false, "path"));
+    CHECK(trace_field_is_provenance("header", false, "path"));
+    CHECK(!trace_field_is_provenance("header", false, "model"));
   }
   SECTION("a missing record") {
     auto b = a;

@@ -1,19 +1,18 @@
 // TraceReplay::advance (step k -> a later step by the records in between)
-// against TraceReplay::at (from the keyframe) on real traces: every bundled
-// sample that needs no LibTorch, decoded by run_sample with GC and keyframes
-// made frequent, every step reached forwards, by jumps and backwards.
+// against TraceReplay::at (from the keyframe) on real traces (sample_traces.h:
+// every algorithm, GC and keyframes made frequent), every step reached
+// forwards, by jumps and backwards.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
-#include <filesystem>
 #include <random>
 #include <sstream>
 
 #include "core/common/error.h"
 #include "core/config/json_reader.h"
-#include "core/decode/run_sample.h"
 #include "core/trace/trace.h"
 #include "core/trace/trace_replay.h"
+#include "sample_traces.h"
 
 using namespace triescope;
 
@@ -48,40 +47,6 @@ std::string view_difference(const StepView& a, const StepView& b) {
   return "";
 }
 
-struct Decoded {
-  std::string name;
-  std::vector<json> records;
-};
-
-// Samples decoded in-process, with a GC every 2 steps (beam algorithms) and
-// a keyframe every 3 steps, so the replay crosses both.
-const std::vector<Decoded>& decoded_samples() {
-  static const std::vector<Decoded> all = [] {
-    std::vector<std::string> paths;
-    for (const auto& e : std::filesystem::directory_iterator(TRIESCOPE_SOURCE_DIR "/samples"))
-      if (e.path().extension() == ".json") paths.push_back(e.path().string());
-    std::sort(paths.begin(), paths.end());
-    std::vector<Decoded> out;
-    for (const std::string& p : paths) {
-      json j = json_load_file(p);
-      auto torch = [&](const char* k) { return j.contains(k) && j[k].is_object() && j[k].value("type", "") == "transformer"; };
-      if (torch("model") || torch("draft_model")) continue;  // needs LibTorch and weights
-      if (!j.contains("trace") || !j["trace"].is_object()) j["trace"] = json::object();
-      j["trace"]["keyframe_interval"] = 3;
-      if (j.contains("beam") && j["beam"].is_object() && j["beam"].contains("gc_interval")) j["beam"]["gc_interval"] = 2;
-      // Long decodes add time, not cases: 40 new tokens cross many GCs and keyframes.
-      if (j.contains("beam") && j["beam"].is_object() && j["beam"].value("max_new_tokens", 0) > 40) j["beam"]["max_new_tokens"] = 40;
-      Sample s = sample_parse(j, p);
-      MemoryTraceSink sink;
-      std::ostringstream report;
-      run_sample(s, &sink, report);
-      out.push_back({std::filesystem::path(p).filename().string(), std::move(sink.records)});
-    }
-    return out;
-  }();
-  return all;
-}
-
 size_t count_kind(const std::vector<json>& recs, const char* kind) {
   return static_cast<size_t>(std::count_if(recs.begin(), recs.end(), [&](const json& r) { return r.value("kind", "") == kind; }));
 }
@@ -90,7 +55,7 @@ size_t count_kind(const std::vector<json>& recs, const char* kind) {
 
 TEST_CASE("view_difference notices a difference in any field", "[trace][replay]") {
   // The comparison the tests below rely on must be able to fail.
-  const Decoded& d = decoded_samples().front();
+  const testing::SampleTrace& d = testing::sample_traces().front();
   TraceReplay rp(d.records, d.name);
   REQUIRE(rp.steps().size() >= 3);
   const StepView a = rp.at(rp.steps()[1]);
@@ -110,10 +75,10 @@ TEST_CASE("view_difference notices a difference in any field", "[trace][replay]"
 }
 
 TEST_CASE("advance gives exactly at()'s view on every bundled sample: forwards, jumps, backwards", "[trace][replay][samples]") {
-  const auto& all = decoded_samples();
+  const auto& all = testing::sample_traces();
   REQUIRE(all.size() >= 8);
   size_t with_gc = 0, with_keyframes = 0, advanced = 0;
-  for (const Decoded& d : all) {
+  for (const testing::SampleTrace& d : all) {
     CAPTURE(d.name);
     TraceReplay rp(d.records, d.name);
     const auto& steps = rp.steps();
@@ -157,7 +122,7 @@ TEST_CASE("advance gives exactly at()'s view on every bundled sample: forwards, 
 }
 
 TEST_CASE("advance reports a malformed record like at() does", "[trace][replay]") {
-  std::vector<json> recs = decoded_samples().front().records;
+  std::vector<json> recs = testing::sample_traces().front().records;
   // Break the status entry of a step in the middle.
   TraceReplay good(recs, "t.jsonl");
   const auto steps = good.steps();
@@ -190,8 +155,15 @@ TEST_CASE("advance reports a malformed record like at() does", "[trace][replay]"
 
 TEST_CASE("records out of step order are a named error, not a step read without its records", "[trace][replay]") {
   // 9ae4cdc read such a trace, and `inspect --step` showed a step with none of
-  // its records (exit 0): at() stops at the first record of a later step.
-  std::vector<json> recs = decoded_samples().front().records;
+  // its records (exit 0): at() stops at the first record of a later step. A
+  // step record that comes later is out of order, not missing: the error
+  // names the first record below a step already read, with the keyframes
+  // kept or dropped (each must follow its own step's record).
+  std::vector<json> recs = testing::sample_traces().front().records;
+  SECTION("keyframes kept") {}
+  SECTION("keyframes dropped") {
+    recs.erase(std::remove_if(recs.begin(), recs.end(), [](const json& r) { return r.value("kind", "") == "keyframe"; }), recs.end());
+  }
   std::vector<size_t> step_idx;
   for (size_t i = 0; i < recs.size(); ++i)
     if (recs[i].value("kind", "") == "step") step_idx.push_back(i);
@@ -199,7 +171,7 @@ TEST_CASE("records out of step order are a named error, not a step read without 
   const size_t a = step_idx[step_idx.size() - 2], b = step_idx[step_idx.size() - 1];
   const int32_t sa = recs[a]["step"], sb = recs[b]["step"];
   std::swap(recs[a], recs[b]);
-  std::string err;
+  std::string err = "none";
   try {
     TraceReplay rp(recs, "swapped");
   } catch (const Error& e) {
@@ -214,8 +186,28 @@ TEST_CASE("records out of step order are a named error, not a step read without 
   CHECK(sa < sb);
 }
 
+TEST_CASE("a step record that never comes is missing, named at the record that skips it", "[trace][replay]") {
+  std::vector<json> recs = testing::sample_traces().front().records;
+  recs.erase(std::remove_if(recs.begin(), recs.end(), [](const json& r) { return r.value("kind", "") == "keyframe"; }), recs.end());
+  std::vector<size_t> step_idx;
+  for (size_t i = 0; i < recs.size(); ++i)
+    if (recs[i].value("kind", "") == "step") step_idx.push_back(i);
+  REQUIRE(step_idx.size() >= 4);
+  const size_t late = step_idx[step_idx.size() - 2];
+  const int32_t s = recs[late]["step"].get<int32_t>();
+  recs.erase(recs.begin() + static_cast<std::ptrdiff_t>(late));
+  try {
+    TraceReplay rp(recs, "dropped");
+    FAIL("a dropped step record was accepted");
+  } catch (const Error& e) {
+    CHECK_THAT(e.what(), Catch::Contains("dropped:" + std::to_string(step_idx.back()) + ": step record of step " + std::to_string(s + 1) +
+                                         " where step " + std::to_string(s) + " comes next: the step record of step " +
+                                         std::to_string(s) + " is missing"));
+  }
+}
+
 TEST_CASE("the replay's mask decode equals trace_mask_parse, and words its errors the same", "[trace][replay]") {
-  std::vector<json> recs = decoded_samples().front().records;
+  std::vector<json> recs = testing::sample_traces().front().records;
   TraceReplay good(recs, "m.jsonl");
   const int32_t step = good.steps()[1];
   size_t idx = 0;

@@ -365,3 +365,41 @@ TEST_CASE("host runtime: the block sum with all its barriers is race-free", "[ts
 TEST_CASE("host runtime: the block sum without the barrier after the store races", "[tsan][planted]") { block_sum(true); }
 TEST_CASE("host runtime: the shifted read inside the buffer is clean", "[asan][clean]") { CHECK(shift_sum(false) == 299.0f); }
 TEST_CASE("host runtime: the shifted read one past the buffer overflows", "[asan][planted]") { shift_sum(true); }
+
+// --- launch statistics: what the structure tests of the selection kernels rely on ---------------------
+namespace {
+// Block b runs b + 1 barrier rounds; each of its 2 warps one shuffle per round.
+__global__ void counted_kernel(int* out) {
+  int v = static_cast<int>(threadIdx.x);
+  for (unsigned r = 0; r <= blockIdx.x; ++r) {
+    v = __shfl_xor_sync(0xffffffffu, v, 1);
+    __syncthreads();
+  }
+  out[blockIdx.x * blockDim.x + threadIdx.x] = v;
+}
+}  // namespace
+
+TEST_CASE("host runtime: launch_stats counts blocks, barrier rounds and warp collectives per launch", "[cuda_host][stats]") {
+  namespace host = triescope::cuda_host;
+  int* out = device_alloc<int>(3 * 64);
+  host::reset_launch_stats();
+  counted_kernel<<<3, 64>>>(out);
+  counted_kernel<<<1, 64>>>(out);
+  REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+  cudaFree(out);
+  const std::vector<host::LaunchStat> s = host::launch_stats();
+  REQUIRE(s.size() == 2);
+  CHECK(s[0].kernel == "counted_kernel");
+  CHECK(s[0].blocks == 3);
+  CHECK(s[0].threads_per_block == 64);
+  CHECK(s[0].barrier_rounds_max == 3);          // block 2: 3 rounds
+  CHECK(s[0].barrier_rounds_total == 1 + 2 + 3);
+  CHECK(s[0].warp_collectives_max == 3 * 2);    // 2 warps x 3 rounds
+  CHECK(s[0].warp_collectives_total == (1 + 2 + 3) * 2);
+  CHECK(s[1].blocks == 1);
+  CHECK(s[1].barrier_rounds_max == 1);
+  const std::string json = host::launch_stats_json();
+  CHECK(json.find("\"counted_kernel\": {\"launches\": 2, \"blocks\": 4, \"barrier_rounds_max\": 3") != std::string::npos);
+  host::reset_launch_stats();
+  CHECK(host::launch_stats().empty());
+}

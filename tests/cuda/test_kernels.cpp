@@ -418,6 +418,7 @@ TEST_CASE("cuda log_softmax_rows agrees with log_softmax_row within 1e-12 relati
   auto d_logits = upload(logits);
   auto d_rows = upload(rows);
   auto d_out = poisoned<double>(want.size());
+  auto d_ws = poisoned<double>(static_cast<size_t>(cuda::log_softmax_workspace_size(static_cast<int32_t>(rows.size()), vocab)));
   auto d_status = fresh_status();
   cuda::LogSoftmaxParams p;
   p.logits = d_logits.data();
@@ -426,6 +427,7 @@ TEST_CASE("cuda log_softmax_rows agrees with log_softmax_row within 1e-12 relati
   p.maybe_rows = d_rows.data();
   p.num_rows = static_cast<int32_t>(rows.size());
   p.out = d_out.data();
+  p.workspace = d_ws.data();
   p.maybe_status = d_status.data();
   cuda::log_softmax_rows(p, nullptr);
   CHECK(read_status(d_status).code == 0);
@@ -456,8 +458,9 @@ TEST_CASE("cuda topk_candidates equals the CPU twin, ties and masked tokens incl
   CAPTURE(k, p_masked);
   const auto want = topk_candidates(lp.data(), rows, vocab, beam.data(), k);
   auto d_lp = upload(lp), d_beam = upload(beam);
-  auto d_ws_score = poisoned<double>(static_cast<size_t>(rows) * k);
-  auto d_ws_flat = poisoned<int64_t>(static_cast<size_t>(rows) * k);
+  const auto ws_entries = static_cast<size_t>(cuda::topk_candidates_workspace_size(rows, vocab, k));
+  auto d_ws_score = poisoned<double>(ws_entries);
+  auto d_ws_flat = poisoned<int64_t>(ws_entries);
   auto d_score = poisoned<double>(static_cast<size_t>(k));
   auto d_flat = poisoned<int64_t>(static_cast<size_t>(k));
   auto d_count = poisoned<int32_t>(1);

@@ -100,7 +100,8 @@ TEST_CASE("transformer on cuda with the tree kernel equals the CPU transformer o
 
 TEST_CASE("trie beam search on cuda (tree kernel) equals batch beam search on the CPU", "[cuda][tree_attention][model]") {
   const int32_t gc = GENERATE(0, 4);
-  CAPTURE(gc);
+  const int32_t prompt_len = GENERATE(8, 48);  // 48: the beams share a prompt segment, the kernel runs its cascade
+  CAPTURE(gc, prompt_len);
   const LlamaConfig c = tiny_config(4, 2);
   auto gpu = gpu_model(c, 7, "tree_kernel");
   auto cpu = tiny_model(c, 7, "dense");
@@ -109,7 +110,8 @@ TEST_CASE("trie beam search on cuda (tree kernel) equals batch beam search on th
   cfg.max_new_tokens = 10;
   cfg.eos_token = -1;
   cfg.gc_interval = gc;
-  const std::vector<int32_t> prompt = {5, 17, 3, 60, 2, 9, 9, 1};
+  std::vector<int32_t> prompt = {5, 17, 3, 60, 2, 9, 9, 1};
+  for (int32_t i = 8; i < prompt_len; ++i) prompt.push_back((i * 37) % 90 + 4);
   const DecodeResult t = trie_beam_search(*gpu, prompt, cfg);
   const DecodeResult bb = batch_beam_search(*cpu, prompt, cfg);
   REQUIRE(t.hypotheses.size() == bb.hypotheses.size());

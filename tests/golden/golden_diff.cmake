@@ -5,8 +5,12 @@
 #         -DGOLDEN_DIR=traces/golden -DWORK_DIR=build/golden_work \
 #         -P tests/golden/golden_diff.cmake
 # A golden is traces/golden/<sample stem>.trace.jsonl for samples/<stem>.json.
+# BACKEND (default cpu): the backend that regenerates the trace (cpu, or
+# cuda-emu: the same kernels on the host runtime).
 # REQUIRE_CUDA_BACKEND (default ON): a golden must say "backend":"cuda", so a
 # CPU trace stored by mistake cannot make this check vacuous.
+# REQUIRE_ALL (default ON): every sample with synthetic models
+# (golden_samples.cmake) must have its golden; none is skipped.
 foreach(v TRIESCOPE SAMPLES_DIR GOLDEN_DIR WORK_DIR)
   if(NOT DEFINED ${v})
     message(FATAL_ERROR "golden_diff.cmake: -D${v}=... is required")
@@ -15,17 +19,31 @@ endforeach()
 if(NOT DEFINED REQUIRE_CUDA_BACKEND)
   set(REQUIRE_CUDA_BACKEND ON)
 endif()
+if(NOT DEFINED REQUIRE_ALL)
+  set(REQUIRE_ALL ON)
+endif()
+if(NOT DEFINED BACKEND)
+  set(BACKEND cpu)
+endif()
 
 file(GLOB goldens "${GOLDEN_DIR}/*.trace.jsonl")
 list(SORT goldens)
 if(NOT goldens)
-  # ctest maps this line to "skipped" (SKIP_REGULAR_EXPRESSION), never "passed".
-  message("TRIESCOPE_GOLDEN_NONE: no golden traces in ${GOLDEN_DIR} (record them on a GPU, see traces/golden/README.md)")
-  return()
+  message(FATAL_ERROR "no golden traces in ${GOLDEN_DIR} (record them on a GPU, see traces/golden/README.md)")
 endif()
 
 file(MAKE_DIRECTORY "${WORK_DIR}")
 set(failures "")
+if(REQUIRE_ALL)
+  include("${CMAKE_CURRENT_LIST_DIR}/golden_samples.cmake")
+  golden_samples("${SAMPLES_DIR}" wanted)
+  foreach(sample IN LISTS wanted)
+    get_filename_component(stem "${sample}" NAME_WE)
+    if(NOT EXISTS "${GOLDEN_DIR}/${stem}.trace.jsonl")
+      string(APPEND failures "\n  ${stem}: no golden ${GOLDEN_DIR}/${stem}.trace.jsonl for this synthetic sample")
+    endif()
+  endforeach()
+endif()
 foreach(golden IN LISTS goldens)
   get_filename_component(name "${golden}" NAME)
   string(REGEX REPLACE "\\.trace\\.jsonl$" "" stem "${name}")
@@ -41,8 +59,8 @@ foreach(golden IN LISTS goldens)
       continue()
     endif()
   endif()
-  set(cpu_trace "${WORK_DIR}/${stem}.cpu.trace.jsonl")
-  execute_process(COMMAND "${TRIESCOPE}" run "${sample}" --backend cpu --out "${cpu_trace}" --quiet
+  set(cpu_trace "${WORK_DIR}/${stem}.${BACKEND}.trace.jsonl")
+  execute_process(COMMAND "${TRIESCOPE}" run "${sample}" --backend ${BACKEND} --out "${cpu_trace}" --quiet
                   RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
   if(NOT rc EQUAL 0)
     string(APPEND failures "\n  ${stem}: triescope run failed (${rc}): ${out}${err}")
@@ -53,7 +71,7 @@ foreach(golden IN LISTS goldens)
   if(rc EQUAL 0)
     message(STATUS "${stem}: ${out}")
   else()
-    string(APPEND failures "\n  ${stem}: golden (A) vs CPU reference (B) diverge: ${out}${err}")
+    string(APPEND failures "\n  ${stem}: golden (A) vs --backend ${BACKEND} (B) diverge: ${out}${err}")
   endif()
 endforeach()
 if(failures)

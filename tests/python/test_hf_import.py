@@ -100,6 +100,10 @@ def test_import_equals_our_decode(checkpoint, tmp_path, run_cli, length_penalty,
     (tmp_path / "trie.json").write_text(json.dumps(sample))
     run_cli("run", tmp_path / "trie.json", "--out", tmp_path / "ours_trie.jsonl")
     same_trace(tmp_path / "ours_trie.jsonl", tmp_path / "trie.jsonl")
+    # `triescope diff` says so too: the header's backend and model are provenance, the
+    # config is compared (LibTorch's logits equal HF's within 1e-4).
+    out = run_cli("diff", tmp_path / "ours_trie.jsonl", tmp_path / "trie.jsonl", "--tolerance", "1e-4", expect=0).stdout
+    assert out.startswith("equivalent:"), out
     if (length_penalty, early_stopping) == CASES[0]:  # the batch layout once per checkpoint
         sample["algorithm"] = "batch_beam_search"
         sample["beam"].pop("gc_interval")
@@ -107,6 +111,42 @@ def test_import_equals_our_decode(checkpoint, tmp_path, run_cli, length_penalty,
         (tmp_path / "batch.json").write_text(json.dumps(sample))
         run_cli("run", tmp_path / "batch.json", "--out", tmp_path / "ours_batch.jsonl")
         same_trace(tmp_path / "ours_batch.jsonl", tmp_path / "batch.jsonl")
+        run_cli("diff", tmp_path / "ours_batch.jsonl", tmp_path / "batch.jsonl", "--tolerance", "1e-4", expect=0)
+        # A different decode setting is config, not provenance: the same diff fails at the header.
+        sample["beam"]["length_penalty"] = length_penalty + 1
+        (tmp_path / "batch2.json").write_text(json.dumps(sample))
+        run_cli("run", tmp_path / "batch2.json", "--out", tmp_path / "ours_batch2.jsonl")
+        out = run_cli("diff", tmp_path / "ours_batch2.jsonl", tmp_path / "batch.jsonl", "--tolerance", "1e-4", expect=1).stdout
+        assert "header" in out and "config.beam.length_penalty" in out, out
+
+
+def word_tokenizer(size):
+    """A real fast tokenizer of `size` tokens t0 .. t{size-1} (no download)."""
+    from tokenizers import Tokenizer, models
+    from transformers import PreTrainedTokenizerFast
+
+    return PreTrainedTokenizerFast(tokenizer_object=Tokenizer(models.WordLevel({f"t{i}": i for i in range(size)}, unk_token="t0")))
+
+
+def test_vocab_padded_past_the_tokenizer_as_run_does(checkpoint, tmp_path):
+    """The model's 128 ids, a tokenizer of 120: the header holds 128 labels, ids 120..127 by
+    number (what `triescope run` writes for ids its tokenizer lacks); a tokenizer larger
+    than the scores is a named error."""
+    model, _, _ = checkpoint
+    prompt = torch.tensor([PROMPT])
+    with torch.no_grad():
+        out = model.generate(prompt, num_beams=BEAMS, max_new_tokens=NEW, do_sample=False, eos_token_id=2, pad_token_id=0,
+                             return_dict_in_generate=True, output_scores=True)
+    kw = dict(num_beams=BEAMS, max_new_tokens=NEW, eos_token_id=2, pad_token_id=0)
+    triescope.from_hf_generate(out, prompt, **kw, tokenizer=word_tokenizer(120), trie_path=tmp_path / "t.jsonl",
+                               batch_path=tmp_path / "b.jsonl")
+    for name in ("t", "b"):
+        header = load(tmp_path / f"{name}.jsonl")[0]
+        assert header["model"]["vocab_size"] == 128
+        assert header["vocab"] == [f"t{i}" for i in range(120)] + [str(i) for i in range(120, 128)]
+    with pytest.raises(triescope.Error, match=r"vocab: 130 token strings for the scores' 128 ids"):
+        triescope.from_hf_generate(out, prompt, **kw, tokenizer=word_tokenizer(130), trie_path=tmp_path / "x.jsonl")
+    assert not (tmp_path / "x.jsonl").exists()
 
 
 def test_settings_that_differ_from_the_run_are_named(checkpoint, tmp_path):

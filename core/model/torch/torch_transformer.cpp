@@ -3,14 +3,17 @@
 #include <ATen/ATen.h>
 #include <c10/core/InferenceMode.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <limits>
+#include <sstream>
 
 #include "core/common/error.h"
 #include "core/model/torch/gguf_llama.h"
 #include "core/model/tree_attention.h"
+#include "core/model/tree_attention_cascade.h"
 
 namespace triescope {
 
@@ -39,6 +42,10 @@ struct TorchTransformer::Impl {
   std::vector<uint8_t> written;  // [capacity] 1 once a forward wrote the slot
   std::shared_ptr<const BpeTokenizer> tokenizer;
   std::string last_attention = "none";
+  // The step in flight, for naming a LibTorch failure: its slots and its
+  // largest attention scores tensor (rows x columns per head; 0 before known).
+  int64_t step_slots = 0, step_rows = 0, step_cols = 0;
+  ForwardTimes times;
   bool tree_kernel = false;  // attention through TreeAttentionArgs (the CUDA kernel, or its CPU twin on the CPU)
 
   at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& w) const {
@@ -50,6 +57,7 @@ struct TorchTransformer::Impl {
     const at::Tensor rot = at::cat({-x.narrow(-1, h, h), x.narrow(-1, 0, h)}, -1);
     return x * cos + rot * sin;
   }
+  void forward(const StepInput& in, Logits& out);
   void ensure_capacity(int64_t slots) {
     if (slots <= capacity) return;
     const int64_t cap = std::max<int64_t>({slots, 2 * capacity, 64});
@@ -130,6 +138,8 @@ const LlamaConfig& TorchTransformer::config() const { return impl_->cfg; }
 void TorchTransformer::set_tokenizer(std::shared_ptr<const BpeTokenizer> tok) { impl_->tokenizer = std::move(tok); }
 const BpeTokenizer* TorchTransformer::tokenizer() const { return impl_->tokenizer.get(); }
 const std::string& TorchTransformer::last_attention() const { return impl_->last_attention; }
+const TorchTransformer::ForwardTimes& TorchTransformer::forward_times() const { return impl_->times; }
+void TorchTransformer::reset_forward_times() { impl_->times = ForwardTimes{}; }
 
 KvShape TorchTransformer::kv_shape() const {
   return KvShape{impl_->cfg.num_hidden_layers, impl_->cfg.num_key_value_heads, impl_->cfg.head_dim, 4};
@@ -159,13 +169,17 @@ void TorchTransformer::compact(const CompactionPlan& plan) {
   m.written = std::move(written);
 }
 
-void TorchTransformer::forward(const StepInput& in, Logits& out) {
-  Impl& m = *impl_;
+void TorchTransformer::Impl::forward(const StepInput& in, Logits& out) {
+  Impl& m = *this;
+  using clock = std::chrono::steady_clock;
+  const auto t_start = clock::now();
   const LlamaConfig& c = m.cfg;
   step_input_check(in, c.vocab_size);
   const int64_t q = static_cast<int64_t>(in.tokens.size()), S = in.num_slots;
   out.resize(static_cast<int32_t>(q), c.vocab_size);
   if (q == 0) return;
+  m.step_slots = S;
+  m.step_rows = m.step_cols = 0;
   m.ensure_capacity(S);
   std::vector<uint8_t> fresh(static_cast<size_t>(S), 0);
   for (size_t i = 0; i < in.slots.size(); ++i) {  // index_copy_ with a repeated slot would keep an arbitrary one
@@ -231,7 +245,25 @@ void TorchTransformer::forward(const StepInput& in, Logits& out) {
   std::vector<Block> blocks;
   if (!gather && !hybrid && !tk) {
     if (m.opt.attention == "dense") {
-      blocks.push_back({0, q, 0, S, {}});
+      // A dense block per run of consecutive queries whose slot spans
+      // overlap: one beam of the batch layout, or the whole trie. The mask
+      // and scores grow with one beam's rows x its span, never with all rows
+      // x all slots ((b x P)^2 for a batch prefill).
+      int64_t hi = 0;
+      for (int64_t r = 0; r < q; ++r) {
+        const auto& row = rows[static_cast<size_t>(r)];
+        const int64_t rlo = row.front(), rhi = row.back() + 1;
+        if (!blocks.empty() && rlo < hi && rhi > blocks.back().lo) {
+          blocks.back().lo = std::min(blocks.back().lo, rlo);
+          hi = std::max(hi, rhi);
+          ++blocks.back().n;
+          continue;
+        }
+        if (!blocks.empty()) blocks.back().span = hi - blocks.back().lo;
+        blocks.push_back({r, 1, rlo, 0, {}});
+        hi = rhi;
+      }
+      blocks.back().span = hi - blocks.back().lo;
     } else {
       int64_t lo = 0, hi = 0, own = 0;  // current block's span and the sum of its rows' own spans
       for (int64_t r = 0; r < q; ++r) {
@@ -263,7 +295,17 @@ void TorchTransformer::forward(const StepInput& in, Logits& out) {
         for (int64_t s : rows[static_cast<size_t>(bl.q0 + r)]) bl.add[static_cast<size_t>(r * bl.span + s - bl.lo)] = 0.0f;
     }
   }
-  m.last_attention = tk ? "tree_kernel" : hybrid ? "hybrid" : gather ? "gather" : blocks.size() == 1 && blocks[0].span == S ? "dense" : "blocks";
+  m.last_attention = tk       ? "tree_kernel"
+                     : hybrid ? "hybrid"
+                     : gather ? "gather"
+                     : m.opt.attention == "dense" || (blocks.size() == 1 && blocks[0].span == S) ? "dense"
+                                                                                                : "blocks";
+  // What a LibTorch failure below was allocating (forward() names it): the
+  // largest attention tensor of this step, scores [heads, rows, columns].
+  m.step_rows = q;
+  m.step_cols = tk ? 0 : hybrid ? P + L2 : gather ? static_cast<int64_t>(longest) : 0;
+  for (const auto& bl : blocks)
+    if (bl.n * bl.span > m.step_rows * m.step_cols) m.step_rows = bl.n, m.step_cols = bl.span;
   const int64_t L = static_cast<int64_t>(longest);
   std::vector<float> gadd;          // [q x L] gather path: additive mask over each query's gathered slots
   std::vector<int64_t> gather_idx;  // [q x L] slot read at each column (padding reads the row's first slot, masked)
@@ -293,7 +335,8 @@ void TorchTransformer::forward(const StepInput& in, Logits& out) {
   // Tree kernel: each query's allowed slots as one CSR list (the rows read
   // above, ascending), uploaded once and shared by every layer.
   std::vector<int32_t> csr_ptr, csr_ids;
-  at::Tensor tk_ptr, tk_ids, tk_work, tk_status;
+  at::Tensor tk_ptr, tk_ids, tk_work, tk_status, tk_cascade;
+  TreeAttentionCascadeTable cascade;
   TreeAttentionArgs targs;
   // The registered kernel on a GPU, or on the CPU when it runs on the host
   // runtime; otherwise (CPU, plain build) the CPU twin.
@@ -320,6 +363,17 @@ void TorchTransformer::forward(const StepInput& in, Logits& out) {
     targs.max_row = static_cast<int32_t>(longest);
     targs.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(c.head_dim)));
     if (kernel) {
+      // The cascade over the trie's shared segments, planned here once for
+      // every layer (none for a prefill or the batch layout).
+      targs.indptr = csr_ptr.data();
+      targs.slot_ids = csr_ids.data();
+      cascade = tree_attention_cascade_build(targs, tree_attention_cascade_tile_rows(c.head_dim));
+      targs.indptr = tk_ptr.data_ptr<int32_t>();
+      targs.slot_ids = tk_ids.data_ptr<int32_t>();
+      if (cascade.items > 0) {
+        tk_cascade = at::from_blob(cascade.table.data(), {static_cast<int64_t>(cascade.table.size())}, iopt).clone().to(m.dev);
+        targs.cascade = cascade.view(tk_cascade.data_ptr<int32_t>());
+      }
       targs.workspace_bytes = kernel->workspace_bytes(targs);  // the same for every layer
       if (targs.workspace_bytes > 0) {
         tk_work = at::empty({static_cast<int64_t>(targs.workspace_bytes)}, at::TensorOptions().dtype(at::kByte).device(m.dev));
@@ -337,6 +391,7 @@ void TorchTransformer::forward(const StepInput& in, Logits& out) {
 
   const int64_t nh = c.num_attention_heads, nkv = c.num_key_value_heads, hd = c.head_dim, g = nh / nkv;
   const double scale = 1.0 / std::sqrt(static_cast<double>(hd));
+  const auto t_prepared = clock::now();
   at::Tensor x = at::embedding(m.embed, tok);  // [q, hidden]
   for (size_t l = 0; l < m.layers.size(); ++l) {
     const auto& W = m.layers[l];
@@ -413,7 +468,9 @@ void TorchTransformer::forward(const StepInput& in, Logits& out) {
     const at::Tensor h2 = m.rms_norm(x, W.post_norm);
     x = x + at::linear(at::silu(at::linear(h2, W.wg)) * at::linear(h2, W.wu), W.wd);
   }
-  const at::Tensor logits = at::linear(m.rms_norm(x, m.norm), m.head).to(at::kCPU).contiguous();
+  const at::Tensor logits_dev = at::linear(m.rms_norm(x, m.norm), m.head);
+  const auto t_enqueued = clock::now();
+  const at::Tensor logits = logits_dev.to(at::kCPU).contiguous();
   if (kernel) {  // the copy above synchronised; the first bad input any layer's launch met
     const at::Tensor st = tk_status.to(at::kCPU);
     const int32_t* sv = st.data_ptr<int32_t>();
@@ -421,6 +478,42 @@ void TorchTransformer::forward(const StepInput& in, Logits& out) {
                                          << ")");
   }
   std::memcpy(out.data.data(), logits.data_ptr<float>(), sizeof(float) * static_cast<size_t>(q * c.vocab_size));
+  const auto t_done = clock::now();
+  auto sec = [](clock::duration d) { return std::chrono::duration<double>(d).count(); };
+  if (m.times.calls++ == 0) {
+    m.times.first_s = sec(t_done - t_start);
+    return;
+  }
+  m.times.prep_s += sec(t_prepared - t_start);
+  m.times.enqueue_s += sec(t_enqueued - t_prepared);
+  m.times.wait_s += sec(t_done - t_enqueued);
+}
+
+// A LibTorch failure (out of memory, or any other c10::Error) becomes a named
+// Error: what the step was allocating and which option changes it, the
+// LibTorch message without its backtrace.
+void TorchTransformer::forward(const StepInput& in, Logits& out) {
+  Impl& m = *impl_;
+  try {
+    m.forward(in, out);
+  } catch (const c10::Error& e) {
+    const std::string msg = e.what_without_backtrace();
+    const std::string first = msg.substr(0, msg.find('\n'));
+    const LlamaConfig& c = m.cfg;
+    const double kv_mib = 2.0 * c.num_hidden_layers * static_cast<double>(std::max(m.capacity, m.step_slots)) * c.num_key_value_heads *
+                          c.head_dim * sizeof(float) / (1 << 20);
+    std::ostringstream what;
+    if (m.step_rows > 0 && m.step_cols > 0)
+      what << "attention \"" << m.opt.attention << "\" (path " << m.last_attention << ") scores of " << m.step_rows << " queries x "
+           << m.step_cols << " slots x " << c.num_attention_heads << " heads ("
+           << static_cast<double>(m.step_rows) * static_cast<double>(m.step_cols) * c.num_attention_heads * sizeof(float) / (1 << 20)
+           << " MiB)";
+    else
+      what << "a step of " << in.tokens.size() << " queries over a KV cache of " << m.step_slots << " slots (" << kv_mib << " MiB)";
+    TS_FAIL("transformer on " << m.opt.device << ": LibTorch failed while computing " << what.str()
+                              << "; lower the beams or the prompt, or use attention \"tree_kernel\" or \"auto\" (LibTorch: " << first
+                              << ")");
+  }
 }
 
 nlohmann::json TorchTransformer::describe() const {

@@ -58,6 +58,18 @@ class TorchTransformer : public Model {
   // Attention path taken by the last forward: "dense" (one block over all
   // slots), "blocks", "gather", "hybrid" or "tree_kernel".
   const std::string& last_attention() const;
+  // Wall time of forward() since the last reset (bench_torch prints it):
+  // `first_s` for the first forward (a prefill), then for every later one by
+  // phase, summed: host preparation (mask rows, CSR, cascade plan, uploads),
+  // enqueueing the layers (on a GPU: launch cost; on the CPU: the compute),
+  // and waiting for the logits (on a GPU: device work the enqueueing did not
+  // hide).
+  struct ForwardTimes {
+    int64_t calls = 0;
+    double prep_s = 0.0, enqueue_s = 0.0, wait_s = 0.0, first_s = 0.0;
+  };
+  const ForwardTimes& forward_times() const;
+  void reset_forward_times();
 
   // A Hugging Face model directory: config.json, model.safetensors (or the
   // sharded index) and, when present, tokenizer.json.

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "fiber.h"
+#include "launch_stats.h"
 
 namespace triescope::cuda_host {
 
@@ -157,6 +158,8 @@ class BlockRun {
   uint64_t warp(WarpOp op, unsigned mask, uint64_t value, int operand, int width, const std::source_location& at);
   void* shared(const void* tag, size_t bytes, size_t align);
   void* dynamic_shared() { return dyn_; }
+  uint64_t barrier_rounds() const { return barrier_rounds_; }
+  uint64_t warp_collectives() const { return warp_collectives_; }
 
   // Runs CUDA thread t to its end (fiber or OS thread).
   void thread_main(uint32_t t);
@@ -175,6 +178,8 @@ class BlockRun {
   bool try_release_warps_locked(uint32_t w);
   void release_barrier_locked();
   size_t released_ = 0;  // threads made runnable so far (threads mode: whom to wake)
+  uint64_t barrier_rounds_ = 0;    // __syncthreads rounds released
+  uint64_t warp_collectives_ = 0;  // warp collectives completed (one per group of lanes)
   void leave_state_locked(uint32_t t);
   void fault_locked(const std::string& what);
   std::string describe_threads_locked() const;
@@ -278,6 +283,7 @@ void BlockRun::make_runnable_locked(uint32_t t) {
 }
 
 void BlockRun::release_barrier_locked() {
+  ++barrier_rounds_;
   for (uint32_t t = 0; t < n_; ++t)
     if (state_[t] == TState::at_barrier) make_runnable_locked(t);
   at_barrier_ = 0;
@@ -364,6 +370,7 @@ bool BlockRun::try_release_warps_locked(uint32_t w) {
       leave_state_locked(lo + i);
       make_runnable_locked(lo + i);
     }
+    ++warp_collectives_;
     released = true;
   }
   return released;
@@ -760,6 +767,12 @@ std::string execute_launch(const LaunchSpec& L) {
   const ThreadMode mode = settings().threads;
   if (mode == ThreadMode::threads && !ex.pool) ex.pool = std::make_unique<ThreadPool>();
   ThreadCtx* const outer = tl_thread;
+  LaunchStat stat;
+  stat.kernel = L.site.name;
+  stat.site = where(L.at);
+  stat.blocks = 1ULL * L.grid.x * L.grid.y * L.grid.z;
+  stat.threads_per_block = L.block.x * L.block.y * L.block.z;
+  stat.dynamic_shared_bytes = L.shmem;
   for (unsigned z = 0; z < L.grid.z; ++z)
     for (unsigned y = 0; y < L.grid.y; ++y)
       for (unsigned x = 0; x < L.grid.x; ++x) {
@@ -767,12 +780,18 @@ std::string execute_launch(const LaunchSpec& L) {
         ex.watchdog.enter("kernel " + launch_name(L) + ", block " + dim_str(x, y, z));
         std::string fault = mode == ThreadMode::fibers ? b.run_fibers(ex.stacks) : b.run_threads(*ex.pool);
         ex.watchdog.leave();
+        stat.barrier_rounds_max = std::max(stat.barrier_rounds_max, b.barrier_rounds());
+        stat.barrier_rounds_total += b.barrier_rounds();
+        stat.warp_collectives_max = std::max(stat.warp_collectives_max, b.warp_collectives());
+        stat.warp_collectives_total += b.warp_collectives();
         if (!fault.empty()) {
           tl_thread = outer;
+          record_launch(std::move(stat));
           return fault;
         }
       }
   tl_thread = outer;
+  record_launch(std::move(stat));
   return {};
 }
 

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Builds the CUDA binaries for a lent GPU here (nvcc 13.0, sm_90 = H100/H200,
+# Release, no LibTorch/GUI/Python) and copies them into .gpu-bin/, which the
+# device `run` tool carries (name ".gpu-bin" in `carry`); then on the device:
+#   bash scripts/gpu-session.sh test golden bench-kernels ...
+# The binaries look for samples under the path they were built from; the
+# session links that path to its checkout.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+B=${BUILD_DIR:-build-gpu}
+cmake -S . -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
+  -DTRIESCOPE_WITH_CUDA=ON -DTRIESCOPE_CUDA_HOST=OFF -DTRIESCOPE_WITH_TORCH=OFF -DTRIESCOPE_BUILD_GUI=OFF \
+  -DTRIESCOPE_BUILD_PYTHON=OFF -DTRIESCOPE_SANITIZE_TESTS=OFF -DTRIESCOPE_BUILD_TESTS=ON -DTRIESCOPE_BUILD_BENCH=ON >/dev/null
+targets="triescope triescope_tests_cuda bench_cuda bench_tree_attention"
+cmake --build "$B" --target $targets -j"$(nproc)"
+rm -rf .gpu-bin && mkdir -p .gpu-bin
+cp "$B/app/triescope" "$B/tests/cuda/triescope_tests_cuda" "$B/bench/bench_cuda" "$B/bench/bench_tree_attention" .gpu-bin/
+strip .gpu-bin/*
+echo "source_dir $PWD" > .gpu-bin/BUILT_FROM
+git rev-parse --short HEAD >> .gpu-bin/BUILT_FROM
+du -sh .gpu-bin

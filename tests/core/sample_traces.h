@@ -1,0 +1,22 @@
+// Real traces for the trace tests: every bundled sample that needs no
+// LibTorch, decoded in-process by run_sample with a GC every 2 steps (beam
+// algorithms), a keyframe every 2 steps and at most 40 new beam tokens, plus
+// the algorithms no sample names: batch_beam_search (each trie_beam_search
+// sample decoded in the batch layout) and greedy (the lookahead sample's model
+// and prompt).
+#pragma once
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace triescope::testing {
+
+struct SampleTrace {
+  std::string name;  // the sample's file name, "+batch" / "+greedy" for a derived decode
+  std::vector<nlohmann::json> records;
+};
+
+const std::vector<SampleTrace>& sample_traces();
+
+}  // namespace triescope::testing

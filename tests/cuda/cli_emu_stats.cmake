@@ -1,0 +1,42 @@
+# TRIESCOPE_CUDA_EMU_STATS=FILE on the CLI: `triescope run SAMPLE --backend
+# cuda-emu` writes every kernel launch's structure as JSON at exit
+# (cuda/host_runtime launch_stats()). Checks the file is valid JSON with a
+# launch list and per-kernel totals, and that one forward pass of the
+# synthetic model is one K/V write and one logits launch (the per-step launch
+# structure of the CUDA synthetic model).
+foreach(v TRIESCOPE SAMPLE WORK_DIR)
+  if(NOT DEFINED ${v})
+    message(FATAL_ERROR "cli_emu_stats.cmake: -D${v}=... is required")
+  endif()
+endforeach()
+file(REMOVE_RECURSE "${WORK_DIR}")
+file(MAKE_DIRECTORY "${WORK_DIR}")
+set(stats "${WORK_DIR}/stats.json")
+set(ENV{TRIESCOPE_CUDA_EMU_STATS} "${stats}")
+execute_process(COMMAND "${TRIESCOPE}" run "${SAMPLE}" --backend cuda-emu --out "${WORK_DIR}/t.trace.jsonl" --quiet
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "run --backend cuda-emu failed (${rc}): ${out}${err}")
+endif()
+if(NOT EXISTS "${stats}")
+  message(FATAL_ERROR "TRIESCOPE_CUDA_EMU_STATS=${stats}: no file written")
+endif()
+file(READ "${stats}" text)
+string(JSON n ERROR_VARIABLE e LENGTH "${text}" launches)
+if(e OR n LESS 1)
+  message(FATAL_ERROR "${stats}: no launch list (${e})")
+endif()
+string(JSON first ERROR_VARIABLE e GET "${text}" launches 0 kernel)
+string(JSON rounds ERROR_VARIABLE e2 GET "${text}" launches 0 barrier_rounds_max)
+if(e OR e2 OR first STREQUAL "")
+  message(FATAL_ERROR "${stats}: launch 0 lacks kernel or barrier_rounds_max (${e}${e2})")
+endif()
+string(JSON writes ERROR_VARIABLE e GET "${text}" kernels synthetic_kv_write_kernel launches)
+string(JSON logits ERROR_VARIABLE e2 GET "${text}" kernels synthetic_logits_kernel launches)
+if(e OR e2)
+  message(FATAL_ERROR "${stats}: no totals for the synthetic model's kernels (${e}${e2})")
+endif()
+if(NOT writes EQUAL logits OR writes LESS 2)
+  message(FATAL_ERROR "${stats}: ${writes} K/V writes but ${logits} logits launches (one of each per forward pass)")
+endif()
+message(STATUS "${n} launches; ${logits} forward passes; first kernel ${first} (${rounds} barrier rounds)")
