@@ -21,7 +21,8 @@ int cmd_check(const Args& args) {
     TS_CHECK(max >= 0, "check: --max must be >= 0, got " << max);
   }
   const std::string& path = p.positional[0];
-  const TraceReplay t(trace_read(path), path);
+  // Streamed: each record is parsed once, when the step it belongs to is replayed.
+  const TraceReplay t = TraceReplay::open(path);
   const MaskCheckReport rep = mask_check_trace(t, static_cast<size_t>(max));
   std::cout << path << ": " << t.header().value("algorithm", "?") << ", " << (rep.layout == "copies" ? "copy" : "tree") << " layout, " << rep.passes
             << " forward passes, " << rep.rows << " mask rows: ";

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/commands.h"
+#include "core/config/json_reader.h"
 #include "core/common/error.h"
 #include "core/common/file_io.h"
 #include "core/model/torch/llama_config.h"
@@ -58,7 +59,7 @@ int cmd_convert_checkpoint(const Args& args) {
   llama_weights_check(c, w, in.string());
   // The input's config.json is kept as it is (every key, not just the ones we
   // read); only torch_dtype follows the new weights.
-  nlohmann::json cj = nlohmann::json::parse(file_read_all(cfg_path));
+  nlohmann::json cj = json_load_file(cfg_path);
   cj["torch_dtype"] = dtype == "F32" ? "float32" : dtype == "F16" ? "float16" : "bfloat16";
   fs::create_directories(out);
   safetensors_write((out / "model.safetensors").string(), w, dtype);

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <iomanip>
 #include <iostream>
 
@@ -24,11 +25,19 @@ std::string slot_ranges(const std::vector<char>& in_list) {
   return out.empty() ? " none" : out;
 }
 
+// Output bounds: what a terminal can use, whatever the trace's size.
+constexpr size_t kTreeLinesMax = 2000;  // tree lines printed
+constexpr size_t kChainShown = 4;       // of a long single-child chain, the first and last shown
+constexpr size_t kIndentMax = 40;       // levels of indentation (the line says the position anyway)
+constexpr int32_t kMaskRowsMax = 64, kMaskColsMax = 256;
+constexpr size_t kLayoutSlotsMax = 512;
+
 void print_layout(const TraceReplay& t, const StepView& v, const std::vector<int32_t>& slot_to_node, const char* title) {
   std::cout << "\n" << title << " (slot: token):";
   // Up to the last held slot; the free tail is one line, however long kv.slots says it is.
-  size_t shown = slot_to_node.size();
-  while (shown > 0 && slot_to_node[shown - 1] < 0) --shown;
+  size_t held = slot_to_node.size();
+  while (held > 0 && slot_to_node[held - 1] < 0) --held;
+  const size_t shown = std::min(held, kLayoutSlotsMax);
   for (size_t s = 0; s < shown; ++s) {
     if (s % 8 == 0) std::cout << "\n ";
     const int32_t id = slot_to_node[s];
@@ -36,18 +45,74 @@ void print_layout(const TraceReplay& t, const StepView& v, const std::vector<int
               << (id < 0 || static_cast<size_t>(id) >= v.nodes.size() ? std::string("(free)") : t.token_text(v.nodes[static_cast<size_t>(id)].token))
               << std::right;
   }
-  if (shown < slot_to_node.size()) std::cout << "\n  slots " << shown << "-" << slot_to_node.size() - 1 << ": (free)";
+  if (shown < held) std::cout << "\n  slots " << shown << "-" << held - 1 << ": not shown (" << held - shown << " slots)";
+  if (held < slot_to_node.size()) std::cout << "\n  slots " << held << "-" << slot_to_node.size() - 1 << ": (free)";
   std::cout << "\n";
 }
 
-void print_subtree(const TraceReplay& t, const StepView& v, const std::vector<std::vector<int32_t>>& children, int32_t id,
-                   int depth) {
-  const TreeNode& n = v.nodes[static_cast<size_t>(id)];
-  bool added = std::find(v.added.begin(), v.added.end(), id) != v.added.end();
-  std::cout << std::string(static_cast<size_t>(depth) * 2, ' ') << (added ? "+ " : "- ") << t.token_text(n.token)
-            << "  [node " << n.id << ", pos " << n.depth << ", slot " << (n.slot < 0 ? std::string("-") : std::to_string(n.slot))
-            << ", " << node_status_name(n.status) << ", logp " << std::fixed << std::setprecision(3) << n.logprob << "]\n";
-  for (int32_t c : children[static_cast<size_t>(id)]) print_subtree(t, v, children, c, depth + 1);
+void print_node(const TraceReplay& t, const TreeNode& n, bool added, size_t level) {
+  std::cout << std::string(std::min(level, kIndentMax) * 2, ' ') << (level > kIndentMax ? ">" : "") << (added ? "+ " : "- ")
+            << t.token_text(n.token) << "  [node " << n.id << ", pos " << n.depth << ", slot "
+            << (n.slot < 0 ? std::string("-") : std::to_string(n.slot)) << ", " << node_status_name(n.status) << ", logp " << std::fixed
+            << std::setprecision(3) << n.logprob << "]\n";
+}
+
+// The tree, depth first, without recursion (a 50,000-node chain is 50,000
+// levels): a run of single-child nodes longer than 2 * kChainShown shows its
+// first and last kChainShown nodes and says how many it elides; at most
+// kTreeLinesMax lines in all, and the rest counted.
+void print_tree(const TraceReplay& t, const StepView& v) {
+  std::vector<std::vector<int32_t>> children(v.nodes.size());
+  std::vector<char> added(v.nodes.size(), 0);
+  for (int32_t id : v.added)
+    if (id >= 0 && static_cast<size_t>(id) < added.size()) added[static_cast<size_t>(id)] = 1;
+  std::vector<std::pair<int32_t, size_t>> stack;  // (node, level), the next to print on top
+  for (const auto& n : v.nodes) {
+    if (n.parent == kNoNode) stack.emplace_back(n.id, 1);
+    else children[static_cast<size_t>(n.parent)].push_back(n.id);
+  }
+  std::reverse(stack.begin(), stack.end());
+  size_t lines = 0, printed = 0, elided = 0;
+  auto show = [&](int32_t id, size_t level) {
+    print_node(t, v.nodes[static_cast<size_t>(id)], added[static_cast<size_t>(id)] != 0, level);
+    ++lines;
+    ++printed;
+  };
+  while (!stack.empty() && lines < kTreeLinesMax) {
+    const auto [id, level] = stack.back();
+    stack.pop_back();
+    show(id, level);
+    const auto& kids = children[static_cast<size_t>(id)];
+    if (kids.size() != 1) {
+      for (auto it = kids.rbegin(); it != kids.rend(); ++it) stack.emplace_back(*it, level + 1);
+      continue;
+    }
+    // A chain below `id`: every node in it has one child, but the last.
+    std::vector<int32_t> chain;
+    for (int32_t c = kids[0];; c = children[static_cast<size_t>(c)][0]) {
+      chain.push_back(c);
+      if (children[static_cast<size_t>(c)].size() != 1) break;
+    }
+    size_t lv = level + 1;
+    if (chain.size() <= 2 * kChainShown) {
+      stack.emplace_back(chain.front(), lv);  // short: printed as any subtree
+      continue;
+    }
+    for (size_t k = 0; k < kChainShown && lines < kTreeLinesMax; ++k) show(chain[k], lv++);
+    const TreeNode& a = v.nodes[static_cast<size_t>(chain[kChainShown])];
+    const TreeNode& b = v.nodes[static_cast<size_t>(chain[chain.size() - kChainShown - 1])];
+    const size_t cut = chain.size() - 2 * kChainShown;
+    std::cout << std::string(std::min(lv, kIndentMax) * 2, ' ') << "... " << cut << " nodes of a single chain elided (nodes " << a.id
+              << " to " << b.id << ", pos " << a.depth << " to " << b.depth << ") ...\n";
+    ++lines;
+    elided += cut;
+    ++lv;
+    for (size_t k = chain.size() - kChainShown; k + 1 < chain.size() && lines < kTreeLinesMax; ++k) show(chain[k], lv++);
+    stack.emplace_back(chain.back(), lv);
+  }
+  if (printed + elided < v.nodes.size())
+    std::cout << "  ... " << v.nodes.size() - printed - elided << " more nodes not shown (" << kTreeLinesMax
+              << " lines at most; the tree has " << v.nodes.size() << " nodes)\n";
 }
 }  // namespace
 
@@ -55,7 +120,8 @@ int cmd_inspect(const Args& args) {
   auto p = parse_args(args, {"step"}, {});
   TS_CHECK(p.positional.size() == 1, "inspect: expected one trace file");
   std::string warning;
-  TraceReplay t(trace_read(p.positional[0], &warning), p.positional[0]);
+  // Streamed: only the keyframe and records step N needs are parsed.
+  const TraceReplay t = TraceReplay::open(p.positional[0], &warning);
   if (!warning.empty()) std::cerr << "triescope inspect: warning: " << warning << "\n";
   int32_t step = t.last_step();
   if (p.has("step")) {
@@ -67,19 +133,13 @@ int cmd_inspect(const Args& args) {
     TS_CHECK(step >= 0 && step <= t.last_step(), "inspect: --step " << step << " outside [0, " << t.last_step() << "]");
   }
   const StepView v = t.at(step);
-  const ForwardLayout layout = forward_layout(v, trace_gc_after_forward_steps(t.records()).count(step) > 0);
+  const ForwardLayout layout = forward_layout(v, t.gc_after_forward_steps().count(step) > 0);
   std::cout << p.positional[0] << ": " << t.header().value("algorithm", "?") << " on " << t.header().value("backend", "?")
             << ", step " << step << " of " << t.last_step() << (v.phase.empty() ? "" : " (" + v.phase + ")") << "\n";
 
-  std::vector<std::vector<int32_t>> children(v.nodes.size());
-  std::vector<int32_t> roots;
-  for (const auto& n : v.nodes) {
-    if (n.parent == kNoNode) roots.push_back(n.id);
-    else children[static_cast<size_t>(n.parent)].push_back(n.id);
-  }
   if (!v.nodes.empty()) {
     std::cout << "\ntree (+ added at this step):\n";
-    for (int32_t r : roots) print_subtree(t, v, children, r, 1);
+    print_tree(t, v);
   }
   if (!v.gc_moves.empty()) {
     std::cout << "\ngarbage collection: " << v.gc_slots_before << " -> " << v.gc_moves.size() << " slots";
@@ -95,21 +155,25 @@ int cmd_inspect(const Args& args) {
   if (v.forward) {
     const auto& f = *v.forward;
     std::cout << "\nattention mask of the forward pass (rows = queries, cols = KV slots, # = may attend):\n";
+    const int32_t rows = std::min(f.mask.rows, kMaskRowsMax), cols = std::min(f.mask.cols, kMaskColsMax);
     std::cout << std::setw(14) << "" << " ";
-    for (int32_t c = 0; c < f.mask.cols; ++c) std::cout << (c % 10 == 0 ? char('0' + (c / 10) % 10) : ' ');
+    for (int32_t c = 0; c < cols; ++c) std::cout << (c % 10 == 0 ? char('0' + (c / 10) % 10) : ' ');
     std::cout << "\n" << std::setw(14) << "" << " ";
-    for (int32_t c = 0; c < f.mask.cols; ++c) std::cout << char('0' + c % 10);
+    for (int32_t c = 0; c < cols; ++c) std::cout << char('0' + c % 10);
     std::cout << "\n";
-    for (int32_t r = 0; r < f.mask.rows; ++r) {
+    for (int32_t r = 0; r < rows; ++r) {
       std::string label = f.queries.empty() ? "row " + std::to_string(r)
                                             : t.token_text(v.nodes.at(static_cast<size_t>(f.queries[static_cast<size_t>(r)])).token);
       if (label.size() > 10) label = label.substr(0, 10);
       std::cout << std::setw(10) << label << " p" << std::setw(2) << f.positions[static_cast<size_t>(r)] << " ";
-      for (int32_t c = 0; c < f.mask.cols; ++c) std::cout << (f.mask.test(r, c) ? '#' : '.');
-      std::cout << "\n";
+      for (int32_t c = 0; c < cols; ++c) std::cout << (f.mask.test(r, c) ? '#' : '.');
+      std::cout << (cols < f.mask.cols ? " ..." : "") << "\n";
     }
+    if (rows < f.mask.rows || cols < f.mask.cols)
+      std::cout << "(" << f.mask.rows << " x " << f.mask.cols << " mask: the first " << rows << " rows and " << cols << " columns shown)\n";
     std::cout << "position ids:";
-    for (int32_t x : f.positions) std::cout << " " << x;
+    for (size_t i = 0; i < f.positions.size() && i < static_cast<size_t>(kMaskColsMax); ++i) std::cout << " " << f.positions[i];
+    if (f.positions.size() > static_cast<size_t>(kMaskColsMax)) std::cout << " ... (" << f.positions.size() << " in all)";
     std::cout << "\n";
     if (!f.queries.empty() && !v.nodes.empty()) {
       std::vector<MaskViolation> faults;

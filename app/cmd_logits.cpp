@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/commands.h"
+#include "core/config/json_reader.h"
 #include "core/common/error.h"
 #include "core/common/file_io.h"
 #include "core/model/torch/torch_transformer.h"
@@ -20,12 +21,7 @@ namespace {
 // prompts.json: an array whose elements are arrays of token ids or strings
 // (encoded with the model's tokenizer.json).
 std::vector<std::vector<int32_t>> prompts_load(const std::string& path, const TorchTransformer& m) {
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(file_read_all(path));
-  } catch (const nlohmann::json::exception& e) {
-    TS_FAIL(path << ": not JSON: " << e.what());
-  }
+  const nlohmann::json j = json_load_file(path);  // the one depth-limited reader
   TS_CHECK(j.is_array() && !j.empty(), path << ": must be a non-empty array of prompts (arrays of token ids or strings)");
   std::vector<std::vector<int32_t>> out;
   for (size_t i = 0; i < j.size(); ++i) {

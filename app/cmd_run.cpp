@@ -33,7 +33,9 @@ int cmd_run(const Args& args) {
   }
   std::string out = p.get("out");
   if (out.empty()) out = std::filesystem::path(p.positional[0]).stem().string() + ".trace.jsonl";
-  TraceFileWriter writer(out);  // temp file + rename: no half-written trace on failure
+  TraceFileWriter writer(out);  // temp file + rename, or streamed to a device/FIFO/"-" (core/common/output_file.h)
+  for (const std::string& stale : writer.output().stale_removed())
+    std::cerr << "triescope run: removed " << stale << ", the temporary of a writer that died\n";
   std::ostringstream report;
   [[maybe_unused]] const SampleRun r = run_sample(s, &writer, report);
 #ifdef TRIESCOPE_WITH_TORCH
@@ -42,7 +44,8 @@ int cmd_run(const Args& args) {
            << "\n";
 #endif
   writer.commit();
-  if (!p.has("quiet")) std::cout << report.str() << "trace: " << out << "\n";
+  // With the trace on standard output the report goes to standard error.
+  if (!p.has("quiet")) (out == "-" ? std::cerr : std::cout) << report.str() << "trace: " << out << "\n";
   return 0;
 }
 

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "app/commands.h"
+#include "core/config/json_reader.h"
 #include "core/common/error.h"
 #include "core/model/torch/bpe_tokenizer.h"
 #include "core/model/torch/unicode_class.h"
@@ -52,12 +53,8 @@ void run_jsonl(const BpeTokenizer& tok, const std::string& path, bool skip_speci
   for (size_t n = 1; std::getline(in, line); ++n) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     const std::string where = path + ":" + std::to_string(n);
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(line);
-    } catch (const nlohmann::json::exception& e) {
-      TS_FAIL(where << ": not JSON: " << e.what());
-    }
+    // The one depth-limited reader: errors name path:line:column.
+    const nlohmann::json j = json_parse_text(line, path, n);
     try {
       if (j.is_string()) {
         std::cout << nlohmann::json(tok.encode(j.get<std::string>(), add_special)).dump() << "\n";

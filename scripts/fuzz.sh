@@ -2,7 +2,8 @@
 # Fuzzes one reader with libFuzzer (tests/fuzz/, docs/reliability.md):
 #   scripts/fuzz.sh TARGET MINUTES        e.g. scripts/fuzz.sh trace 30
 #   scripts/fuzz.sh TARGET --seconds S [--build DIR] [--seed N]   (.ci/run's short runs)
-# TARGET: sample trace safetensors llama_config tokenizer constraint_npy constraint_text.
+# TARGET: sample trace safetensors llama_config tokenizer gguf constraint_npy constraint_text
+#         mask_check sample_run output_path.
 # Builds build-fuzz/ with clang (ASan + UBSan + libFuzzer) when needed, starts
 # from the seed corpus and the reproducers, keeps what it finds in
 # build-fuzz/fuzz-corpus/TARGET (not in the repository), writes the log to

@@ -131,17 +131,23 @@ MaskCheckReport mask_check_trace(const TraceReplay& t, size_t limit) {
   rep.layout = copies ? "copies" : "tree";
   int32_t region = 0, prompt = 0;
   if (copies) {
-    const auto& cfg = h.at("config");
-    TS_CHECK(cfg.contains("prompt") && cfg["prompt"].is_array() && cfg.contains("beam") && cfg["beam"].is_object() &&
-                 cfg["beam"].contains("max_new_tokens") && cfg["beam"]["max_new_tokens"].is_number_integer(),
-             "check: a batch_beam_search header needs config.prompt and config.beam.max_new_tokens (the copy size)");
-    prompt = static_cast<int32_t>(cfg["prompt"].size());
-    region = prompt + cfg["beam"]["max_new_tokens"].get<int32_t>();
-    TS_CHECK(prompt > 0 && region > 0 && region <= kTraceMaxSlots,
-             "check: config.prompt + config.beam.max_new_tokens = " << region << " slots per copy, expected a prompt and at most "
-                                                                    << kTraceMaxSlots << " slots");
+    // The copy size, from the header's config: every field with its type
+    // and range, the sum in 64 bits (a copy no trace's slots can hold is refused).
+    JsonObjectReader hr(h, t.origin() + ": header");
+    JsonObjectReader cfg = hr.object("config");
+    const json& prompt_ids = cfg.raw("prompt");
+    TS_CHECK(prompt_ids.is_array(), cfg.where("prompt") << " must be an array of token ids, got " << json_brief(prompt_ids));
+    // The batch layout places copy r / prompt at step 0 (mask_check_copies).
+    TS_CHECK(!prompt_ids.empty(), cfg.where("prompt") << " must hold at least one token (the copy's prompt)");
+    const int64_t max_new = cfg.object("beam").get_int("max_new_tokens", 0, kTraceMaxSlots);
+    const int64_t copy = static_cast<int64_t>(prompt_ids.size()) + max_new;
+    TS_CHECK(copy > 0 && copy <= kTraceMaxSlots, cfg.where("prompt") << " (" << prompt_ids.size() << " tokens) + config.beam.max_new_tokens ("
+                                                                      << max_new << ") = " << copy
+                                                                      << " slots per copy, must be in [1, " << kTraceMaxSlots << "]");
+    prompt = static_cast<int32_t>(prompt_ids.size());
+    region = static_cast<int32_t>(copy);
   }
-  const std::set<int32_t> gc_after = trace_gc_after_forward_steps(t.records());
+  const std::set<int32_t> gc_after = t.gc_after_forward_steps();
   StepView v;
   ForwardView draft;
   bool first = true;
@@ -150,6 +156,10 @@ MaskCheckReport mask_check_trace(const TraceReplay& t, size_t limit) {
     first = false;
     if (copies) {
       if (!v.forward) continue;
+      for (size_t r = 0; r < v.forward->slots.size(); ++r)
+        TS_CHECK(v.forward->slots[r] >= 0 && v.forward->slots[r] < kTraceMaxSlots,
+                 t.origin() << ": step " << step << ": forward.slots[" << r << "] = " << v.forward->slots[r] << " must be in [0, "
+                            << kTraceMaxSlots << ")");
       ++rep.passes;
       rep.rows += v.forward->mask.rows;
       rep.violation_count += mask_check_copies(v, *v.forward, region, prompt, rep.violations, limit);
@@ -182,6 +192,7 @@ MaskCheckReport mask_check_trace(const TraceReplay& t, size_t limit) {
       }
     }
   }
+  t.parse_unreplayed_records();  // a streamed trace: every record read once, none unparsed
   return rep;
 }
 

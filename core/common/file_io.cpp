@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "core/common/error.h"
+#include "core/common/output_file.h"
 
 namespace triescope {
 
@@ -20,8 +21,6 @@ std::string file_read_all(const std::string& path) {
   TS_CHECK(!in.bad(), path << ": read failed");
   return ss.str();
 }
-
-std::string file_temp_path(const std::string& path) { return path + ".tmp." + std::to_string(::getpid()); }
 
 namespace {
 // The tracked temporaries, readable from a signal handler: fixed slots, each
@@ -63,21 +62,13 @@ void file_temp_untrack(const std::string& tmp) {
 }
 
 void file_temp_remove_on_signals() {
-  for (int sig : {SIGINT, SIGTERM, SIGHUP}) std::signal(sig, remove_tracked_and_die);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGXFSZ}) std::signal(sig, remove_tracked_and_die);
 }
 
 void file_write_atomic(const std::string& path, const std::string& text) {
-  const std::string tmp = file_temp_path(path);
-  file_temp_track(tmp);
-  std::FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (f == nullptr) file_temp_untrack(tmp);
-  TS_CHECK(f != nullptr, path << ": cannot open for writing");
-  const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-  const bool closed = std::fclose(f) == 0;
-  const bool renamed = ok && closed && std::rename(tmp.c_str(), path.c_str()) == 0;
-  if (!renamed) std::remove(tmp.c_str());
-  file_temp_untrack(tmp);
-  TS_CHECK(renamed, path << ": write failed");
+  OutputFile out(path);
+  out.write(text);
+  out.commit();
 }
 
 }  // namespace triescope

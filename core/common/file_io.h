@@ -9,19 +9,16 @@ namespace triescope {
 // or "<path>: read failed".
 std::string file_read_all(const std::string& path);
 
-// Writes `text` to `path` atomically: a temporary next to it, renamed into
-// place, so a failed write never leaves a half-written file. Throws naming the path.
+// Writes `text` to `path` through OutputFile (core/common/output_file.h): a
+// regular file atomically (a temporary renamed into place), a device, FIFO
+// or "-" directly. Throws naming the path.
 void file_write_atomic(const std::string& path, const std::string& text);
-
-// The temporary a writer of `path` uses before renaming it into place
-// ("<path>.tmp.<pid>").
-std::string file_temp_path(const std::string& path);
 
 // Temporaries a signal must not leave behind: a writer tracks its temporary
 // while it writes and untracks it once renamed into place or removed.
 void file_temp_track(const std::string& tmp);
 void file_temp_untrack(const std::string& tmp);
-// Installs SIGINT, SIGTERM and SIGHUP handlers that remove every tracked
+// Installs SIGINT, SIGTERM, SIGHUP, SIGQUIT and SIGXFSZ (`ulimit -f`) handlers that remove every tracked
 // temporary and then die of the same signal (the caller sees the usual
 // status). For programs (the CLI); a library leaves signals alone.
 void file_temp_remove_on_signals();

@@ -97,6 +97,45 @@ json json_parse_text(std::string_view text, const std::string& origin, size_t fi
                                     : "malformed JSON: " + sax.error()));
 }
 
+namespace json_skim_detail {
+
+size_t skip_ws(std::string_view text, size_t i) {
+  while (i < text.size() && (text[i] == ' ' || text[i] == '\t' || text[i] == '\n' || text[i] == '\r')) ++i;
+  return i;
+}
+
+// Brackets are counted, not matched, and scalars are taken as they stand:
+// the skim finds where a value ends; json_parse_text judges it.
+size_t skip_value(std::string_view text, size_t i) {
+  constexpr size_t npos = std::string_view::npos;
+  if (i >= text.size()) return npos;
+  int64_t depth = 0;
+  do {
+    const char c = text[i];
+    if (c == '"') {
+      for (++i; i < text.size() && text[i] != '"'; ++i)
+        if (text[i] == '\\') ++i;
+      if (i >= text.size()) return npos;
+      ++i;
+    } else if (c == '{' || c == '[') {
+      ++depth;
+      ++i;
+    } else if (c == '}' || c == ']') {
+      if (--depth < 0) return npos;
+      ++i;
+    } else if (depth > 0) {
+      ++i;
+    } else {
+      while (i < text.size() && text[i] != ',' && text[i] != '}' && text[i] != ']' && text[i] != ' ' && text[i] != '\t' &&
+             text[i] != '\r' && text[i] != '\n')
+        ++i;
+    }
+  } while (depth > 0 && i < text.size());
+  return depth == 0 ? i : npos;
+}
+
+}  // namespace json_skim_detail
+
 json json_load_file(const std::string& path) { return json_parse_text(file_read_all(path), path); }
 
 std::optional<int64_t> json_int_in(const json& v, int64_t lo, int64_t hi) {

@@ -56,8 +56,13 @@ DecodeResult batch_beam_search(Model& model, const std::vector<int32_t>& prompt,
     TS_CHECK(prompt[i] >= 0 && prompt[i] < V, "batch beam search: prompt[" << i << "] = " << prompt[i]
                                                                            << " outside vocabulary [0, " << V << ")");
   TS_CHECK(2 * B <= V, "batch beam search: num_beams " << B << " needs vocabulary >= " << 2 * B);
-  const int32_t cap = n + cfg.max_new_tokens;  // slots per beam region
   const int64_t bps = model.kv_shape().bytes_per_slot();
+  // The prefill is the biggest pass: B x n rows over B regions of n + max_new_tokens slots.
+  const double region = static_cast<double>(n) + cfg.max_new_tokens, rows0 = static_cast<double>(B) * n;
+  beam_budget_check("batch beam search", cfg, n, bps, rows0 * B * region, rows0 * V);
+  TS_CHECK(B * region <= kTraceMaxSlots, "batch beam search: beam.num_beams x (prompt + beam.max_new_tokens) = "
+                                             << static_cast<int64_t>(B * region) << " slots, more than " << kTraceMaxSlots);
+  const int32_t cap = n + cfg.max_new_tokens;  // slots per beam region
   DecodeResult res;
   DecodeMetrics& m = res.metrics;
   m.prompt_len = n;

@@ -79,6 +79,12 @@ DecodeResult trie_beam_search(Model& model, const std::vector<int32_t>& prompt, 
   TS_CHECK(2 * b <= V, "trie beam search: num_beams " << b << " needs vocabulary >= " << 2 * b << ", model has " << V);
   TS_CHECK(cfg.eos_token < V, "trie beam search: eos_token " << cfg.eos_token << " outside vocabulary");
 
+  {
+    // The prefill's n rows or a step's ~2b candidate rows (and the rows the
+    // builder holds), over up to n + b x max_new_tokens slots.
+    const double rows = std::max(static_cast<double>(n), 2.0 * b), width = static_cast<double>(n) + double{1} * b * cfg.max_new_tokens;
+    beam_budget_check("trie beam search", cfg, n, model.kv_shape().bytes_per_slot(), 2 * rows * width, rows * V);
+  }
   model.reset();
   TokenTree tree;
   KvSlots slots;

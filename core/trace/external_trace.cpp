@@ -1,6 +1,7 @@
 #include "core/trace/external_trace.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "core/common/error.h"
 
@@ -80,7 +81,12 @@ std::vector<int32_t> ExternalTraceWriter::step(const ExternalStep& s) {
              "added[" << i << "].parent: node " << a.parent << " does not exist (nodes 0 .. " << tree.size() - 1
                       << " so far; -1 for a root)");
     TS_CHECK(a.token >= 0, "added[" << i << "].token: must be >= 0, got " << a.token);
-    TS_CHECK(a.slot >= kNoSlot, "added[" << i << "].slot: must be >= 0 (or -1: no K/V), got " << a.slot);
+    // The reader's limit, so what is written is read back (and no slot sizes a huge table).
+    TS_CHECK(a.slot >= kNoSlot && a.slot < kTraceMaxSlots,
+             "added[" << i << "].slot: must be in [0, " << kTraceMaxSlots << ") (or -1: no K/V), got " << a.slot);
+    // -inf is a token the model gave probability 0 (written "-inf", docs/trace-format.md); NaN or +inf is no log-probability.
+    TS_CHECK(!std::isnan(a.logprob) && a.logprob != HUGE_VAL,
+             "added[" << i << "].logprob: must be a number or -inf, got " << a.logprob);
     if (a.slot >= 0) {
       if (static_cast<size_t>(a.slot) >= s2n.size()) s2n.resize(static_cast<size_t>(a.slot) + 1, kNoNode);
       const int32_t holder = s2n[static_cast<size_t>(a.slot)];

@@ -1,6 +1,7 @@
 #include "core/trace/trace.h"
 
 #include <climits>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <set>
@@ -12,31 +13,7 @@
 
 namespace triescope {
 
-TraceFileWriter::TraceFileWriter(std::string path) : path_(std::move(path)) {
-  tmp_ = file_temp_path(path_);
-  file_temp_track(tmp_);
-  f_ = std::fopen(tmp_.c_str(), "wb");
-  if (f_ == nullptr) file_temp_untrack(tmp_);
-  TS_CHECK(f_ != nullptr, path_ << ": cannot open for writing (temporary " << tmp_ << ")");
-}
-
-TraceFileWriter::~TraceFileWriter() {
-  if (f_) std::fclose(f_);
-  if (!committed_) std::remove(tmp_.c_str());
-  file_temp_untrack(tmp_);
-}
-
-void TraceFileWriter::record(json rec) {
-  const std::string line = rec.dump() + "\n";
-  TS_CHECK(std::fwrite(line.data(), 1, line.size(), f_) == line.size(), path_ << ": write failed");
-}
-
-void TraceFileWriter::commit() {
-  TS_CHECK(std::fflush(f_) == 0 && std::fclose(f_) == 0, path_ << ": write failed on close");
-  f_ = nullptr;
-  TS_CHECK(std::rename(tmp_.c_str(), path_.c_str()) == 0, path_ << ": cannot rename temporary " << tmp_ << " into place");
-  committed_ = true;
-}
+void TraceFileWriter::record(json rec) { out_.write(rec.dump() + "\n"); }
 
 namespace {
 
@@ -61,12 +38,38 @@ void check_header(const json& rec, const std::string& origin) {
   }
 }
 
+}  // namespace
+
+bool trace_record_kind_known(std::string_view kind) {
+  return kind == "header" || kind == "step" || kind == "gc" || kind == "keyframe" || kind == "summary";
+}
+
+void trace_check_record(const json& rec, const std::string& origin, size_t lineno, bool first) {
+  TS_CHECK(rec.is_object(), origin << ":" << lineno << ": record must be a JSON object");
+  TS_CHECK(rec.contains("kind") && rec["kind"].is_string(), origin << ":" << lineno << ": missing field kind");
+  const std::string& kind = rec["kind"].get_ref<const std::string&>();
+  TS_CHECK(trace_record_kind_known(kind), origin << ":" << lineno << ": unknown record kind \"" << kind << "\"");
+  if (first) {
+    TS_CHECK(kind == "header", origin << ":1: first record must be the header, got \"" << kind << "\"");
+    check_header(rec, origin);
+    return;
+  }
+  TS_CHECK(kind != "header", origin << ":" << lineno << ": a second header record");
+  if (kind != "summary")
+    TS_CHECK(rec.contains("step") && json_int_in(rec["step"], 0, INT32_MAX),
+             origin << ":" << lineno << ": field step must be an integer in [0, " << INT32_MAX << "]");
+  // Every reader branches on a record's phase (analysis, the GUI's panes).
+  TS_CHECK(!rec.contains("phase") || rec["phase"].is_string(),
+           origin << ":" << lineno << ": field phase must be a string, got " << json_brief(rec["phase"]));
+}
+
+namespace {
+
 // Reads JSON Lines from `next_line` (a line without its '\n', and whether
 // the '\n' was there). A last line cut off mid-record (a writer that crashed)
 // is dropped with `*warning` when the caller asked for warnings.
 template <class NextLine>
 std::vector<json> trace_parse_lines(NextLine next_line, const std::string& origin, std::string* warning) {
-  static const std::set<std::string> kinds = {"header", "step", "gc", "keyframe", "summary"};
   std::vector<json> out;
   std::string_view line;
   bool terminated = true;
@@ -81,22 +84,7 @@ std::vector<json> trace_parse_lines(NextLine next_line, const std::string& origi
                  std::to_string(out.size()) + " whole records before it";
       break;
     }
-    TS_CHECK(rec.is_object(), origin << ":" << lineno << ": record must be a JSON object");
-    TS_CHECK(rec.contains("kind") && rec["kind"].is_string(), origin << ":" << lineno << ": missing field kind");
-    const std::string kind = rec["kind"].get<std::string>();
-    TS_CHECK(kinds.count(kind), origin << ":" << lineno << ": unknown record kind \"" << kind << "\"");
-    if (out.empty()) {
-      TS_CHECK(kind == "header", origin << ":1: first record must be the header, got \"" << kind << "\"");
-      check_header(rec, origin);
-    } else {
-      TS_CHECK(kind != "header", origin << ":" << lineno << ": a second header record");
-      if (kind != "summary")
-        TS_CHECK(rec.contains("step") && json_int_in(rec["step"], 0, INT32_MAX),
-                 origin << ":" << lineno << ": field step must be an integer in [0, " << INT32_MAX << "]");
-      // Every reader branches on a record's phase (analysis, the GUI's panes).
-      TS_CHECK(!rec.contains("phase") || rec["phase"].is_string(),
-               origin << ":" << lineno << ": field phase must be a string, got " << json_brief(rec["phase"]));
-    }
+    trace_check_record(rec, origin, lineno, out.empty());
     out.push_back(std::move(rec));
   }
   TS_CHECK(!out.empty(), origin << ": empty trace (no header record)");
@@ -164,9 +152,24 @@ std::string trace_verify_kind(const json& header) {
   return "";
 }
 
+json trace_logprob(double logprob) {
+  // JSON has no infinities (nlohmann would write null): -inf, a token of
+  // probability 0, is the string "-inf" (docs/trace-format.md).
+  if (std::isinf(logprob) && logprob < 0) return "-inf";
+  return logprob;
+}
+
+std::optional<double> trace_logprob_parse(const json& j) {
+  if (j.is_number()) return j.get<double>();
+  if (j.is_string() && j.get_ref<const std::string&>() == "-inf") return -HUGE_VAL;
+  return std::nullopt;
+}
+
 json trace_node(const TreeNode& n) {
-  return {{"id", n.id},       {"parent", n.parent},   {"token", n.token}, {"depth", n.depth},
-          {"slot", n.slot},   {"logprob", n.logprob}, {"status", std::string(node_status_name(n.status))}};
+  return {{"id", n.id},     {"parent", n.parent},
+          {"token", n.token}, {"depth", n.depth},
+          {"slot", n.slot},   {"logprob", trace_logprob(n.logprob)},
+          {"status", std::string(node_status_name(n.status))}};
 }
 
 json trace_mask(const BitMask& m) {

@@ -3,11 +3,14 @@
 // integer version; readers accept [kTraceMinVersion, kTraceVersion].
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "core/common/output_file.h"
 #include "core/kv/kv_cache.h"
 #include "core/mask/bit_mask.h"
 #include "core/tree/token_tree.h"
@@ -43,21 +46,19 @@ class MemoryTraceSink final : public TraceSink {
   std::vector<json> records;
 };
 
-// Writes to `path.tmp.<pid>` and renames onto `path` on commit(), so a failed
-// run never leaves a half-written trace. Destroyed uncommitted: removes the temp.
+// Writes through an OutputFile (core/common/output_file.h): a regular path
+// gets a temporary renamed onto it on commit(), so a failed run never leaves
+// a half-written trace; a device, FIFO or "-" is streamed. Destroyed
+// uncommitted: removes the temporary.
 class TraceFileWriter final : public TraceSink {
  public:
-  explicit TraceFileWriter(std::string path);
-  ~TraceFileWriter() override;
-  TraceFileWriter(const TraceFileWriter&) = delete;
-  TraceFileWriter& operator=(const TraceFileWriter&) = delete;
+  explicit TraceFileWriter(std::string path) : out_(std::move(path)) {}
   void record(json rec) override;
-  void commit();
+  void commit() { out_.commit(); }
+  const OutputFile& output() const { return out_; }
 
  private:
-  std::string path_, tmp_;
-  std::FILE* f_ = nullptr;
-  bool committed_ = false;
+  OutputFile out_;
 };
 
 // Reads a whole trace; checks format, version, record kinds and the header's
@@ -68,6 +69,13 @@ class TraceFileWriter final : public TraceSink {
 std::vector<json> trace_read(const std::string& path, std::string* warning = nullptr);
 std::vector<json> trace_parse(const std::string& text, const std::string& origin, std::string* warning = nullptr);
 
+// One record's checks as trace_read makes them: an object with a known
+// `kind`; the first (`first`) the header with its fields' types, no other a
+// header; `step` an integer in [0, INT32_MAX] but in the summary; `phase` a
+// string. Errors name origin:lineno and the field.
+void trace_check_record(const json& rec, const std::string& origin, size_t lineno, bool first);
+bool trace_record_kind_known(std::string_view kind);
+
 // The verification kind of a trace's verify records: v2 headers name it
 // ("verify_kind", absent when the algorithm verifies nothing); for v1 it
 // follows from the algorithm (speculative, dsbd, lookahead). "" for none.
@@ -77,6 +85,10 @@ std::string trace_verify_kind(const json& header);
 json trace_header(const std::string& algorithm, const std::string& backend, const json& config, const json& model,
                   const std::vector<std::string>& vocab, const std::string& verify_kind = "");
 json trace_node(const TreeNode& n);
+// A node's logprob as written (-inf as the string "-inf") and read back
+// (nullopt for anything but a number or "-inf").
+json trace_logprob(double logprob);
+std::optional<double> trace_logprob_parse(const json& j);
 json trace_mask(const BitMask& m);  // {"cols": N, "rows": ["hex", ...]}
 BitMask trace_mask_parse(const json& j, const std::string& where);
 json trace_keyframe(int32_t step, const TokenTree& tree, int32_t num_slots);

@@ -5,6 +5,8 @@
 #include <climits>
 #include <bit>
 #include <cstring>
+#include <filesystem>
+#include <unordered_set>
 
 #include "core/common/error.h"
 #include "core/config/json_reader.h"
@@ -30,10 +32,11 @@ TreeNode node_from_json(const json& j, const std::string& where) {
   n.id = get_i32(j, "id", where, 0);
   n.parent = get_i32(j, "parent", where, kNoNode);
   n.token = get_i32(j, "token", where);
-  n.depth = get_i32(j, "depth", where);
+  n.depth = get_i32(j, "depth", where, 0);
   n.slot = get_i32(j, "slot", where, kNoSlot, kTraceMaxSlots - 1);
-  TS_CHECK(j.contains("logprob") && j["logprob"].is_number(), where << ": field logprob must be a number");
-  n.logprob = j["logprob"].get<double>();
+  const auto lp = j.contains("logprob") ? trace_logprob_parse(j["logprob"]) : std::nullopt;
+  TS_CHECK(lp, where << ": field logprob must be a number or \"-inf\"");
+  n.logprob = *lp;
   TS_CHECK(j.contains("status") && j["status"].is_string(), where << ": field status must be a string");
   try {
     n.status = node_status_parse(j["status"].get<std::string>());
@@ -121,15 +124,29 @@ void mask_parse_fast(const json& j, const std::string& where, BitMask& m) {
 }
 
 // One step record per step number, 0 (the prefill) first, in order
-// (docs/trace-format.md): `s` is the record after `seen`'s.
-void step_number_check(const std::vector<int32_t>& seen, int32_t s, const std::string& where) {
+// (docs/trace-format.md): `s` is the record after `seen`'s. A record that
+// comes later (`later`: the step numbers of every step record) is not
+// missing but out of order: the ascending-order check names it there.
+void step_number_check(const std::vector<int32_t>& seen, int32_t s, const std::unordered_set<int32_t>& later, const std::string& where) {
   const int32_t want = seen.empty() ? 0 : seen.back() + 1;
   if (s == want) return;
   if (!seen.empty() && s == seen.back())
     TS_FAIL(where << ": a second step record for step " << s << ": one step record per step number");
   if (s < want) TS_FAIL(where << ": step record of step " << s << " after step " << seen.back() << ": step records are in increasing step order");
+  if (later.count(want)) return;
   TS_FAIL(where << ": step record of step " << s << " where step " << want << " comes next: the step record of step " << want
                 << (s - want > 1 ? " (and the ones up to step " + std::to_string(s - 1) + ")" : std::string()) << " is missing");
+}
+
+// A summary's metrics.last_step, when it has one, names the last step
+// record before it (`last`, -1 for none): a dropped last step record
+// leaves no other trace.
+void summary_last_step_check(const json& r, int32_t last, const std::string& where) {
+  if (!(r.is_object() && r.contains("metrics") && r["metrics"].is_object() && r["metrics"].contains("last_step"))) return;
+  const int32_t s = get_i32(r["metrics"], "last_step", where + ": summary metrics", -1);
+  TS_CHECK(s == last, where << ": summary field metrics.last_step = " << s << ", but the last step record is "
+                            << (last < 0 ? std::string("none") : "step " + std::to_string(last))
+                            << ": a step record is missing or one too many");
 }
 
 }  // namespace
@@ -147,54 +164,130 @@ void forward_view_parse(const json& f, const std::string& where, ForwardView& ou
 
 TraceReplay::TraceReplay(std::vector<json> records, std::string origin)
     : records_(std::move(records)), origin_(std::move(origin)) {
-  reader_boundary(origin_, [&] { index_records(); });
+  reader_boundary(origin_, [&] {
+    TS_CHECK(!records_.empty() && records_.front().value("kind", "") == "header", origin_ << ": no header record");
+    index_.reserve(records_.size());
+    for (size_t i = 0; i < records_.size(); ++i) {
+      const json& r = records_[i];
+      TraceRecordEntry e;
+      e.line = i + 1;
+      e.kind = r.is_object() && r.contains("kind") && r["kind"].is_string() ? trace_record_kind(r["kind"].get_ref<const std::string&>())
+                                                                            : TraceRecordKind::other;
+      if (e.kind != TraceRecordKind::summary && e.kind != TraceRecordKind::header && r.is_object() && r.contains("step") &&
+          r["step"].is_number_integer())
+        e.step = get_i32(r, "step", where(i), 0);
+      index_.push_back(e);
+    }
+    index_records();
+  });
 }
 
+TraceReplay TraceReplay::open(const std::string& path, std::string* warning) {
+  // A pipe (`inspect <(zcat t.jsonl.gz)`) cannot be read twice: it is read whole.
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec)) return TraceReplay(trace_read(path, warning), path);
+  TraceReplay t;
+  t.origin_ = path;
+  t.file_ = TraceFileIndex::open(path, warning);
+  t.index_ = t.file_->entries();
+  reader_boundary(path, [&] { t.index_records(); });
+  return t;
+}
+
+const std::vector<json>& TraceReplay::records() const {
+  TS_CHECK(!file_, origin_ << ": a streamed trace holds no records in memory (read it with trace_read)");
+  return records_;
+}
+
+const json& TraceReplay::record(size_t i, json& scratch) const {
+  if (!file_) return records_[i];
+  file_->read(i, scratch);
+  return scratch;
+}
+
+std::string TraceReplay::where(size_t i) const { return origin_ + ":" + std::to_string(index_[i].line); }
+
 void TraceReplay::index_records() {
-  TS_CHECK(!records_.empty() && records_.front().value("kind", "") == "header", origin_ << ": no header record");
-  if (header().contains("vocab") && header()["vocab"].is_array())
-    for (auto& v : header()["vocab"]) vocab_.push_back(v.is_string() ? v.get<std::string>() : v.dump());
+  const json& h = header();
+  if (h.contains("vocab") && h["vocab"].is_array())
+    for (auto& v : h["vocab"]) vocab_.push_back(v.is_string() ? v.get<std::string>() : v.dump());
+  std::unordered_set<int32_t> step_records;  // step numbers with a step record (step_number_check)
+  for (const TraceRecordEntry& e : index_)
+    if (e.kind == TraceRecordKind::step) step_records.insert(e.step);
   int32_t last = -1;
-  for (size_t i = 1; i < records_.size(); ++i) {
-    const json& r = records_[i];
-    const std::string kind = r.value("kind", "");
-    if (kind != "summary" && kind != "header" && r.contains("step") && r["step"].is_number_integer()) {
-      // at() stops at the first record of a later step: advance() needs every
-      // step's records in one contiguous, ascending run.
-      const int32_t s = get_i32(r, "step", origin_ + ":" + std::to_string(i + 1), 0);
-      if (s < last) in_step_order_ = false;
-      if (!steps_.empty() && step_end_.size() < steps_.size() && s > steps_.back()) step_end_.push_back(i);
-      last = std::max(last, s);
+  for (size_t i = 1; i < index_.size(); ++i) {
+    const TraceRecordEntry& e = index_[i];
+    if (e.kind == TraceRecordKind::summary) {
+      // A streamed trace parses its summary only when checked (parse_unreplayed_records):
+      // reading one step needs no summary.
+      if (!file_) summary_last_step_check(records_[i], steps_.empty() ? -1 : steps_.back(), where(i));
+      continue;
     }
-    if (kind == "step") {
-      const std::string where = origin_ + ":" + std::to_string(i + 1);
-      const int32_t s = get_i32(r, "step", where);
-      step_number_check(steps_, s, where);
-      steps_.push_back(s);
-    } else if (kind == "keyframe") {
-      const std::string where = origin_ + ":" + std::to_string(i + 1);
-      const int32_t s = get_i32(r, "step", where);
+    TS_CHECK(e.step >= 0 || (e.kind != TraceRecordKind::step && e.kind != TraceRecordKind::keyframe),
+             where(i) << ": field step must be an integer");
+    if (e.step < 0) continue;
+    // at() stops at the first record of a later step and advance() goes on
+    // from there: every step's records must be one contiguous, ascending run
+    // (docs/trace-format.md), or a step would be read without some of them.
+    TS_CHECK(e.step >= last, where(i) << ": a record of step " << e.step << " after records of step " << last
+                                     << ": records must be in ascending step order (docs/trace-format.md)");
+    if (!steps_.empty() && step_end_.size() < steps_.size() && e.step > steps_.back()) step_end_.push_back(i);
+    last = e.step;
+    if (e.kind == TraceRecordKind::step) {
+      step_number_check(steps_, e.step, step_records, where(i));
+      steps_.push_back(e.step);
+    } else if (e.kind == TraceRecordKind::keyframe) {
       // The recorder writes a keyframe right after its step's record: one
       // that follows another step's record stands for a missing record.
       const int32_t before = steps_.empty() ? -1 : steps_.back();
-      TS_CHECK(before == s, where << ": keyframe of step " << s << " follows the step record of step " << before << ": "
-                                  << (s > before ? "the step record of step " + std::to_string(s) + " is missing"
-                                                 : std::string("a keyframe comes right after its own step's record")));
-      keyframes_.emplace_back(s, i);
-    } else if (kind == "summary" && r.contains("metrics") && r["metrics"].is_object() && r["metrics"].contains("last_step")) {
-      const int32_t s = get_i32(r["metrics"], "last_step", origin_ + ":" + std::to_string(i + 1) + ": summary metrics", -1);
-      TS_CHECK(s == (steps_.empty() ? -1 : steps_.back()),
-               origin_ << ":" << i + 1 << ": summary field metrics.last_step = " << s << ", but the last step record is "
-                       << (steps_.empty() ? std::string("none") : "step " + std::to_string(steps_.back()))
-                       << ": a step record is missing or one too many");
+      TS_CHECK(before == e.step, where(i) << ": keyframe of step " << e.step << " follows the step record of step " << before << ": "
+                                          << (e.step > before && !step_records.count(e.step)
+                                                  ? "the step record of step " + std::to_string(e.step) + " is missing"
+                                                  : std::string("a keyframe comes right after its own step's record")));
+      keyframes_.emplace_back(e.step, i);
     }
   }
-  step_end_.resize(steps_.size(), records_.size());
+  step_end_.resize(steps_.size(), index_.size());
+}
+
+std::set<int32_t> TraceReplay::gc_after_forward_steps() const {
+  std::set<int32_t> out;
+  int64_t last_step_record = -1;
+  for (const TraceRecordEntry& e : index_) {
+    if (e.kind == TraceRecordKind::step) last_step_record = e.step;
+    else if (e.kind == TraceRecordKind::gc && e.step == last_step_record) out.insert(e.step);
+  }
+  return out;
+}
+
+void TraceReplay::parse_unreplayed_records() const {
+  if (!file_) return;
+  reader_boundary(origin_, [&] {
+    json scratch;
+    int32_t last_step_record = -1;
+    for (size_t i = 1; i < index_.size(); ++i) {
+      const TraceRecordEntry& e = index_[i];
+      if (e.kind == TraceRecordKind::step) last_step_record = e.step;
+      const bool replayed = (e.kind == TraceRecordKind::step || e.kind == TraceRecordKind::gc) && e.step <= last_step();
+      if (replayed) continue;
+      file_->read(i, scratch);
+      // What the in-memory constructor checks of a summary (index_records).
+      if (e.kind == TraceRecordKind::summary) summary_last_step_check(scratch, last_step_record, where(i));
+    }
+  });
 }
 
 const json* TraceReplay::summary() const {
-  for (auto it = records_.rbegin(); it != records_.rend(); ++it)
-    if (it->value("kind", "") == "summary") return &*it;
+  for (size_t i = index_.size(); i-- > 0;)
+    if (index_[i].kind == TraceRecordKind::summary) {
+      if (!file_) return &records_[i];
+      if (!summary_) {
+        json rec;
+        file_->read(i, rec);
+        summary_ = std::move(rec);
+      }
+      return &*summary_;
+    }
   return nullptr;
 }
 
@@ -217,18 +310,22 @@ StepView TraceReplay::at(int32_t step) const {
 }
 
 void TraceReplay::load_keyframe_before(StepView& v, int32_t step, size_t& start) const {
-  for (auto& [ks, idx] : keyframes_) {
-    if (ks >= step) break;
-    const json& k = records_[idx];
-    const std::string where = origin_ + ":" + std::to_string(idx + 1);
-    v.nodes.clear();
-    TS_CHECK(k.contains("nodes") && k["nodes"].is_array(), where << ": keyframe field nodes must be an array");
-    for (size_t i = 0; i < k["nodes"].size(); ++i) {
-      const std::string at_node = where + ": nodes[" + std::to_string(i) + "]";
-      put_node(v.nodes, node_from_json(k["nodes"][i], at_node), at_node);
-    }
-    start = idx + 1;
+  // Only the last keyframe before `step`: each is read when a step needs it,
+  // never every earlier one (what made `check` quadratic).
+  const auto it = std::lower_bound(keyframes_.begin(), keyframes_.end(), step,
+                                   [](const std::pair<int32_t, size_t>& kf, int32_t s) { return kf.first < s; });
+  if (it == keyframes_.begin()) return;
+  const size_t idx = std::prev(it)->second;
+  json scratch;
+  const json& k = record(idx, scratch);
+  const std::string where = this->where(idx);
+  v.nodes.clear();
+  TS_CHECK(k.contains("nodes") && k["nodes"].is_array(), where << ": keyframe field nodes must be an array");
+  for (size_t i = 0; i < k["nodes"].size(); ++i) {
+    const std::string at_node = where + ": nodes[" + std::to_string(i) + "]";
+    put_node(v.nodes, node_from_json(k["nodes"][i], at_node), at_node);
   }
+  start = idx + 1;
 }
 
 StepView TraceReplay::advance(const StepView& from, int32_t step) const {
@@ -239,11 +336,12 @@ StepView TraceReplay::advance(const StepView& from, int32_t step) const {
 
 void TraceReplay::advance_into(const StepView& from, int32_t step, StepView& out) const {
   // at(step) starts from the last keyframe before `step`; when that keyframe
-  // is not before `from`, or the records are not in step order (then "the
-  // records after from's" is not one range), only at() gives its result.
+  // is not before `from`, only at() gives its result.
   const auto it = std::lower_bound(steps_.begin(), steps_.end(), from.step);
-  bool replay = !in_step_order_ || from.step >= step || it == steps_.end() || *it != from.step;
-  for (auto& kf : keyframes_) replay |= kf.first < step && kf.first >= from.step;
+  bool replay = from.step >= step || it == steps_.end() || *it != from.step;
+  const auto kf = std::lower_bound(keyframes_.begin(), keyframes_.end(), from.step,
+                                   [](const std::pair<int32_t, size_t>& k, int32_t s) { return k.first < s; });
+  replay |= kf != keyframes_.end() && kf->first < step;
   if (replay) {
     out = at(step);
     return;
@@ -273,15 +371,17 @@ void TraceReplay::replay_records(StepView& v, size_t start) const {
   // A forward view's buffers to refill (advance_into's `out`); none for at().
   std::optional<ForwardView> spare;
   spare.swap(v.forward);
-  for (size_t i = start; i < records_.size(); ++i) {
-    const json& r = records_[i];
-    const std::string kind = r.value("kind", "");
-    if (kind == "summary" || kind == "header") continue;
-    const int32_t s = r.contains("step") ? json_int_in(r["step"], 0, INT32_MAX).value_or(-1) : -1;
+  json scratch;
+  for (size_t i = start; i < index_.size(); ++i) {
+    const TraceRecordEntry& entry = index_[i];
+    if (entry.kind == TraceRecordKind::summary || entry.kind == TraceRecordKind::header) continue;
+    const int32_t s = entry.step;
     if (s > step) break;
-    const std::string where = origin_ + ":" + std::to_string(i + 1);
+    if (entry.kind != TraceRecordKind::gc && entry.kind != TraceRecordKind::step) continue;  // keyframes: at() loaded the one it needs
+    const json& r = record(i, scratch);
+    const std::string where = this->where(i);
     const bool this_step = s == step;
-    if (kind == "gc") {
+    if (entry.kind == TraceRecordKind::gc) {
       TS_CHECK(r.contains("moves") && r["moves"].is_array(), where << ": gc field moves must be an array");
       const int32_t slots_before = get_i32(r, "slots_before", where + ": gc", 0, kTraceMaxSlots);
       std::vector<int32_t> remap(static_cast<size_t>(slots_before), kNoSlot);
@@ -298,7 +398,7 @@ void TraceReplay::replay_records(StepView& v, size_t start) const {
       if (this_step) v.gc_slots_before = static_cast<int32_t>(remap.size());
       for (auto& n : v.nodes)
         if (n.slot >= 0) n.slot = static_cast<size_t>(n.slot) < remap.size() ? remap[static_cast<size_t>(n.slot)] : kNoSlot;
-    } else if (kind == "step") {
+    } else {
       if (r.contains("added")) {
         TS_CHECK(r["added"].is_array(), where << ": field added must be an array");
         for (size_t k = 0; k < r["added"].size(); ++k) {
@@ -353,10 +453,11 @@ void TraceReplay::replay_records(StepView& v, size_t start) const {
                                                       << " but never defined by an added or keyframe record");
     TS_CHECK(n.parent >= kNoNode && n.parent < n.id,
              origin_ << ": node " << i << " field parent = " << n.parent << " must be -1 or an earlier node");
+    // In 64 bits: a parent at depth INT32_MAX has no child an int32 can hold.
     if (n.parent != kNoNode)
-      TS_CHECK(n.depth == v.nodes[static_cast<size_t>(n.parent)].depth + 1,
+      TS_CHECK(int64_t{n.depth} == int64_t{v.nodes[static_cast<size_t>(n.parent)].depth} + 1,
                origin_ << ": node " << i << " field depth = " << n.depth << ", its parent's depth + 1 is "
-                       << v.nodes[static_cast<size_t>(n.parent)].depth + 1);
+                       << int64_t{v.nodes[static_cast<size_t>(n.parent)].depth} + 1);
     TS_CHECK(n.slot >= kNoSlot && n.slot < (1 << 30), origin_ << ": node " << i << " field slot = " << n.slot << " out of range");
   }
   int32_t num_slots = v.kv.contains("slots") ? get_i32(v.kv, "slots", origin_ + ": step " + std::to_string(step) + ": kv", 0, kTraceMaxSlots) : 0;

@@ -3,13 +3,16 @@
 // The CLI's `inspect` and the GUI read traces through this one class.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "core/mask/bit_mask.h"
+#include "core/trace/trace_index.h"
 #include "core/tree/token_tree.h"
 
 namespace triescope {
@@ -44,10 +47,25 @@ class TraceReplay {
  public:
   // `records` as returned by trace_read (header first). `origin` names errors.
   TraceReplay(std::vector<nlohmann::json> records, std::string origin);
+  // A trace file streamed (TraceFileIndex): records are located once and
+  // parsed when a step needs them, so memory is bounded by the biggest record
+  // and the tree, not the file. `warning` as for trace_read.
+  static TraceReplay open(const std::string& path, std::string* warning = nullptr);
 
-  const nlohmann::json& header() const { return records_.front(); }
+  const nlohmann::json& header() const { return file_ ? file_->header() : records_.front(); }
   const nlohmann::json* summary() const;
-  const std::vector<nlohmann::json>& records() const { return records_; }
+  // Every record in memory; a streamed replay (open()) holds none: Error.
+  const std::vector<nlohmann::json>& records() const;
+  // Parses every record a replay of all steps does not (keyframes, the
+  // summary, records after the last step record), so a streamed reader
+  // refuses what trace_read would: `check` reads every record once this way.
+  // The summary's metrics.last_step is checked here too (the in-memory
+  // constructor checks it at once). Nothing for a replay in memory
+  // (trace_read parsed them all).
+  void parse_unreplayed_records() const;
+  // Steps whose gc record follows their step record (trace_gc_after_forward_steps),
+  // from the index: no record parsed.
+  std::set<int32_t> gc_after_forward_steps() const;
   const std::vector<std::string>& vocab() const { return vocab_; }
   const std::string& origin() const { return origin_; }  // the file errors name
   std::string token_text(int32_t token) const;
@@ -61,7 +79,7 @@ class TraceReplay {
   // replaying only the records after from's step: O(records in between)
   // instead of O(records since the keyframe). Falls back to at(step) when
   // `step` is not after `from`, a keyframe lies in [from.step, step) (at()
-  // starts from it), or the records are not in ascending step order. What
+  // starts from it). What
   // makes stepping forward through a big trace cheap (docs/benchmarks-gui.md).
   // Only from.step and from.nodes are read.
   StepView advance(const StepView& from, int32_t step) const;
@@ -71,22 +89,28 @@ class TraceReplay {
   void advance_into(const StepView& from, int32_t step, StepView& out) const;
 
  private:
-  std::vector<nlohmann::json> records_;
+  std::vector<nlohmann::json> records_;           // in memory; empty when streamed
+  std::shared_ptr<const TraceFileIndex> file_;     // streamed: where each record is
+  std::vector<TraceRecordEntry> index_;           // [records] kind, step, line of each
+  mutable std::optional<nlohmann::json> summary_;  // streamed: the summary, parsed on demand
   std::string origin_;
   std::vector<std::string> vocab_;
   std::vector<int32_t> steps_;
   std::vector<std::pair<int32_t, size_t>> keyframes_;  // (step, record index)
   // [steps_] index of the first record after steps_[i]'s records (where at()
-  // stops), valid when the records' steps never decrease.
+  // stops); records are in ascending step order (index_records checks).
   std::vector<size_t> step_end_;
-  bool in_step_order_ = true;
+  TraceReplay() = default;
+  // Record i: a reference into records_, or parsed from the file into `scratch`.
+  const nlohmann::json& record(size_t i, nlohmann::json& scratch) const;
+  std::string where(size_t i) const;  // "origin:line"
   // The records from `start` up to v.step's last one applied to v.nodes, the
   // step's own fields filled in, the result checked.
   void replay_into(StepView& v, size_t start) const;
   void replay_records(StepView& v, size_t start) const;  // replay_into without the reader boundary
   // v.nodes from the last keyframe before `step`; `start` = the record after it.
   void load_keyframe_before(StepView& v, int32_t step, size_t& start) const;
-  void index_records();  // the constructor's pass: steps_, keyframes_, step_end_
+  void index_records();  // the constructors' pass over index_: steps_, keyframes_, step_end_
 };
 
 }  // namespace triescope

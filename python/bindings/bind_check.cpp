@@ -43,8 +43,8 @@ void bind_check(pyb::module_& m) {
       "check",
       [](const std::filesystem::path& path, int64_t limit) {
         TS_CHECK(limit >= 0, "limit: must be >= 0, got " << limit);
-        const TraceReplay t(trace_read(path.string()), path.string());
-        return mask_check_trace(t, static_cast<size_t>(limit));
+        // Streamed, as `triescope check`: memory bounded by a record and the tree.
+        return mask_check_trace(TraceReplay::open(path.string()), static_cast<size_t>(limit));
       },
       pyb::arg("path"), pyb::arg("limit") = 20,
       "Checks every recorded mask row and position id of the trace at `path` against the ancestor rule (the copy "

@@ -24,7 +24,9 @@ std::vector<ExternalNode> added_nodes(pyb::handle obj, const std::string& name) 
     const auto rows = int_rows(o, name);
     for (size_t i = 0; i < rows.size(); ++i) {
       TS_CHECK(rows[i].size() == 3, name << ": expected 3 columns (parent, token, slot), got " << rows[i].size());
-      out.push_back({static_cast<int32_t>(rows[i][0]), static_cast<int32_t>(rows[i][1]), static_cast<int32_t>(rows[i][2]), 0.0});
+      const std::string at = name + "[" + std::to_string(i) + "]";
+      out.push_back({int32_checked(rows[i][0], at + ".parent"), int32_checked(rows[i][1], at + ".token"), int32_checked(rows[i][2], at + ".slot"),
+                     0.0});
     }
     return out;
   }
@@ -72,9 +74,12 @@ std::vector<std::pair<int32_t, std::string>> status_changes(pyb::handle obj, con
 
 std::vector<std::pair<int32_t, int32_t>> gc_moves(pyb::handle obj, const std::string& name) {
   std::vector<std::pair<int32_t, int32_t>> out;
-  for (const auto& r : int_rows(obj, name)) {
+  const auto rows = int_rows(obj, name);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const auto& r = rows[i];
     TS_CHECK(r.size() == 2, name << ": expected (old slot, new slot) pairs, got a row of " << r.size());
-    out.emplace_back(static_cast<int32_t>(r[0]), static_cast<int32_t>(r[1]));
+    const std::string at = name + "[" + std::to_string(i) + "]";
+    out.emplace_back(int32_checked(r[0], at + ".old"), int32_checked(r[1], at + ".new"));
   }
   return out;
 }

@@ -24,7 +24,41 @@ bool is_int(pyb::handle obj) {
           std::string("iu").find(obj.attr("dtype").attr("kind").cast<std::string>()) != std::string::npos);
 }
 
+// A Python or numpy integer as int64; beyond it an OverflowError naming it
+// (pybind's cast gives a bare RuntimeError).
+int64_t int64_of(pyb::handle item, const std::string& name) {
+  const pyb::int_ i = pyb::reinterpret_borrow<pyb::object>(item);  // int(item): numpy scalars too
+  int overflow = 0;
+  const long long v = PyLong_AsLongLongAndOverflow(i.ptr(), &overflow);
+  if (overflow != 0) {
+    PyErr_SetString(PyExc_OverflowError, (name + ": " + pyb::str(item).cast<std::string>() + " does not fit in 64 bits").c_str());
+    throw pyb::error_already_set();
+  }
+  if (v == -1 && PyErr_Occurred()) throw pyb::error_already_set();
+  return v;
+}
+
+// An integer array as int64 values: a uint64 entry past INT64_MAX is an
+// OverflowError naming it (a forced cast would wrap it: 2^64 - 1 became -1).
+pyb::array_t<int64_t, pyb::array::c_style | pyb::array::forcecast> int64_array(const pyb::array& a, const std::string& name) {
+  if (a.dtype().kind() == 'u' && a.dtype().itemsize() == 8) {
+    const auto u = pyb::array_t<uint64_t, pyb::array::c_style | pyb::array::forcecast>::ensure(a);
+    for (pyb::ssize_t k = 0; k < u.size(); ++k)
+      if (u.data()[k] > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+        PyErr_SetString(PyExc_OverflowError, (name + ": entry " + std::to_string(k) + " = " + std::to_string(u.data()[k]) +
+                                              " does not fit in 64 bits").c_str());
+        throw pyb::error_already_set();
+      }
+  }
+  return pyb::array_t<int64_t, pyb::array::c_style | pyb::array::forcecast>::ensure(a);
+}
+
 }  // namespace
+
+int32_t int32_checked(int64_t v, const std::string& name) {
+  TS_CHECK(v >= std::numeric_limits<int32_t>::min() && v <= std::numeric_limits<int32_t>::max(), name << ": " << v << " does not fit in 32 bits");
+  return static_cast<int32_t>(v);
+}
 
 pyb::object numpy_of(pyb::handle obj) {
   const std::string mod = pyb::str(pyb::type::handle_of(obj).attr("__module__")).cast<std::string>();
@@ -35,7 +69,7 @@ pyb::object numpy_of(pyb::handle obj) {
 nlohmann::json to_json(pyb::handle obj, const std::string& name) {
   if (obj.is_none()) return nullptr;
   if (pyb::isinstance<pyb::bool_>(obj)) return obj.cast<bool>();
-  if (is_int(obj)) return obj.cast<int64_t>();
+  if (is_int(obj)) return int64_of(obj, name);
   if (pyb::isinstance<pyb::float_>(obj)) return obj.cast<double>();
   if (pyb::isinstance<pyb::str>(obj)) return obj.cast<std::string>();
   if (pyb::isinstance<pyb::dict>(obj)) {
@@ -86,7 +120,7 @@ std::vector<int64_t> int_vector(pyb::handle obj_in, const std::string& name) {
     const char kind = a.dtype().kind();
     if (kind != 'i' && kind != 'u') throw pyb::type_error(name + ": expected integers, got a " + describe_array(a));
     if (a.ndim() != 1) throw Error(name + ": expected a 1-D array, got a " + describe_array(a));
-    auto c = pyb::array_t<int64_t, pyb::array::c_style | pyb::array::forcecast>::ensure(a);
+    auto c = int64_array(a, name);
     out.assign(c.data(), c.data() + c.size());
     return out;
   }
@@ -96,7 +130,7 @@ std::vector<int64_t> int_vector(pyb::handle obj_in, const std::string& name) {
   for (auto item : obj) {
     if (!is_int(item))
       throw pyb::type_error(name + "[" + std::to_string(i) + "]: expected an integer, got " + type_name(item));
-    out.push_back(item.cast<int64_t>());
+    out.push_back(int64_of(item, name + "[" + std::to_string(i) + "]"));
     ++i;
   }
   return out;
@@ -105,11 +139,7 @@ std::vector<int64_t> int_vector(pyb::handle obj_in, const std::string& name) {
 std::vector<int32_t> int32_vector(pyb::handle obj, const std::string& name) {
   const std::vector<int64_t> v = int_vector(obj, name);
   std::vector<int32_t> out(v.size());
-  for (size_t i = 0; i < v.size(); ++i) {
-    TS_CHECK(v[i] >= std::numeric_limits<int32_t>::min() && v[i] <= std::numeric_limits<int32_t>::max(),
-             name << "[" << i << "]: " << v[i] << " does not fit in 32 bits");
-    out[i] = static_cast<int32_t>(v[i]);
-  }
+  for (size_t i = 0; i < v.size(); ++i) out[i] = int32_checked(v[i], name + "[" + std::to_string(i) + "]");
   return out;
 }
 
@@ -121,7 +151,7 @@ std::vector<std::vector<int64_t>> int_rows(pyb::handle obj_in, const std::string
     const char kind = a.dtype().kind();
     if (kind != 'i' && kind != 'u') throw pyb::type_error(name + ": expected integers, got a " + describe_array(a));
     if (a.ndim() != 2) throw Error(name + ": expected a 2-D array, got a " + describe_array(a));
-    auto c = pyb::array_t<int64_t, pyb::array::c_style | pyb::array::forcecast>::ensure(a);
+    auto c = int64_array(a, name);
     const auto n = c.shape(0), m = c.shape(1);
     for (pyb::ssize_t r = 0; r < n; ++r) rows.emplace_back(c.data() + r * m, c.data() + (r + 1) * m);
     return rows;

@@ -25,6 +25,9 @@ pyb::object numpy_of(pyb::handle obj);
 // A 1-D sequence of integers: a list/tuple of ints, an integer numpy array or tensor.
 std::vector<int64_t> int_vector(pyb::handle obj, const std::string& name);
 std::vector<int32_t> int32_vector(pyb::handle obj, const std::string& name);
+// `v` narrowed to 32 bits, or triescope.Error (a ValueError) naming it. Integers
+// past int64 are an OverflowError wherever they are read.
+int32_t int32_checked(int64_t v, const std::string& name);
 // A 2-D integer array (or list of equal-length int lists) -> rows.
 std::vector<std::vector<int64_t>> int_rows(pyb::handle obj, const std::string& name);
 // A 2-D bool/uint8 array or tensor [rows x cols] of 0/1 -> BitMask.

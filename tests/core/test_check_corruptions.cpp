@@ -329,18 +329,32 @@ TEST_CASE("check: every planted corruption of every algorithm's trace fails, nam
 }
 
 TEST_CASE("check: the last step record dropped is named by the summary's last_step", "[trace][check]") {
+  namespace fs = std::filesystem;
+  const fs::path p = fs::temp_directory_path() / ("triescope-last-step-" + std::to_string(::getpid()) + ".jsonl");
   for (const testing::SampleTrace& t : testing::sample_traces()) {
     CAPTURE(t.name);
     std::vector<json> recs = t.records;
     const int32_t last = last_step(recs);
     recs.erase(recs.begin() + static_cast<std::ptrdiff_t>(step_index(recs, last)));
-    const Checked c = check(recs);
     // A tree trace's final keyframe names it first, the batch one's summary.
-    CHECK_THAT(c.error, Catch::Contains("corrupt.jsonl") &&
-                            (Catch::Contains("the step record of step " + std::to_string(last) + " is missing") ||
-                             Catch::Contains("metrics.last_step = " + std::to_string(last) + ", but the last step record is step " +
-                                             std::to_string(last - 1))));
+    const std::string by_keyframe = "the step record of step " + std::to_string(last) + " is missing";
+    const std::string by_summary =
+        "metrics.last_step = " + std::to_string(last) + ", but the last step record is step " + std::to_string(last - 1);
+    CHECK_THAT(check(recs).error, Catch::Contains("corrupt.jsonl") && (Catch::Contains(by_keyframe) || Catch::Contains(by_summary)));
+    // The same from the file, streamed (TraceReplay::open): the summary is read through the index.
+    {
+      std::ofstream out(p);
+      for (const json& r : recs) out << r.dump() << "\n";
+    }
+    std::string streamed = "none";
+    try {
+      mask_check_trace(TraceReplay::open(p.string()), 100000);
+    } catch (const Error& e) {
+      streamed = e.what();
+    }
+    CHECK_THAT(streamed, Catch::Contains(p.string()) && (Catch::Contains(by_keyframe) || Catch::Contains(by_summary)));
   }
+  fs::remove(p);
 }
 
 TEST_CASE("check (the CLI): a planted corruption exits 1 or 2 with its name, the clean trace exits 0", "[trace][check][cli]") {

@@ -120,3 +120,72 @@ TEST_CASE("cli simulate: trie vs batch per step, CSV written atomically", "[cli]
   std::getline(in, row);
   CHECK(std::count(row.begin(), row.end(), ',') == 7);
 }
+
+TEST_CASE("cli inspect: a 50,000-node chain prints bounded output, its middle elided and said so", "[cli]") {
+  // 9ae4cdc: SIGSEGV (a recursive printer); at 20,000 nodes 401 MB of output.
+  const fs::path d = scratch();
+  const fs::path t = d / "chain.jsonl";
+  {
+    std::ofstream out(t);
+    out << R"({"kind":"header","schema":"triescope.trace","version":2,"algorithm":"external"})" << "\n";
+    out << R"({"kind":"step","step":0,"phase":"prefill","added":[)";
+    for (int i = 0; i < 50000; ++i)
+      out << (i ? "," : "") << R"({"id":)" << i << R"(,"parent":)" << i - 1 << R"(,"token":7,"depth":)" << i << R"(,"slot":)" << i
+          << R"(,"logprob":0.0,"status":"live"})";
+    out << "]}\n";
+  }
+  auto r = run("inspect " + t.string() + " --step 0");
+  CHECK(r.code == 0);
+  CHECK(r.out.size() < 200000);
+  CHECK_THAT(r.out, Catch::Contains("... 49991 nodes of a single chain elided (nodes 5 to 49995, pos 5 to 49995) ..."));
+  CHECK_THAT(r.out, Catch::Contains("[node 49999, pos 49999, slot 49999"));
+  CHECK_THAT(r.out, Catch::Contains("slots 512-49999: not shown (49488 slots)"));
+}
+
+TEST_CASE("cli inspect: records out of step order exit 2 with the named error", "[cli]") {
+  const fs::path d = scratch();
+  const fs::path t = d / "order.jsonl";
+  {
+    std::ofstream out(t);
+    out << R"({"kind":"header","schema":"triescope.trace","version":2,"algorithm":"external"})" << "\n"
+        << R"({"kind":"step","step":0,"phase":"prefill","added":[{"id":0,"parent":-1,"token":1,"depth":0,"slot":0,"logprob":0.0,"status":"live"}]})"
+        << "\n"
+        << R"({"kind":"step","step":2,"phase":"forward"})" << "\n"
+        << R"({"kind":"step","step":1,"phase":"forward"})" << "\n";
+  }
+  auto r = run("inspect " + t.string() + " --step 1");
+  CHECK(r.code != 0);  // 9ae4cdc: exit 0, step 1 shown without its records
+  CHECK_THAT(r.out, Catch::Contains(t.string() + ":4: a record of step 1 after records of step 2"));
+}
+
+TEST_CASE("cli run --out -: the trace on standard output, the report on standard error", "[cli]") {
+  const std::string cmd = std::string(TRIESCOPE_BINARY_DIR) + "/app/triescope run " + kSamples +
+                          "figure1_once_upon_a_time.json --out - 2>/dev/null";
+  FILE* p = popen(cmd.c_str(), "r");
+  REQUIRE(p != nullptr);
+  std::string out;
+  std::array<char, 4096> buf{};
+  while (size_t n = fread(buf.data(), 1, buf.size(), p)) out.append(buf.data(), n);
+  CHECK(pclose(p) == 0);
+  CHECK(out.rfind(R"({"algorithm":)", 0) == 0);  // the header first, no report text
+  CHECK_THAT(out, Catch::Contains(R"("kind":"summary")"));
+  CHECK_FALSE(fs::exists("-"));
+}
+
+TEST_CASE("cli check and inspect read a trace from a pipe", "[cli]") {
+  const fs::path d = scratch();
+  REQUIRE(run("run " + kSamples + "figure1_once_upon_a_time.json --quiet --out " + (d / "p.jsonl").string()).code == 0);
+  auto c = run("check /dev/stdin < " + (d / "p.jsonl").string());
+  CHECK(c.code == 0);
+  auto i = run("inspect /dev/stdin --step 2 < " + (d / "p.jsonl").string());
+  CHECK(i.code == 0);
+  CHECK_THAT(i.out, Catch::Contains("garbage collection: 7 -> 6 slots"));
+  const std::string fifo_cmd = "sh -c 'cat " + (d / "p.jsonl").string() + " | " + std::string(TRIESCOPE_BINARY_DIR) + "/app/triescope check /dev/stdin'";
+  FILE* p = popen(fifo_cmd.c_str(), "r");
+  REQUIRE(p != nullptr);
+  std::array<char, 4096> buf{};
+  std::string out;
+  while (size_t n = fread(buf.data(), 1, buf.size(), p)) out.append(buf.data(), n);
+  CHECK(pclose(p) == 0);
+  CHECK_THAT(out, Catch::Contains("every mask row and position id follows the ancestor rule"));
+}

@@ -153,10 +153,41 @@ TEST_CASE("advance reports a malformed record like at() does", "[trace][replay]"
   CHECK(adv_msg == at_msg);
 }
 
-TEST_CASE("step records out of step order are a named error, not a replay", "[trace][replay]") {
+TEST_CASE("records out of step order are a named error, not a step read without its records", "[trace][replay]") {
+  // 9ae4cdc read such a trace, and `inspect --step` showed a step with none of
+  // its records (exit 0): at() stops at the first record of a later step. A
+  // step record that comes later is out of order, not missing: the error
+  // names the first record below a step already read, with the keyframes
+  // kept or dropped (each must follow its own step's record).
   std::vector<json> recs = testing::sample_traces().front().records;
-  // Drop the keyframes (each must follow its own step's record) and swap the
-  // last two step records.
+  SECTION("keyframes kept") {}
+  SECTION("keyframes dropped") {
+    recs.erase(std::remove_if(recs.begin(), recs.end(), [](const json& r) { return r.value("kind", "") == "keyframe"; }), recs.end());
+  }
+  std::vector<size_t> step_idx;
+  for (size_t i = 0; i < recs.size(); ++i)
+    if (recs[i].value("kind", "") == "step") step_idx.push_back(i);
+  REQUIRE(step_idx.size() >= 4);
+  const size_t a = step_idx[step_idx.size() - 2], b = step_idx[step_idx.size() - 1];
+  const int32_t sa = recs[a]["step"], sb = recs[b]["step"];
+  std::swap(recs[a], recs[b]);
+  std::string err = "none";
+  try {
+    TraceReplay rp(recs, "swapped");
+  } catch (const Error& e) {
+    err = e.what();
+  }
+  // The first record after the moved step record whose step is below sb.
+  size_t bad = a + 1;
+  while (!(recs[bad].contains("step") && recs[bad]["step"].get<int32_t>() < sb)) ++bad;
+  CHECK(err == "swapped:" + std::to_string(bad + 1) + ": a record of step " + recs[bad]["step"].dump() + " after records of step " +
+                   std::to_string(sb) + ": records must be in ascending step order (docs/trace-format.md)");
+  CHECK(bad <= b);
+  CHECK(sa < sb);
+}
+
+TEST_CASE("a step record that never comes is missing, named at the record that skips it", "[trace][replay]") {
+  std::vector<json> recs = testing::sample_traces().front().records;
   recs.erase(std::remove_if(recs.begin(), recs.end(), [](const json& r) { return r.value("kind", "") == "keyframe"; }), recs.end());
   std::vector<size_t> step_idx;
   for (size_t i = 0; i < recs.size(); ++i)
@@ -164,13 +195,14 @@ TEST_CASE("step records out of step order are a named error, not a replay", "[tr
   REQUIRE(step_idx.size() >= 4);
   const size_t late = step_idx[step_idx.size() - 2];
   const int32_t s = recs[late]["step"].get<int32_t>();
-  std::swap(recs[step_idx[step_idx.size() - 1]], recs[late]);
+  recs.erase(recs.begin() + static_cast<std::ptrdiff_t>(late));
   try {
-    TraceReplay rp(recs, "swapped");
-    FAIL("swapped step records were accepted");
+    TraceReplay rp(recs, "dropped");
+    FAIL("a dropped step record was accepted");
   } catch (const Error& e) {
-    CHECK_THAT(e.what(), Catch::Contains("swapped:" + std::to_string(late + 1) + ": step record of step " + std::to_string(s + 1) +
-                                         " where step " + std::to_string(s) + " comes next"));
+    CHECK_THAT(e.what(), Catch::Contains("dropped:" + std::to_string(step_idx.back()) + ": step record of step " + std::to_string(s + 1) +
+                                         " where step " + std::to_string(s) + " comes next: the step record of step " +
+                                         std::to_string(s) + " is missing"));
   }
 }
 

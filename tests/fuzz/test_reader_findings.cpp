@@ -16,6 +16,7 @@
 
 #include "app/commands.h"
 #include "core/common/file_io.h"
+#include "core/common/output_file.h"
 #include "core/config/json_reader.h"
 #include "core/constraint/constraint_set.h"
 #include "core/decode/run_sample.h"
@@ -169,7 +170,7 @@ TEST_CASE("a trace cut off mid-line opens up to its last whole record, with a wa
 }
 
 // `triescope run` killed by a real signal mid-write: the trace's temporary
-// (out.jsonl.tmp.<pid>) is removed and no trace is left.
+// (out.jsonl.triescope-tmp.<pid>.<n>.<random>) is removed and no trace is left.
 TEST_CASE("run stopped by SIGINT or SIGTERM removes its temporary file", "[fuzz][cli]") {
   const int sig = GENERATE(SIGINT, SIGTERM);
   CAPTURE(sig);
@@ -188,12 +189,18 @@ TEST_CASE("run stopped by SIGINT or SIGTERM removes its temporary file", "[fuzz]
     ::execl(exe.c_str(), exe.c_str(), "run", sample_path.c_str(), "--quiet", "--out", out.c_str(), static_cast<char*>(nullptr));
     ::_exit(127);
   }
-  const fs::path tmp = out.string() + ".tmp." + std::to_string(pid);
+  const std::string prefix = out.filename().string() + kTempMarker + std::to_string(pid) + ".";
+  auto temp = [&] {
+    for (auto& e : fs::directory_iterator(dir))
+      if (e.path().filename().string().rfind(prefix, 0) == 0) return e.path();
+    return fs::path();
+  };
   // Wait until the run is writing (its temporary holds records), then signal it.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (!(fs::exists(tmp) && fs::file_size(tmp) > 100000) && std::chrono::steady_clock::now() < deadline)
+  fs::path tmp;
+  while (!(!(tmp = temp()).empty() && fs::file_size(tmp) > 100000) && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  const bool writing = fs::exists(tmp);
+  const bool writing = !tmp.empty() && fs::exists(tmp);
   ::kill(pid, sig);
   int status = 0;
   REQUIRE(::waitpid(pid, &status, 0) == pid);
@@ -202,5 +209,35 @@ TEST_CASE("run stopped by SIGINT or SIGTERM removes its temporary file", "[fuzz]
   CHECK(WTERMSIG(status) == sig);
   CHECK_FALSE(fs::exists(tmp));
   CHECK_FALSE(fs::exists(out));
+  fs::remove_all(dir);
+}
+
+// Issue 27: safetensors offsets must tile the data section exactly, as the
+// reference Rust library checks; 9ae4cdc read all three of these (an overlap
+// changed logits by 0.110 against a largest logit of 0.113).
+TEST_CASE("safetensors data_offsets that overlap, leave a gap or trailing bytes are refused, named", "[fuzz][safetensors]") {
+  const fs::path dir = fs::temp_directory_path() / ("triescope-tiling-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  auto file = [&](const std::string& name, const json& header, size_t data_bytes) {
+    const std::string h = header.dump();
+    std::string bytes(8, '\0');
+    for (int i = 0; i < 8; ++i) bytes[static_cast<size_t>(i)] = static_cast<char>((h.size() >> (8 * i)) & 0xff);
+    bytes += h + std::string(data_bytes, '\0');
+    const std::string p = (dir / name).string();
+    file_write_atomic(p, bytes);
+    return p;
+  };
+  auto f32 = [](int64_t n, uint64_t b) { return json{{"dtype", "F32"}, {"shape", {n}}, {"data_offsets", {b, b + 4 * n}}}; };
+  const std::string overlap = file("overlap.safetensors", {{"a", f32(2, 0)}, {"b", f32(2, 4)}}, 12);
+  CHECK(error_of([&] { safetensors_read(overlap); }) ==
+        overlap + ": tensor \"b\": data_offsets [4, 12] overlap tensor \"a\", which ends at 8 (tensors' data must tile the data section)");
+  const std::string gap = file("gap.safetensors", {{"a", f32(2, 0)}, {"b", f32(2, 12)}}, 20);
+  CHECK(error_of([&] { safetensors_read(gap); }) ==
+        gap + ": data bytes [8, 12) belong to no tensor (a gap before tensor \"b\"; tensors' data must tile the data section)");
+  const std::string trailing = file("trailing.safetensors", {{"a", f32(2, 0)}}, 12);
+  CHECK(error_of([&] { safetensors_read(trailing); }) ==
+        trailing + ": the data section holds 12 bytes, the tensors' data_offsets end at 8: 4 trailing bytes");
+  const std::string tiled = file("tiled.safetensors", {{"a", f32(2, 0)}, {"b", f32(0, 8)}, {"c", f32(1, 8)}}, 12);
+  CHECK(safetensors_read(tiled).size() == 3);
   fs::remove_all(dir);
 }

@@ -57,7 +57,9 @@ TEST_CASE("logits writes the logits of each prompt run causally", "[model]") {
 TEST_CASE("logits refuses bad prompts by name and writes nothing", "[model]") {
   const fs::path d = fresh("logits_bad");
   const fs::path model = checkpoint(d / "model", "F32", 42);
-  const std::vector<std::string> bad = {R"([[1, 2, 96]])", R"([])", R"([[]])", R"({"a": 1})", R"([[1, -1]])", R"(["text"])", "not json"};
+  // The last: 100,000 nested arrays, a SIGSEGV on 9ae4cdc (a parser without the depth limit).
+  const std::vector<std::string> bad = {R"([[1, 2, 96]])", R"([])", R"([[]])", R"({"a": 1})", R"([[1, -1]])", R"(["text"])", "not json",
+                                        std::string(100000, '[') + std::string(100000, ']')};
   for (const auto& text : bad) {
     CAPTURE(text);
     file_write_atomic((d / "p.json").string(), text);

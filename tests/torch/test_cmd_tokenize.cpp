@@ -65,6 +65,11 @@ TEST_CASE("triescope tokenize: describe, encode, decode, jsonl, named errors", "
   r = run_cli({"tokenize", tok, "--jsonl", lines});
   CHECK(r.rc == 2);
   CHECK_THAT(r.err, Catch::Contains("lines.jsonl:2: ids must be non-negative integers"));
+  // 100,000 nested arrays: a SIGSEGV on 9ae4cdc; now the depth-limited reader's error with line and column.
+  file_write_atomic(lines, "\"ok\"\n" + std::string(100000, '[') + std::string(100000, ']') + "\n");
+  r = run_cli({"tokenize", tok, "--jsonl", lines});
+  CHECK(r.rc == 2);
+  CHECK_THAT(r.err, Catch::Contains("lines.jsonl:2:65: JSON nested deeper than 64 levels"));
   r = run_cli({"tokenize", tok, "--decode", "97 x"});
   CHECK(r.rc == 2);
   CHECK_THAT(r.err, Catch::Contains("\"x\" is not a token id"));

@@ -458,6 +458,23 @@ TEST_CASE("the GGUF tokenizer equals the tokenizer.json it was made from", "[mod
   CHECK(gguf_tokenizer(parse(b.bytes()))->encode("the world", true) == want);
 }
 
+TEST_CASE("a GGUF tokenizer listing one token string twice is refused, named", "[model][gguf]") {
+  // 9ae4cdc kept the later id: the byte losing its token was dropped silently
+  // ("Hello world 123" encoded as "Hello world 12").
+  const json tj = small_tokenizer(false);
+  std::vector<std::string> tokens(302);
+  for (auto& [tok, id] : tj["model"]["vocab"].items()) tokens[id.get<size_t>()] = tok;
+  for (size_t id = 0; id < tokens.size(); ++id)
+    if (tokens[id].empty()) tokens[id] = "[PAD" + std::to_string(id) + "]";
+  tokens[51] = tokens[50];
+  GgufBuilder b;
+  b.string("tokenizer.ggml.model", "gpt2").string("tokenizer.ggml.pre", "gpt2");
+  b.strings("tokenizer.ggml.tokens", tokens);
+  b.strings("tokenizer.ggml.merges", tj["model"]["merges"].get<std::vector<std::string>>());
+  CHECK_THROWS_WITH(gguf_tokenizer(parse(b.bytes())),
+                    Catch::Contains(": metadata \"tokenizer.ggml.tokens\" lists " + json(tokens[50]).dump() + " twice, as ids 50 and 51"));
+}
+
 TEST_CASE("malformed GGUF files get named errors", "[model][gguf]") {
   using B = GgufBuilder;
   const std::string good = small_file().bytes();

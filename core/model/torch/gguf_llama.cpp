@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "core/common/error.h"
+#include "core/config/json_reader.h"
 
 namespace triescope {
 
@@ -191,6 +192,11 @@ std::shared_ptr<const BpeTokenizer> gguf_tokenizer(const GgufFile& f) {
     f.get_int_opt(k, 0, static_cast<int64_t>(tokens.size()) - 1);  // range check only
   json vocab = json::object(), added = json::array(), merge_list = json::array();
   for (size_t id = 0; id < tokens.size(); ++id) {
+    // One id per string, as tokenizer.json's vocab (a map) has it: with two,
+    // the first id could never be encoded and its bytes would vanish silently.
+    const auto dup = vocab.find(tokens[id]);
+    TS_CHECK(dup == vocab.end(), o << ": metadata \"tokenizer.ggml.tokens\" lists " << json_brief(json(tokens[id])) << " twice, as ids "
+                                   << dup->get<size_t>() << " and " << id);
     vocab[tokens[id]] = id;
     // llama.cpp's token types: 1 normal, 2 unknown, 3 control, 4 user-defined, 5 unused, 6 byte.
     if (!types.empty() && (types[id] == 3 || types[id] == 4) && !tokens[id].empty())

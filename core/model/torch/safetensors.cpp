@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
@@ -102,6 +103,7 @@ static TensorMap safetensors_read_checked(const std::string& path) {
   const uint64_t data_begin = 8 + n, data_size = size - data_begin;
   TensorMap out;
   std::vector<char> buf;
+  std::vector<std::tuple<uint64_t, uint64_t, std::string>> spans;  // (begin, end, name) of every tensor's data
   for (auto& [name, t] : h.items()) {
     if (name == "__metadata__") continue;
     const std::string where = path + ": tensor \"" + name + "\"";
@@ -137,6 +139,7 @@ static TensorMap safetensors_read_checked(const std::string& path) {
                                         << " bytes, data_offsets give " << e - b);
     TS_CHECK(e <= data_size, where << ": data ends at byte " << data_begin + e << " but the file is truncated at " << size
                                    << " bytes");
+    spans.emplace_back(b, e, name);
     buf.resize(static_cast<size_t>(e - b));
     in.seekg(static_cast<std::streamoff>(data_begin + b));
     in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
@@ -155,6 +158,22 @@ static TensorMap safetensors_read_checked(const std::string& path) {
     }
     out.emplace(name, std::move(ht));
   }
+  // The tensors' data must tile the data section exactly, as the reference
+  // (Rust) safetensors checks: no overlap (two tensors sharing bytes), no gap,
+  // no trailing bytes.
+  std::sort(spans.begin(), spans.end());
+  uint64_t at = 0;
+  std::string prev;
+  for (const auto& [b, e, name] : spans) {
+    TS_CHECK(b >= at, path << ": tensor \"" << name << "\": data_offsets [" << b << ", " << e << "] overlap tensor \"" << prev
+                           << "\", which ends at " << at << " (tensors' data must tile the data section)");
+    TS_CHECK(b == at, path << ": data bytes [" << at << ", " << b << ") belong to no tensor (a gap before tensor \"" << name
+                           << "\"; tensors' data must tile the data section)");
+    at = e;
+    prev = name;
+  }
+  TS_CHECK(at == data_size, path << ": the data section holds " << data_size << " bytes, the tensors' data_offsets end at " << at << ": "
+                                 << data_size - at << " trailing bytes");
   return out;
 }
 
