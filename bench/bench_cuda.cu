@@ -52,35 +52,6 @@ double time_ms(F&& fn) {  // median of g_reps runs after one warm-up
 
 double gbps(double bytes, double ms) { return bytes / (ms * 1e-3) / 1e9; }
 
-// Medians of a and b on the default stream, their reps interleaved (a, b, a,
-// b, ...) after one warm-up of each, so the two share the machine's state.
-std::pair<double, double> interleaved_ms(const std::function<void()>& a, const std::function<void()>& b) {
-  cudaEvent_t e0, e1;
-  TS_CUDA_CHECK(cudaEventCreate(&e0), "bench: event");
-  TS_CUDA_CHECK(cudaEventCreate(&e1), "bench: event");
-  const auto once = [&](const std::function<void()>& f) {
-    TS_CUDA_CHECK(cudaEventRecord(e0), "bench: record");
-    f();
-    TS_CUDA_CHECK(cudaEventRecord(e1), "bench: record");
-    TS_CUDA_CHECK(cudaEventSynchronize(e1), "bench: sync");
-    float t = 0;
-    TS_CUDA_CHECK(cudaEventElapsedTime(&t, e0, e1), "bench: elapsed");
-    return static_cast<double>(t);
-  };
-  std::vector<double> ta, tb;
-  for (int rep = -1; rep < g_reps; ++rep) {
-    const double x = once(a), y = once(b);
-    if (rep < 0) continue;
-    ta.push_back(x);
-    tb.push_back(y);
-  }
-  cudaEventDestroy(e0);
-  cudaEventDestroy(e1);
-  std::sort(ta.begin(), ta.end());
-  std::sort(tb.begin(), tb.end());
-  return {ta[ta.size() / 2], tb[tb.size() / 2]};
-}
-
 void report(const char* what, double bytes, double ms, double copy_gbps) {
   const double g = gbps(bytes, ms);
   std::printf("%-58s %10.4f ms  %10.1f MB  %8.1f GB/s  (%5.1f%% of D2D copy %.1f GB/s)\n", what, ms, bytes / 1e6, g,
@@ -132,21 +103,18 @@ StaticRow time_fused(const bench::StaticProblem& p, int32_t groups, int32_t k, i
     if (advance) s.reset(root, root_scores, 0);
     else s.reset(p.states[static_cast<size_t>(only_step)], std::vector<double>(static_cast<size_t>(n), 0.0), only_step);
   };
-  cudaEvent_t a, b;
-  TS_CUDA_CHECK(cudaEventCreate(&a), "bench: event");
-  TS_CUDA_CHECK(cudaEventCreate(&b), "bench: event");
+  bench::EventClock clock;
   const auto run_ms = [&](StaticStepCuda& s, bool graph) {
     reset(s);
-    TS_CUDA_CHECK(cudaEventRecord(a, stream), "bench: record");
-    for (int32_t t = 0; t < steps; ++t) {
-      if (graph) s.graph_launch(d_logits.data(), write_masked, advance);
-      else s.launch(d_logits.data(), write_masked, advance);
-    }
-    TS_CUDA_CHECK(cudaEventRecord(b, stream), "bench: record");
-    TS_CUDA_CHECK(cudaEventSynchronize(b), "bench: sync");
-    float t = 0;
-    TS_CUDA_CHECK(cudaEventElapsedTime(&t, a, b), "bench: elapsed");
-    return static_cast<double>(t) / steps;
+    const double ms = clock.ms(
+        [&] {
+          for (int32_t i = 0; i < steps; ++i) {
+            if (graph) s.graph_launch(d_logits.data(), write_masked, advance);
+            else s.launch(d_logits.data(), write_masked, advance);
+          }
+        },
+        stream);
+    return ms / steps;
   };
   std::vector<double> graph_ms, launch_ms, old_ms;
   for (int rep = -1; rep < g_reps; ++rep) {  // rep -1: warm-up (and the graphs' capture)
@@ -164,15 +132,9 @@ StaticRow time_fused(const bench::StaticProblem& p, int32_t groups, int32_t k, i
     std::fprintf(stderr, "bench_cuda: the STATIC step's picks differ between the new and the legacy kernels\n");
     std::exit(1);
   }
-  const auto median = [](std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-  };
-  r.graph_ms = median(graph_ms);
-  r.launch_ms = median(launch_ms);
-  r.old_ms = median(old_ms);
-  cudaEventDestroy(a);
-  cudaEventDestroy(b);
+  r.graph_ms = bench::median_of(graph_ms);
+  r.launch_ms = bench::median_of(launch_ms);
+  r.old_ms = bench::median_of(old_ms);
   cudaStreamDestroy(stream);
   return r;
 }
@@ -198,9 +160,7 @@ double time_unconstrained(const bench::StaticProblem& p, int32_t groups, int32_t
   s.num_rows = n;
   s.out = lp.data();
   s.workspace = lse_ws.data();
-  cudaStream_t stream = nullptr;
-  TS_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "bench: stream");
-  const auto step = [&] {
+  return bench::cuda_graph_median_ms(g_reps, [&](cudaStream_t stream) {
     log_softmax_rows(s, stream);
     for (int32_t g = 0; g < groups; ++g) {
       TopkCandidatesParams t;
@@ -216,35 +176,7 @@ double time_unconstrained(const bench::StaticProblem& p, int32_t groups, int32_t
       t.out_count = count.data() + g;
       topk_candidates(t, stream);
     }
-  };
-  step();  // warm-up (and the kernels' shared-memory attributes) outside the capture
-  TS_CUDA_CHECK(cudaStreamSynchronize(stream), "bench: warm-up");
-  cudaGraph_t graph = nullptr;
-  cudaGraphExec_t exec = nullptr;
-  TS_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "bench: capture");
-  step();
-  TS_CUDA_CHECK(cudaStreamEndCapture(stream, &graph), "bench: capture");
-  TS_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0), "bench: instantiate");
-  cudaEvent_t a, b;
-  TS_CUDA_CHECK(cudaEventCreate(&a), "bench: event");
-  TS_CUDA_CHECK(cudaEventCreate(&b), "bench: event");
-  std::vector<double> ms;
-  for (int rep = -1; rep < g_reps; ++rep) {
-    TS_CUDA_CHECK(cudaEventRecord(a, stream), "bench: record");
-    TS_CUDA_CHECK(cudaGraphLaunch(exec, stream), "bench: graph launch");
-    TS_CUDA_CHECK(cudaEventRecord(b, stream), "bench: record");
-    TS_CUDA_CHECK(cudaEventSynchronize(b), "bench: sync");
-    float t = 0;
-    TS_CUDA_CHECK(cudaEventElapsedTime(&t, a, b), "bench: elapsed");
-    if (rep >= 0) ms.push_back(t);
-  }
-  cudaEventDestroy(a);
-  cudaEventDestroy(b);
-  cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(graph);
-  cudaStreamDestroy(stream);
-  std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
+  });
 }
 
 bool fits_on_device(const bench::StaticProblem& p, double factor) {
@@ -626,37 +558,10 @@ int main(int argc, char** argv) {
       std::snprintf(label, sizeof label, "beam step b=15, %d slots, vocab %d (8 kernels)", num_slots, vocab);
       report(label, bytes, ms, copy_gbps);
       {  // the same step as one CUDA graph (what a decoder replaying its step would pay)
-        cudaStream_t gs = nullptr;
-        TS_CUDA_CHECK(cudaStreamCreateWithFlags(&gs, cudaStreamNonBlocking), "bench: stream");
-        cudaGraph_t graph = nullptr;
-        cudaGraphExec_t exec = nullptr;
-        TS_CUDA_CHECK(cudaStreamBeginCapture(gs, cudaStreamCaptureModeThreadLocal), "bench: capture");
-        step_on(gs);
-        TS_CUDA_CHECK(cudaStreamEndCapture(gs, &graph), "bench: capture");
-        TS_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0), "bench: instantiate");
-        cudaEvent_t ea, eb;
-        TS_CUDA_CHECK(cudaEventCreate(&ea), "bench: event");
-        TS_CUDA_CHECK(cudaEventCreate(&eb), "bench: event");
-        std::vector<double> runs;
-        for (int rep = -1; rep < g_reps; ++rep) {
-          TS_CUDA_CHECK(cudaEventRecord(ea, gs), "bench: record");
-          TS_CUDA_CHECK(cudaGraphLaunch(exec, gs), "bench: graph launch");
-          TS_CUDA_CHECK(cudaEventRecord(eb, gs), "bench: record");
-          TS_CUDA_CHECK(cudaEventSynchronize(eb), "bench: sync");
-          float tm = 0;
-          TS_CUDA_CHECK(cudaEventElapsedTime(&tm, ea, eb), "bench: elapsed");
-          if (rep >= 0) runs.push_back(tm);
-        }
-        cudaEventDestroy(ea);
-        cudaEventDestroy(eb);
-        std::sort(runs.begin(), runs.end());
-        const double gms = runs[runs.size() / 2];
+        const double gms = bench::cuda_graph_median_ms(g_reps, step_on);
         status_ok(status, "bench: beam step graph");
         std::snprintf(label, sizeof label, "beam step b=15, vocab %d, as one CUDA graph", vocab);
         report(label, bytes, gms, copy_gbps);
-        cudaGraphExecDestroy(exec);
-        cudaGraphDestroy(graph);
-        cudaStreamDestroy(gs);
       }
       // each part alone (the same inputs; top-k equal to the CPU twin, checked above)
       const struct {
@@ -673,7 +578,7 @@ int main(int argc, char** argv) {
       }
       status_ok(status, "bench: beam step parts");
       // the k-round kernels this replaced (bench/legacy_selection.cu), rep by rep with the new ones, same picks
-      const auto [new_ms, old_ms] = interleaved_ms([&] { topk_candidates(t, nullptr); }, [&] { bench::legacy::topk_candidates(t, nullptr); });
+      const auto [new_ms, old_ms] = bench::cuda_interleaved_median_ms(g_reps, [&] { topk_candidates(t, nullptr); }, [&] { bench::legacy::topk_candidates(t, nullptr); });
       std::vector<double> old_s(static_cast<size_t>(k));
       std::vector<int64_t> old_f(static_cast<size_t>(k));
       TS_CUDA_CHECK(cudaMemcpy(old_s.data(), out_s.data(), old_s.size() * sizeof(double), cudaMemcpyDeviceToHost), "bench: top-k");
