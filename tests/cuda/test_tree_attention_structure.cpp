@@ -114,12 +114,14 @@ TEST_CASE("tree_attention cascade structure: prompt chunks once per KV head, pri
     // whatever b is.
     CHECK(table.items == P / 64);
     CHECK(items[0].blocks == static_cast<uint64_t>(P / 64 * kv_heads));
-    // Four barriers per 32-slot sub-tile (K staged, scores done, V staged,
-    // P.V done): 2 sub-tiles per chunk.
-    CHECK(items[0].barrier_rounds_max == 4 * 2);
-    CHECK(items[0].barrier_rounds_total == static_cast<uint64_t>(4 * 2 * P / 64 * kv_heads));
+    // Three barriers per 32-slot sub-tile (last round read; K and V staged
+    // together; weights written): 2 sub-tiles per chunk.
+    CHECK(items[0].barrier_rounds_max == 3 * 2);
+    CHECK(items[0].barrier_rounds_total == static_cast<uint64_t>(3 * 2 * P / 64 * kv_heads));
     CHECK(merge[0].blocks == static_cast<uint64_t>(b * heads));
-    CHECK(merge[0].barrier_rounds_max == 0);
+    // The merge: one barrier for the common max, two per batch of 128 parts
+    // (1 private + 16 chunks: one batch).
+    CHECK(merge[0].barrier_rounds_max == 1 + 2);
   } else {
     // The per-beam kernel: b x KV heads x splits blocks, each split reading
     // its slice of the whole list (the prompt once per beam).
