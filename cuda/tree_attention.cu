@@ -341,13 +341,18 @@ __global__ void __launch_bounds__(kWarps * 32)
 // each partial state (its splits, then under a cascade its items' entries)
 // to the common max and normalises once. The parts are taken kMergeBatch at
 // a time: each thread finds one part's row and weight (into shared memory),
-// then the dims' threads sum the batch with independent loads in flight.
+// then the block's threads, as `groups` groups of `width` threads over the
+// dims, sum every groups-th part of the batch with independent loads in
+// flight; the groups' sums are added through shared memory at the end.
 constexpr int kMergeThreads = 128, kMergeBatch = 128;
 __global__ void __launch_bounds__(kMergeThreads)
     tree_attention_merge_kernel(TreeAttentionArgs a, int32_t splits, const float* part_acc, const float* part_ml, int64_t shared_base) {
+  constexpr int U = (256 + kMergeThreads - 1) / kMergeThreads;  // dims per thread (head_dim <= 256)
   __shared__ int64_t srow[kMergeBatch];  // [batch] part row of each part
   __shared__ float sf[kMergeBatch];      // [batch] its weight under the common max
   __shared__ float sred[kMergeThreads / 32];
+  __shared__ float sacc[kMergeThreads * U];  // [kMergeThreads x U] each thread's sums, then added per dim
+  __shared__ float sl[kMergeThreads];        // [kMergeThreads] each thread's sum of weights
   const int64_t oh = blockIdx.x;
   const int32_t hd = a.head_dim;
   const int32_t r = static_cast<int32_t>(oh / a.heads), h = static_cast<int32_t>(oh % a.heads);
@@ -358,6 +363,9 @@ __global__ void __launch_bounds__(kMergeThreads)
   };
   const int32_t parts = splits + c1 - c0;
   const int tid = static_cast<int>(threadIdx.x), lane = tid & 31, warp = tid >> 5;
+  // width: dims covered by one pass of a group (head_dim rounded up to a warp, at most the block).
+  const int width = hd >= kMergeThreads ? kMergeThreads : (hd + 31) / 32 * 32;
+  const int groups = kMergeThreads / width, grp = tid / width, col = tid - grp * width;
   float M = -INFINITY;
   for (int32_t k = tid; k < parts; k += kMergeThreads) M = fmaxf(M, part_ml[part(k) * 2]);
 #pragma unroll
@@ -366,7 +374,7 @@ __global__ void __launch_bounds__(kMergeThreads)
   __syncthreads();
 #pragma unroll
   for (int w = 0; w < kMergeThreads / 32; ++w) M = fmaxf(M, sred[w]);
-  float L = 0.0f, A[(256 + kMergeThreads - 1) / kMergeThreads] = {};  // dims tid + kMergeThreads u (head_dim <= 256)
+  float L = 0.0f, A[U] = {};  // dims col + width u
   for (int32_t k0 = 0; k0 < parts; k0 += kMergeBatch) {
     const int32_t nb = parts - k0 < kMergeBatch ? parts - k0 : kMergeBatch;
     __syncthreads();  // the last batch read
@@ -376,22 +384,35 @@ __global__ void __launch_bounds__(kMergeThreads)
       sf[tid] = ta::merge_factor(part_ml[ps * 2], M);
     }
     __syncthreads();
+    if (grp < groups) {
 #pragma unroll 8
-    for (int32_t k = 0; k < nb; ++k) {
-      const int64_t ps = srow[k];
-      const float f = sf[k];
-      L = fmaf(part_ml[ps * 2 + 1], f, L);
+      for (int32_t k = grp; k < nb; k += groups) {
+        const int64_t ps = srow[k];
+        const float f = sf[k];
+        L = fmaf(part_ml[ps * 2 + 1], f, L);
 #pragma unroll
-      for (int u = 0; u < static_cast<int>(sizeof(A) / sizeof(A[0])); ++u) {
-        const int32_t d = tid + kMergeThreads * u;
-        if (d < hd) A[u] = fmaf(part_acc[ps * hd + d], f, A[u]);
+        for (int u = 0; u < U; ++u) {
+          const int32_t d = col + width * u;
+          if (d < hd) A[u] = fmaf(part_acc[ps * hd + d], f, A[u]);
+        }
       }
     }
   }
 #pragma unroll
-  for (int u = 0; u < static_cast<int>(sizeof(A) / sizeof(A[0])); ++u) {
-    const int32_t d = tid + kMergeThreads * u;
-    if (d < hd) a.out[oh * hd + d] = ta::finish(A[u], L);
+  for (int u = 0; u < U; ++u) sacc[u * kMergeThreads + tid] = A[u];
+  sl[tid] = L;
+  __syncthreads();
+  if (grp == 0) {
+    float Lt = 0.0f;
+    for (int gi = 0; gi < groups; ++gi) Lt += sl[gi * width];  // every thread of a group holds its group's L
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int32_t d = col + width * u;
+      if (d >= hd) continue;
+      float At = 0.0f;
+      for (int gi = 0; gi < groups; ++gi) At += sacc[u * kMergeThreads + gi * width + col];
+      a.out[oh * hd + d] = ta::finish(At, Lt);
+    }
   }
 }
 
@@ -452,7 +473,10 @@ TreeAttentionPlan tree_attention_plan(const TreeAttentionArgs& a, int32_t sm_cou
   }
   const int64_t base = std::max<int64_t>(1, int64_t{a.num_queries} * a.kv_heads * p.head_groups);
   const int64_t want = (4 * int64_t{std::max(sm_count, 1)} + base - 1) / base;   // ~4 waves
-  const int64_t most = std::max<int64_t>(1, int64_t{max_row} / 64);  // chunks of >= 64 entries
+  // Chunks of >= 64 entries; under a cascade the private lists are short
+  // (a beam's own tokens) and few blocks read them, so >= 16 entries (4 per
+  // warp) to put more blocks in flight beside the items.
+  const int64_t most = std::max<int64_t>(1, int64_t{max_row} / (c.items > 0 ? 16 : 64));
   const int64_t splits = std::min<int64_t>(std::min(want, most), int64_t{65535});
   p.chunk = static_cast<int32_t>(std::max<int64_t>(1, (int64_t{max_row} + splits - 1) / splits));
   p.splits = static_cast<int32_t>(std::max<int64_t>(1, (int64_t{max_row} + p.chunk - 1) / p.chunk));  // no empty tail split
