@@ -118,7 +118,7 @@ __global__ void __launch_bounds__(kWarps * 32)
 // the item's chunk of a shared segment for all its members' query heads of
 // that KV head at once: R query-head rows x C slots per sub-tile, K and V of
 // the sub-tile staged together in shared memory (float4 loads, all in flight
-// at once, issued one sub-tile ahead), then two register-tiled small matrix products so each
+// at once), then two register-tiled small matrix products so each
 // shared-memory read feeds several FMAs:
 //  - scores: thread (ty, tx) = (t / 8, t % 8) holds rows ty + 16 i (i < RT)
 //    x slots tx + 8 j (j < CT); per 4 dims it reads RT q and CT K float4s
@@ -197,12 +197,14 @@ __global__ void __launch_bounds__(kWarps * 32)
 #pragma unroll
       for (int k = 0; k < 4; ++k) acc[i][j][k] = 0.0f;
   const bool pv_rows = ty * RO < rows;  // this thread's P.V rows hold a query head
-  // K and V of a sub-tile go through registers: the next sub-tile's loads
-  // are issued before this one's scores, so they are in flight during them.
+  // Stage K and V of a sub-tile: every thread issues all its float4 loads
+  // before it stores any. (Loading the next sub-tile during this one's
+  // scores measured no faster on an H200: it costs registers, 3-4 blocks per
+  // SM instead of 5, and the kernel is bound by instruction issue.)
   constexpr int G = HDP / 4, PER = (C * G + NT - 1) / NT;
-  float4 kr[PER], vr[PER];
-  auto fetch = [&](int32_t t0) {
+  for (int32_t t0 = slo; t0 < shi; t0 += C) {
     const int32_t n = shi - t0 < C ? shi - t0 : C;
+    float4 kr[PER], vr[PER];
 #pragma unroll
     for (int u = 0; u < PER; ++u) {
       const int e = tid + u * NT, c = e / G, d = (e - c * G) * 4;
@@ -226,10 +228,6 @@ __global__ void __launch_bounds__(kWarps * 32)
         }
       }
     }
-  };
-  if (slo < shi) fetch(slo);
-  for (int32_t t0 = slo; t0 < shi; t0 += C) {
-    const int32_t n = shi - t0 < C ? shi - t0 : C;
     __syncthreads();  // sq written (first round); the last round's K, V, weights and corr read
 #pragma unroll
     for (int u = 0; u < PER; ++u) {
@@ -240,7 +238,6 @@ __global__ void __launch_bounds__(kWarps * 32)
       }
     }
     __syncthreads();
-    if (t0 + C < shi) fetch(t0 + C);
     // Scores of rows ty + 16 i x slots tx + 8 j.
     float sc[RT][CT];
 #pragma unroll
@@ -322,10 +319,16 @@ __global__ void __launch_bounds__(kWarps * 32)
     if (ri >= rows) continue;
     const int64_t pr = part_row(ri);
 #pragma unroll
-    for (int j = 0; j < VEC; ++j)
+    for (int j = 0; j < VEC; ++j) {
+      float* dst = part_acc + pr * hd + 32 * j + 4 * tx;
+      if (hd % 4 == 0 && (reinterpret_cast<uintptr_t>(part_acc) & 15) == 0 && 32 * j + 4 * tx < hd) {  // 16-byte aligned rows
+        *reinterpret_cast<float4*>(dst) = make_float4(acc[i][j][0], acc[i][j][1], acc[i][j][2], acc[i][j][3]);
+      } else {
 #pragma unroll
-      for (int k = 0; k < 4; ++k)
-        if (32 * j + 4 * tx + k < hd) part_acc[pr * hd + 32 * j + 4 * tx + k] = acc[i][j][k];
+        for (int k = 0; k < 4; ++k)
+          if (32 * j + 4 * tx + k < hd) dst[k] = acc[i][j][k];
+      }
+    }
   }
 #pragma unroll
   for (int i = 0; i < RT; ++i) {
