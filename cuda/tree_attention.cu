@@ -388,15 +388,27 @@ __global__ void __launch_bounds__(kMergeThreads)
     }
     __syncthreads();
     if (grp < groups) {
-#pragma unroll 8
-      for (int32_t k = grp; k < nb; k += groups) {
-        const int64_t ps = srow[k];
-        const float f = sf[k];
-        L = fmaf(part_ml[ps * 2 + 1], f, L);
+      constexpr int Q = 8;  // parts whose loads are issued together
+      for (int32_t k = grp; k < nb; k += groups * Q) {
+        float lv[Q], av[Q][U], fv[Q];
 #pragma unroll
-        for (int u = 0; u < U; ++u) {
-          const int32_t d = col + width * u;
-          if (d < hd) A[u] = fmaf(part_acc[ps * hd + d], f, A[u]);
+        for (int q = 0; q < Q; ++q) {
+          const int32_t kk = k + groups * q;
+          const bool ok = kk < nb;
+          const int64_t ps = ok ? srow[kk] : 0;
+          fv[q] = ok ? sf[kk] : 0.0f;
+          lv[q] = ok ? part_ml[ps * 2 + 1] : 0.0f;
+#pragma unroll
+          for (int u = 0; u < U; ++u) {
+            const int32_t d = col + width * u;
+            av[q][u] = ok && d < hd ? part_acc[ps * hd + d] : 0.0f;
+          }
+        }
+#pragma unroll
+        for (int q = 0; q < Q; ++q) {
+          L = fmaf(lv[q], fv[q], L);
+#pragma unroll
+          for (int u = 0; u < U; ++u) A[u] = fmaf(av[q][u], fv[q], A[u]);
         }
       }
     }
