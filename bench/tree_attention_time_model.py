@@ -20,8 +20,10 @@ Cascade (predicted), three launches on one stream:
   t_merge   = partial states written and read / B_hbm.
 c_launch = c0 / 2 (the per-beam rows launch two kernels, split + combine);
 B_hbm = the 1 GiB D2D copy (read + write) of the same log; peak = 132 SMs x
-128 FP32 FMA/clk x 1.98 GHz; eta = 0.30 is an assumption (the item kernel
-issues about one shared-memory load per 1.3 FMA), not a calibration.
+128 FP32 FMA/clk x 1.98 GHz; eta = 0.30 is an assumption, not a calibration
+(made for the first item kernel, about one shared-memory load per 1.3 FMA;
+the register-tiled one issues about one per 9 FMA but runs 4-5 blocks of 4
+warps per SM; its H200 times are in docs/benchmarks.md beside this model).
 
   python3 bench/tree_attention_time_model.py
 """

@@ -116,29 +116,58 @@ __global__ void __launch_bounds__(kWarps * 32)
 
 // Cascade items (TreeAttentionCascade): a block per (item, KV head) attends
 // the item's chunk of a shared segment for all its members' query heads of
-// that KV head at once: R query-head rows x C = 32 slots per sub-tile, K and
-// then V of the sub-tile staged once in shared memory, scores and P.V as
-// small matrix products (lane = slot for the scores, lane = dims for P.V),
-// an online softmax per row across sub-tiles. Each K/V row of the chunk is
-// read from memory once per block instead of once per query.
+// that KV head at once: R query-head rows x C slots per sub-tile, K and V of
+// the sub-tile staged together in shared memory (float4 loads, all in flight
+// at once), then two register-tiled small matrix products so each
+// shared-memory read feeds several FMAs:
+//  - scores: thread (ty, tx) = (t / 8, t % 8) holds rows ty + 16 i (i < RT)
+//    x slots tx + 8 j (j < CT); per 4 dims it reads RT q and CT K float4s
+//    for RT x CT x 4 FMAs. Row i's slots sit on 8 neighbouring lanes, so the
+//    online softmax (max, sum) is three shuffles, no extra pass; the running
+//    max and sum of a row live in those lanes' registers;
+//  - P.V: thread (ty, tx) holds rows ty RO + i (i < RO) x dims
+//    tx 4 + 32 j .. + 3 (j < VEC); per slot it reads one float4 of weights and
+//    VEC float4s of V for RO x VEC x 4 FMAs.
+// Row and slot strides are padded by 4 floats: the float4 reads of a warp hit
+// distinct banks. Three barriers per sub-tile (last round read; staged;
+// weights written). Each K/V row of the chunk is read from memory once per
+// block.
 template <int VEC>
 struct ItemTile {
-  static constexpr int HDP = VEC * 32;                             // head dim padded to the lanes
-  static constexpr int R = HDP <= 64 ? 64 : HDP == 128 ? 32 : 8;   // rows: tree_attention_cascade_tile_rows
-  static constexpr int C = 32;                                     // slots per sub-tile (one per lane)
-  static constexpr int KS = HDP + 4;                               // K/V row stride: float4 reads, no bank conflict per quarter warp
-  static constexpr int RW = R / kWarps;                            // rows per warp
+  static constexpr int HDP = VEC * 32;                            // head dim padded to the lanes
+  static constexpr int R = VEC <= 2 ? 64 : VEC == 4 ? 32 : 16;    // rows: tree_attention_cascade_tile_rows
+  static constexpr int C = VEC <= 2 ? 32 : VEC == 4 ? 16 : 8;     // slots per sub-tile (shared memory < 48 KB)
+  static constexpr int TX = 8, TY = kWarps * 32 / TX;             // threads across slots (dims), across rows
+  static constexpr int RT = R / TY, CT = C / TX;                  // score tile of a thread
+  static constexpr int RO = R / TY;                               // P.V rows of a thread (contiguous)
+  static constexpr int KS = HDP + 4;                              // q / K / V row stride
+  static constexpr int PS = R + 4;                                // weight row stride: [C x PS], a slot's rows contiguous
+  static_assert(RT >= 1 && CT >= 1 && R % TY == 0 && C % TX == 0, "tile shape");
 };
+
+template <int N>
+__device__ __forceinline__ void load_rows(const float* p, float (&x)[N]) {  // N contiguous floats, 16-byte aligned for N = 4
+  if constexpr (N == 4) {
+    const float4 v = *reinterpret_cast<const float4*>(p);
+    x[0] = v.x, x[1] = v.y, x[2] = v.z, x[3] = v.w;
+  } else {
+#pragma unroll
+    for (int i = 0; i < N; ++i) x[i] = p[i];
+  }
+}
 
 template <int VEC>
 __global__ void __launch_bounds__(kWarps * 32)
     tree_attention_item_kernel(TreeAttentionArgs a, float* part_acc, float* part_ml, int64_t shared_base) {
   using T = ItemTile<VEC>;
-  constexpr int HDP = T::HDP, R = T::R, C = T::C, KS = T::KS, RW = T::RW;
-  __shared__ __align__(16) float sq[R * HDP];  // [R x HDP] scaled queries of the item's rows
-  __shared__ __align__(16) float skv[C * KS];  // [C x KS] K, then V, of the sub-tile's slots
-  __shared__ __align__(16) float sp[R * C];    // [R x C] softmax weights of the sub-tile
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  constexpr int HDP = T::HDP, R = T::R, C = T::C, TX = T::TX, RT = T::RT, CT = T::CT, RO = T::RO, KS = T::KS, PS = T::PS;
+  constexpr int NT = kWarps * 32;
+  __shared__ __align__(16) float sq[R * KS];  // [R x KS] scaled queries of the item's rows
+  __shared__ __align__(16) float sk[C * KS];  // [C x KS] K of the sub-tile's slots
+  __shared__ __align__(16) float sv[C * KS];  // [C x KS] V of the sub-tile's slots
+  __shared__ __align__(16) float sp[C * PS];  // [C x PS] softmax weights of the sub-tile (slot-major)
+  __shared__ __align__(16) float scorr[R];    // [R] rescale of each row's sums at this sub-tile
+  const int tid = threadIdx.x, tx = tid % TX, ty = tid / TX;
   const int32_t* it = a.cascade.item + 4 * static_cast<int64_t>(blockIdx.x);
   const int32_t slo = it[0], shi = it[1], mlo = it[2], mhi = it[3];
   const int32_t kvh = blockIdx.y, g = a.heads / a.kv_heads, hd = a.head_dim;
@@ -146,112 +175,187 @@ __global__ void __launch_bounds__(kWarps * 32)
   const int64_t row = static_cast<int64_t>(a.kv_heads) * hd;
   const float* K = a.kv + static_cast<int64_t>(kvh) * hd;
   const float* V = a.kv + static_cast<int64_t>(a.capacity) * row + static_cast<int64_t>(kvh) * hd;
-  for (int e = threadIdx.x; e < R * HDP; e += kWarps * 32) {
+  // float4 loads need 16-byte aligned rows: hd % 4 == 0 and an aligned base.
+  const bool vec4 = hd % 4 == 0 && (reinterpret_cast<uintptr_t>(a.kv) & 15) == 0;
+  for (int e = tid; e < R * HDP; e += NT) {
     const int i = e / HDP, d = e - i * HDP;
     float v = 0.0f;
     if (i < rows && d < hd) {
       const int64_t r = a.cascade.member[mlo + i / g];
       v = a.q[(r * a.heads + kvh * g + i % g) * hd + d] * a.scale;  // the scale folded into q once
     }
-    sq[e] = v;
+    sq[i * KS + d] = v;
   }
-  const int kn = rows > warp ? (rows - warp + kWarps - 1) / kWarps : 0;  // this warp's rows that hold a query head
-  float m[RW], l[RW], acc[RW][VEC];
+  const int rt_n = (rows + T::TY - 1) / T::TY;  // score rows i < rt_n hold a query head somewhere (uniform)
+  float m[RT], l[RT], acc[RO][VEC][4];
 #pragma unroll
-  for (int k = 0; k < RW; ++k) {
-    m[k] = -INFINITY;
-    l[k] = 0.0f;
+  for (int i = 0; i < RT; ++i) m[i] = -INFINITY, l[i] = 0.0f;
 #pragma unroll
-    for (int j = 0; j < VEC; ++j) acc[k][j] = 0.0f;
-  }
-  auto stage = [&](const float* base, int32_t t0, int32_t n) {  // skv <- rows of `base` at the sub-tile's slots
-    for (int e = threadIdx.x; e < C * HDP; e += kWarps * 32) {
-      const int c = e / HDP, d = e - c * HDP;
-      float v = 0.0f;
-      if (c < n && d < hd) {
-        const int32_t s = a.cascade.shared_slots[t0 + c];
-        if (s >= 0 && s < a.capacity) v = __ldg(base + static_cast<int64_t>(s) * row + d);
-        else if (d == 0) detail::status_report(reinterpret_cast<KernelStatus*>(a.status), KernelError::slot_out_of_range, a.cascade.member[mlo], s);
-      }
-      skv[c * KS + d] = v;
-    }
-  };
-  for (int32_t t0 = slo; t0 < shi; t0 += C) {
-    const int32_t n = shi - t0 < C ? shi - t0 : C;
-    __syncthreads();  // sq written (first round); the last round's V and weights read
-    stage(K, t0, n);
-    __syncthreads();
-    float sc[RW];
-#pragma unroll
-    for (int k = 0; k < RW; ++k) sc[k] = 0.0f;
-#pragma unroll 4
-    for (int d = 0; d < HDP; d += 4) {
-      const float4 kk = *reinterpret_cast<const float4*>(&skv[lane * KS + d]);
-#pragma unroll
-      for (int k = 0; k < RW; ++k) {
-        if (k >= kn) break;  // uniform across the warp: a small item skips its padding rows
-        const float4 qq = *reinterpret_cast<const float4*>(&sq[(warp + kWarps * k) * HDP + d]);  // one address per warp: broadcast
-        sc[k] = fmaf(qq.x, kk.x, fmaf(qq.y, kk.y, fmaf(qq.z, kk.z, fmaf(qq.w, kk.w, sc[k]))));
-      }
-    }
-#pragma unroll
-    for (int k = 0; k < RW; ++k) {
-      const int i = warp + kWarps * k;
-      if (i >= rows) continue;  // uniform across the warp
-      const float s = lane < n ? sc[k] : -INFINITY;
-      float mx = s;
-#pragma unroll
-      for (int off = 16; off > 0; off >>= 1) mx = fmaxf(mx, __shfl_xor_sync(kFull, mx, off));
-      const ta::Step st = ta::online_step(m[k], mx);  // the sub-tile as one step: corr rescales the old sums
-      const float p = lane < n ? expf(s - st.m_new) : 0.0f;
-      float sum = p;
-#pragma unroll
-      for (int off = 16; off > 0; off >>= 1) sum += __shfl_xor_sync(kFull, sum, off);
-      l[k] = l[k] * st.corr + sum;
-      m[k] = st.m_new;
-#pragma unroll
-      for (int j = 0; j < VEC; ++j) acc[k][j] *= st.corr;
-      sp[i * C + lane] = p;
-    }
-    __syncthreads();  // every warp done with K
-    stage(V, t0, n);
-    __syncthreads();
-#pragma unroll 2
-    for (int c = 0; c < C; c += 4) {
-      float vv[4][VEC];
-#pragma unroll
-      for (int cc = 0; cc < 4; ++cc)
-#pragma unroll
-        for (int j = 0; j < VEC; ++j) vv[cc][j] = skv[(c + cc) * KS + j * 32 + lane];
-#pragma unroll
-      for (int k = 0; k < RW; ++k) {
-        if (k >= kn) break;
-        const float4 pp = *reinterpret_cast<const float4*>(&sp[(warp + kWarps * k) * C + c]);
-#pragma unroll
-        for (int j = 0; j < VEC; ++j) acc[k][j] = fmaf(pp.x, vv[0][j], fmaf(pp.y, vv[1][j], fmaf(pp.z, vv[2][j], fmaf(pp.w, vv[3][j], acc[k][j]))));
-      }
-    }
-  }
-#pragma unroll
-  for (int k = 0; k < RW; ++k) {
-    const int i = warp + kWarps * k;
-    if (i >= rows) continue;
-    const int64_t pr = shared_base + static_cast<int64_t>(mlo + i / g) * a.heads + kvh * g + i % g;  // part row of (entry, head)
+  for (int i = 0; i < RO; ++i)
 #pragma unroll
     for (int j = 0; j < VEC; ++j)
-      if (j * 32 + lane < hd) part_acc[pr * hd + j * 32 + lane] = acc[k][j];
-    if (lane == 0) {
-      part_ml[pr * 2] = m[k];
-      part_ml[pr * 2 + 1] = l[k];
+#pragma unroll
+      for (int k = 0; k < 4; ++k) acc[i][j][k] = 0.0f;
+  const bool pv_rows = ty * RO < rows;  // this thread's P.V rows hold a query head
+  // Stage K and V of a sub-tile: every thread issues all its float4 loads
+  // before it stores any. (Loading the next sub-tile during this one's
+  // scores measured no faster on an H200: it costs registers, 3-4 blocks per
+  // SM instead of 5, and the kernel is bound by instruction issue.)
+  constexpr int G = HDP / 4, PER = (C * G + NT - 1) / NT;
+  for (int32_t t0 = slo; t0 < shi; t0 += C) {
+    const int32_t n = shi - t0 < C ? shi - t0 : C;
+    float4 kr[PER], vr[PER];
+#pragma unroll
+    for (int u = 0; u < PER; ++u) {
+      const int e = tid + u * NT, c = e / G, d = (e - c * G) * 4;
+      kr[u] = vr[u] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+      if (e < C * G && c < n && d < hd) {
+        const int32_t s = a.cascade.shared_slots[t0 + c];
+        if (s >= 0 && s < a.capacity) {
+          const float* kp = K + static_cast<int64_t>(s) * row + d;
+          const float* vp = V + static_cast<int64_t>(s) * row + d;
+          if (vec4) {
+            kr[u] = __ldg(reinterpret_cast<const float4*>(kp));
+            vr[u] = __ldg(reinterpret_cast<const float4*>(vp));
+          } else {
+            float kx[4] = {0.0f, 0.0f, 0.0f, 0.0f}, vx[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+            for (int k = 0; k < 4 && d + k < hd; ++k) kx[k] = __ldg(kp + k), vx[k] = __ldg(vp + k);
+            kr[u] = make_float4(kx[0], kx[1], kx[2], kx[3]);
+            vr[u] = make_float4(vx[0], vx[1], vx[2], vx[3]);
+          }
+        } else if (d == 0) {
+          detail::status_report(reinterpret_cast<KernelStatus*>(a.status), KernelError::slot_out_of_range, a.cascade.member[mlo], s);
+        }
+      }
     }
+    __syncthreads();  // sq written (first round); the last round's K, V, weights and corr read
+#pragma unroll
+    for (int u = 0; u < PER; ++u) {
+      const int e = tid + u * NT, c = e / G, d = (e - c * G) * 4;
+      if (e < C * G) {
+        *reinterpret_cast<float4*>(&sk[c * KS + d]) = kr[u];
+        *reinterpret_cast<float4*>(&sv[c * KS + d]) = vr[u];
+      }
+    }
+    __syncthreads();
+    // Scores of rows ty + 16 i x slots tx + 8 j.
+    float sc[RT][CT];
+#pragma unroll
+    for (int i = 0; i < RT; ++i)
+#pragma unroll
+      for (int j = 0; j < CT; ++j) sc[i][j] = 0.0f;
+#pragma unroll 4
+    for (int d = 0; d < HDP; d += 4) {
+      float4 kk[CT];
+#pragma unroll
+      for (int j = 0; j < CT; ++j) kk[j] = *reinterpret_cast<const float4*>(&sk[(tx + TX * j) * KS + d]);
+#pragma unroll
+      for (int i = 0; i < RT; ++i) {
+        if (i >= rt_n) break;  // uniform: a small item skips its padding rows
+        const float4 qq = *reinterpret_cast<const float4*>(&sq[(ty + T::TY * i) * KS + d]);
+#pragma unroll
+        for (int j = 0; j < CT; ++j)
+          sc[i][j] = fmaf(qq.x, kk[j].x, fmaf(qq.y, kk[j].y, fmaf(qq.z, kk[j].z, fmaf(qq.w, kk[j].w, sc[i][j]))));
+      }
+    }
+    // Online softmax per row over the sub-tile: the row's slots are on TX neighbouring lanes.
+#pragma unroll
+    for (int i = 0; i < RT; ++i) {
+      if (i >= rt_n) break;
+      float mx = -INFINITY;
+#pragma unroll
+      for (int j = 0; j < CT; ++j) mx = tx + TX * j < n ? fmaxf(mx, sc[i][j]) : mx;
+#pragma unroll
+      for (int off = TX / 2; off > 0; off >>= 1) mx = fmaxf(mx, __shfl_xor_sync(kFull, mx, off));
+      const ta::Step st = ta::online_step(m[i], mx);  // the sub-tile as one step: corr rescales the old sums
+      float sum = 0.0f;
+#pragma unroll
+      for (int j = 0; j < CT; ++j) {
+        const float p = tx + TX * j < n ? expf(sc[i][j] - st.m_new) : 0.0f;
+        sum += p;
+        sp[(tx + TX * j) * PS + ty + T::TY * i] = p;
+      }
+#pragma unroll
+      for (int off = TX / 2; off > 0; off >>= 1) sum += __shfl_xor_sync(kFull, sum, off);
+      l[i] = l[i] * st.corr + sum;
+      m[i] = st.m_new;
+      if (tx == 0) scorr[ty + T::TY * i] = st.corr;
+    }
+    __syncthreads();
+    // P.V of rows ty RO + i x dims tx 4 + 32 j.
+    if (pv_rows) {
+      float cr[RO];
+      load_rows<RO>(&scorr[ty * RO], cr);
+#pragma unroll
+      for (int i = 0; i < RO; ++i)
+#pragma unroll
+        for (int j = 0; j < VEC; ++j)
+#pragma unroll
+          for (int k = 0; k < 4; ++k) acc[i][j][k] *= cr[i];
+#pragma unroll 4
+      for (int c = 0; c < C; ++c) {
+        float pr[RO];
+        load_rows<RO>(&sp[c * PS + ty * RO], pr);
+#pragma unroll
+        for (int j = 0; j < VEC; ++j) {
+          const float4 vv = *reinterpret_cast<const float4*>(&sv[c * KS + 32 * j + 4 * tx]);
+#pragma unroll
+          for (int i = 0; i < RO; ++i) {
+            acc[i][j][0] = fmaf(pr[i], vv.x, acc[i][j][0]);
+            acc[i][j][1] = fmaf(pr[i], vv.y, acc[i][j][1]);
+            acc[i][j][2] = fmaf(pr[i], vv.z, acc[i][j][2]);
+            acc[i][j][3] = fmaf(pr[i], vv.w, acc[i][j][3]);
+          }
+        }
+      }
+    }
+  }
+  auto part_row = [&](int i) {  // part row of (entry, head) of item row i
+    return shared_base + static_cast<int64_t>(mlo + i / g) * a.heads + kvh * g + i % g;
+  };
+#pragma unroll
+  for (int i = 0; i < RO; ++i) {
+    const int ri = ty * RO + i;
+    if (ri >= rows) continue;
+    const int64_t pr = part_row(ri);
+#pragma unroll
+    for (int j = 0; j < VEC; ++j) {
+      float* dst = part_acc + pr * hd + 32 * j + 4 * tx;
+      if (hd % 4 == 0 && (reinterpret_cast<uintptr_t>(part_acc) & 15) == 0 && 32 * j + 4 * tx < hd) {  // 16-byte aligned rows
+        *reinterpret_cast<float4*>(dst) = make_float4(acc[i][j][0], acc[i][j][1], acc[i][j][2], acc[i][j][3]);
+      } else {
+#pragma unroll
+        for (int k = 0; k < 4; ++k)
+          if (32 * j + 4 * tx + k < hd) dst[k] = acc[i][j][k];
+      }
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < RT; ++i) {
+    const int ri = ty + T::TY * i;
+    if (tx != 0 || ri >= rows) continue;
+    const int64_t pr = part_row(ri);
+    part_ml[pr * 2] = m[i];
+    part_ml[pr * 2 + 1] = l[i];
   }
 }
 
 // Merge pass (FlashInfer merge_state): a block per (query, head) rescales
 // each partial state (its splits, then under a cascade its items' entries)
-// to the common max and normalises once.
-__global__ void tree_attention_merge_kernel(TreeAttentionArgs a, int32_t splits, const float* part_acc, const float* part_ml,
-                                            int64_t shared_base) {
+// to the common max and normalises once. The parts are taken kMergeBatch at
+// a time: each thread finds one part's row and weight (into shared memory),
+// then the block's threads, as `groups` groups of `width` threads over the
+// dims, sum every groups-th part of the batch with independent loads in
+// flight; the groups' sums are added through shared memory at the end.
+constexpr int kMergeThreads = 128, kMergeBatch = 128;
+__global__ void __launch_bounds__(kMergeThreads)
+    tree_attention_merge_kernel(TreeAttentionArgs a, int32_t splits, const float* part_acc, const float* part_ml, int64_t shared_base) {
+  constexpr int U = (256 + kMergeThreads - 1) / kMergeThreads;  // dims per thread (head_dim <= 256)
+  __shared__ int64_t srow[kMergeBatch];  // [batch] part row of each part
+  __shared__ float sf[kMergeBatch];      // [batch] its weight under the common max
+  __shared__ float sred[kMergeThreads / 32];
+  __shared__ float sacc[kMergeThreads * U];  // [kMergeThreads x U] each thread's sums, then added per dim
+  __shared__ float sl[kMergeThreads];        // [kMergeThreads] each thread's sum of weights
   const int64_t oh = blockIdx.x;
   const int32_t hd = a.head_dim;
   const int32_t r = static_cast<int32_t>(oh / a.heads), h = static_cast<int32_t>(oh % a.heads);
@@ -261,17 +365,69 @@ __global__ void tree_attention_merge_kernel(TreeAttentionArgs a, int32_t splits,
     return k < splits ? oh * splits + k : shared_base + static_cast<int64_t>(a.cascade.query_parts[c0 + k - splits]) * a.heads + h;
   };
   const int32_t parts = splits + c1 - c0;
+  const int tid = static_cast<int>(threadIdx.x), lane = tid & 31, warp = tid >> 5;
+  // width: dims covered by one pass of a group (head_dim rounded up to a warp, at most the block).
+  const int width = hd >= kMergeThreads ? kMergeThreads : (hd + 31) / 32 * 32;
+  const int groups = kMergeThreads / width, grp = tid / width, col = tid - grp * width;
   float M = -INFINITY;
-  for (int32_t k = 0; k < parts; ++k) M = fmaxf(M, part_ml[part(k) * 2]);
-  for (int32_t d = threadIdx.x; d < hd; d += blockDim.x) {
-    float L = 0.0f, A = 0.0f;
-    for (int32_t k = 0; k < parts; ++k) {
-      const int64_t ps = part(k);
-      const float f = ta::merge_factor(part_ml[ps * 2], M);
-      L = fmaf(part_ml[ps * 2 + 1], f, L);
-      A = fmaf(part_acc[ps * hd + d], f, A);
+  for (int32_t k = tid; k < parts; k += kMergeThreads) M = fmaxf(M, part_ml[part(k) * 2]);
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) M = fmaxf(M, __shfl_xor_sync(kFull, M, off));
+  if (lane == 0) sred[warp] = M;
+  __syncthreads();
+#pragma unroll
+  for (int w = 0; w < kMergeThreads / 32; ++w) M = fmaxf(M, sred[w]);
+  float L = 0.0f, A[U] = {};  // dims col + width u
+  for (int32_t k0 = 0; k0 < parts; k0 += kMergeBatch) {
+    const int32_t nb = parts - k0 < kMergeBatch ? parts - k0 : kMergeBatch;
+    __syncthreads();  // the last batch read
+    if (tid < nb) {
+      const int64_t ps = part(k0 + tid);
+      srow[tid] = ps;
+      sf[tid] = ta::merge_factor(part_ml[ps * 2], M);
     }
-    a.out[oh * hd + d] = ta::finish(A, L);
+    __syncthreads();
+    if (grp < groups) {
+      constexpr int Q = 8;  // parts whose loads are issued together
+      for (int32_t k = grp; k < nb; k += groups * Q) {
+        float lv[Q], av[Q][U], fv[Q];
+#pragma unroll
+        for (int q = 0; q < Q; ++q) {
+          const int32_t kk = k + groups * q;
+          const bool ok = kk < nb;
+          const int64_t ps = ok ? srow[kk] : 0;
+          fv[q] = ok ? sf[kk] : 0.0f;
+          lv[q] = ok ? part_ml[ps * 2 + 1] : 0.0f;
+#pragma unroll
+          for (int u = 0; u < U; ++u) {
+            const int32_t d = col + width * u;
+            av[q][u] = ok && d < hd ? part_acc[ps * hd + d] : 0.0f;
+          }
+        }
+#pragma unroll
+        for (int q = 0; q < Q; ++q) {
+          L = fmaf(lv[q], fv[q], L);
+#pragma unroll
+          for (int u = 0; u < U; ++u) A[u] = fmaf(av[q][u], fv[q], A[u]);
+        }
+      }
+    }
+  }
+#pragma unroll
+  for (int u = 0; u < U; ++u) sacc[u * kMergeThreads + tid] = A[u];
+  sl[tid] = L;
+  __syncthreads();
+  if (grp == 0) {
+    float Lt = 0.0f;
+    for (int gi = 0; gi < groups; ++gi) Lt += sl[gi * width];  // every thread of a group holds its group's L
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int32_t d = col + width * u;
+      if (d >= hd) continue;
+      float At = 0.0f;
+      for (int gi = 0; gi < groups; ++gi) At += sacc[u * kMergeThreads + gi * width + col];
+      a.out[oh * hd + d] = ta::finish(At, Lt);
+    }
   }
 }
 
@@ -332,7 +488,10 @@ TreeAttentionPlan tree_attention_plan(const TreeAttentionArgs& a, int32_t sm_cou
   }
   const int64_t base = std::max<int64_t>(1, int64_t{a.num_queries} * a.kv_heads * p.head_groups);
   const int64_t want = (4 * int64_t{std::max(sm_count, 1)} + base - 1) / base;   // ~4 waves
-  const int64_t most = std::max<int64_t>(1, int64_t{max_row} / 64);  // chunks of >= 64 entries
+  // Chunks of >= 64 entries; under a cascade the private lists are short
+  // (a beam's own tokens) and few blocks read them, so >= 16 entries (4 per
+  // warp) to put more blocks in flight beside the items.
+  const int64_t most = std::max<int64_t>(1, int64_t{max_row} / (c.items > 0 ? 16 : 64));
   const int64_t splits = std::min<int64_t>(std::min(want, most), int64_t{65535});
   p.chunk = static_cast<int32_t>(std::max<int64_t>(1, (int64_t{max_row} + splits - 1) / splits));
   p.splits = static_cast<int32_t>(std::max<int64_t>(1, (int64_t{max_row} + p.chunk - 1) / p.chunk));  // no empty tail split
@@ -407,7 +566,7 @@ void tree_attention(const TreeAttentionArgs& a) {
     TS_CUDA_CHECK_LAUNCH("tree_attention_item_kernel");
   }
   if (p.partials) {
-    tree_attention_merge_kernel<<<static_cast<unsigned>(int64_t{a.num_queries} * a.heads), 128, 0, st>>>(a, p.splits, part_acc, part_ml,
+    tree_attention_merge_kernel<<<static_cast<unsigned>(int64_t{a.num_queries} * a.heads), kMergeThreads, 0, st>>>(a, p.splits, part_acc, part_ml,
                                                                                                         shared_base);
     TS_CUDA_CHECK_LAUNCH("tree_attention_merge_kernel");
   }

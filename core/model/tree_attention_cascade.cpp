@@ -11,7 +11,7 @@ namespace triescope {
 
 int32_t tree_attention_cascade_tile_rows(int32_t head_dim) {
   const int32_t hdp = head_dim <= 32 ? 32 : head_dim <= 64 ? 64 : head_dim <= 128 ? 128 : 256;
-  return hdp <= 64 ? 64 : hdp == 128 ? 32 : 8;
+  return hdp <= 64 ? 64 : hdp == 128 ? 32 : 16;
 }
 
 TreeAttentionCascade TreeAttentionCascadeTable::view(const int32_t* base) const {

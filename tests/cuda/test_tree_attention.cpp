@@ -188,7 +188,7 @@ TEST_CASE("cuda tree_attention reports a slot outside the cache through KernelSt
 
 TEST_CASE("cuda tree_attention with a cascade over trie segments equals the CPU twin; the cascade twin equals it too", "[cuda][tree_attention]") {
   const Shape sh = GENERATE(Shape{4, 4, 32}, Shape{8, 2, 64}, Shape{32, 8, 64}, Shape{16, 2, 128}, Shape{8, 1, 256}, Shape{6, 2, 48},
-                            Shape{3, 1, 16}, Shape{64, 4, 64});
+                            Shape{3, 1, 16}, Shape{64, 4, 64}, Shape{12, 1, 30}, Shape{40, 2, 256});  // 30: scalar staging; 40/2 > 16 rows
   const int32_t variant = GENERATE(0, 1, 2);  // 1: slots shuffled; 2: many beams (several tiles per segment)
   const uint64_t seed = test_seed(static_cast<uint64_t>(sh.heads * 1000 + sh.head_dim) * 8 + static_cast<uint64_t>(variant) + 77);
   CAPTURE(sh.heads, sh.kv_heads, sh.head_dim, variant, seed);

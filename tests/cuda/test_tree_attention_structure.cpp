@@ -3,7 +3,7 @@
 // barrier rounds of each block. A trie step of b beams below a P-slot prompt
 // must attend the prompt with ceil(P / chunk) x KV-heads item blocks (not b x
 // that: the per-beam kernel's b x KV-heads blocks each read all of P), the
-// private lists with one block per (beam, KV head) and no split, and merge
+// private lists with a few blocks per (beam, KV head), and merge
 // once per (beam, head). The output is checked against the CPU twin too, so
 // the counts belong to a kernel that does the work. Host runtime only (label
 // cuda_emu).
@@ -105,21 +105,25 @@ TEST_CASE("tree_attention cascade structure: prompt chunks once per KV head, pri
     REQUIRE(all.size() == 3);
     REQUIRE(items.size() == 1);
     REQUIRE(merge.size() == 1);
-    // The private lists (t slots each) need no split: one block per beam and KV head.
-    CHECK(p.splits == 1);
-    CHECK(per_query[0].blocks == static_cast<uint64_t>(b * kv_heads));
+    // The private lists (t = 64 slots each) split into chunks of 16 (4 per
+    // warp): 4 blocks per beam and KV head, so more blocks are in flight.
+    CHECK(p.splits == 4);
+    CHECK(p.chunk == 16);
+    CHECK(per_query[0].blocks == static_cast<uint64_t>(b * kv_heads * 4));
     // The prompt is one segment of all b beams (b x 4 query heads <= 64
     // rows: one tile), cut into chunks of 64 (1,024 x 8 KV heads / 528
     // target blocks = 16 slots, raised to 64): P / 64 x KV heads blocks,
     // whatever b is.
     CHECK(table.items == P / 64);
     CHECK(items[0].blocks == static_cast<uint64_t>(P / 64 * kv_heads));
-    // Four barriers per 32-slot sub-tile (K staged, scores done, V staged,
-    // P.V done): 2 sub-tiles per chunk.
-    CHECK(items[0].barrier_rounds_max == 4 * 2);
-    CHECK(items[0].barrier_rounds_total == static_cast<uint64_t>(4 * 2 * P / 64 * kv_heads));
+    // Three barriers per 32-slot sub-tile (last round read; K and V staged
+    // together; weights written): 2 sub-tiles per chunk.
+    CHECK(items[0].barrier_rounds_max == 3 * 2);
+    CHECK(items[0].barrier_rounds_total == static_cast<uint64_t>(3 * 2 * P / 64 * kv_heads));
     CHECK(merge[0].blocks == static_cast<uint64_t>(b * heads));
-    CHECK(merge[0].barrier_rounds_max == 0);
+    // The merge: one barrier for the common max, two per batch of 128 parts
+    // (4 private splits + 16 chunks: one batch), one to add the groups' sums.
+    CHECK(merge[0].barrier_rounds_max == 1 + 2 + 1);
   } else {
     // The per-beam kernel: b x KV heads x splits blocks, each split reading
     // its slice of the whole list (the prompt once per beam).
