@@ -21,20 +21,14 @@
 #include "cuda/topk_candidates.cuh"
 #include "device_util.h"
 #include "test_util.h"
+#include "launch_stats_util.h"
 #include "triescope_cuda_host/control.h"
 
 using namespace triescope;
 namespace host = triescope::cuda_host;
+using triescope::testing::launches_of;
 
 namespace {
-
-// The launches of `kernel` since the last reset.
-std::vector<host::LaunchStat> launches_of(const std::string& kernel) {
-  std::vector<host::LaunchStat> out;
-  for (const host::LaunchStat& s : host::launch_stats())
-    if (s.kernel == kernel) out.push_back(s);
-  return out;
-}
 
 int ceil_log2(int64_t n) {
   int b = 0;

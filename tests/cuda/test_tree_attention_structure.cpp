@@ -20,19 +20,12 @@
 #include "device_util.h"
 #include "test_util.h"
 #include "trie_layout.h"
+#include "launch_stats_util.h"
 #include "triescope_cuda_host/control.h"
 
 using namespace triescope;
 namespace host = triescope::cuda_host;
-
-namespace {
-std::vector<host::LaunchStat> launches_of(const std::string& kernel_prefix) {
-  std::vector<host::LaunchStat> out;
-  for (const host::LaunchStat& s : host::launch_stats())
-    if (s.kernel.rfind(kernel_prefix, 0) == 0) out.push_back(s);
-  return out;
-}
-}  // namespace
+using triescope::testing::launches_of;
 
 TEST_CASE("tree_attention cascade structure: prompt chunks once per KV head, private lists unsplit, one merge", "[cuda][tree_attention]") {
   const int32_t P = 1024, t = 64, heads = 32, kv_heads = 8, hd = 64;
