@@ -1,7 +1,6 @@
-#include <algorithm>
-
 #include "cuda/synthetic_logits.cuh"
 #include "cuda/detail/device_status.h"
+#include "cuda/detail/launch_shape.h"
 
 namespace triescope::cuda {
 
@@ -153,11 +152,10 @@ void synthetic_logits(const SyntheticLogitsParams& p, cudaStream_t stream) {
   TS_CHECK(int64_t{p.words_per_row} * 64 >= p.num_slots,
            "synthetic_logits (cuda): words_per_row " << p.words_per_row << " too small for " << p.num_slots << " slots");
   if (p.num_queries == 0) return;
-  // Each query's vocabulary in chunks of at least 2,048 entries, about 264
-  // blocks in all (two waves of 132 SMs); each chunk re-derives the query's
-  // hashes from its mask row (a few hundred visible slots).
-  const int64_t want = (264 + int64_t{p.num_queries} - 1) / p.num_queries, most = (int64_t{p.cfg.vocab_size} + 2047) / 2048;
-  const auto chunks = static_cast<int32_t>(std::max<int64_t>(1, std::min(want, most)));
+  // Each query's vocabulary in chunks of at least 2,048 entries that fill the
+  // chip; each chunk re-derives the query's hashes from its mask row (a few
+  // hundred visible slots).
+  const int32_t chunks = detail::chunks_to_fill(p.num_queries, p.cfg.vocab_size, 2048);
   const auto width = static_cast<int32_t>((p.cfg.vocab_size + chunks - 1) / chunks);
   TS_CHECK(int64_t{p.num_queries} * chunks <= INT32_MAX, "synthetic_logits (cuda): " << p.num_queries << " queries are too many");
   synthetic_logits_kernel<<<static_cast<unsigned>(p.num_queries * chunks), kThreads, 0, stream>>>(p, chunks, width);

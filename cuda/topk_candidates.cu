@@ -3,7 +3,9 @@
 #include <algorithm>
 
 #include "cuda/topk_candidates.cuh"
+#include "cuda/detail/block_reduce.cuh"
 #include "cuda/detail/device_status.h"
+#include "cuda/detail/launch_shape.h"
 #include "cuda/detail/topk_select.cuh"
 
 namespace triescope::cuda {
@@ -27,18 +29,6 @@ __device__ __forceinline__ Chunk row_chunk(int32_t vocab, int32_t chunks, int32_
   return {b < vocab ? b : vocab, b + per < vocab ? b + per : vocab};
 }
 
-__device__ __forceinline__ double block_reduce(double v, double* s_red, bool take_max) {
-  s_red[threadIdx.x] = v;
-  __syncthreads();
-  for (unsigned s = blockDim.x / 2; s > 0; s /= 2) {
-    if (threadIdx.x < s) s_red[threadIdx.x] = take_max ? fmax(s_red[threadIdx.x], s_red[threadIdx.x + s]) : s_red[threadIdx.x] + s_red[threadIdx.x + s];
-    __syncthreads();
-  }
-  const double r = s_red[0];
-  __syncthreads();
-  return r;
-}
-
 // Block (row r, chunk c): the chunk's max and sum of exp(x - max), as
 // workspace[(r * chunks + c) * 2 + {0, 1}].
 __global__ void __launch_bounds__(kThreads) lse_partial_kernel(LogSoftmaxParams p, int32_t chunks) {
@@ -53,13 +43,13 @@ __global__ void __launch_bounds__(kThreads) lse_partial_kernel(LogSoftmaxParams 
   const float* x = p.logits + static_cast<size_t>(src) * p.vocab;
   double mx = -CUDART_INF;
   for (int32_t v = ch.begin + static_cast<int32_t>(threadIdx.x); v < ch.end; v += kThreads) mx = fmax(mx, static_cast<double>(x[v]));
-  mx = block_reduce(mx, s_red, true);
+  mx = detail::block_max(mx, s_red);
   double sum = 0.0;  // -inf entries add nothing (a chunk of only -inf sums to 0)
   for (int32_t v = ch.begin + static_cast<int32_t>(threadIdx.x); v < ch.end; v += kThreads) {
     const double xv = static_cast<double>(x[v]);
     if (xv != -CUDART_INF) sum += exp(xv - mx);
   }
-  sum = block_reduce(sum, s_red, false);
+  sum = detail::block_sum(sum, s_red);
   if (threadIdx.x == 0) {
     p.workspace[(static_cast<size_t>(r) * chunks + c) * 2] = mx;
     p.workspace[(static_cast<size_t>(r) * chunks + c) * 2 + 1] = sum;
@@ -139,9 +129,7 @@ __global__ void __launch_bounds__(kThreads) topk_merge_kernel(TopkCandidatesPara
 
 int32_t row_chunks(int32_t rows, int32_t vocab) {
   TS_CHECK(rows >= 1 && vocab >= 1, "row_chunks (cuda): bad sizes (rows " << rows << ", vocab " << vocab << ")");
-  const int64_t want = (int64_t{kRowSplitBlocks} + rows - 1) / rows;        // chunks that fill the chip
-  const int64_t most = (int64_t{vocab} + kRowChunkMin - 1) / kRowChunkMin;  // chunks of at least kRowChunkMin
-  return static_cast<int32_t>(std::max<int64_t>(1, std::min(want, most)));
+  return detail::chunks_to_fill(rows, vocab, kRowChunkMin);
 }
 
 int32_t row_chunk_width(int32_t vocab, int32_t chunks) { return chunk_width(vocab, chunks); }
@@ -182,12 +170,8 @@ void topk_candidates(const TopkCandidatesParams& p, cudaStream_t stream) {
   const int32_t chunk_cap = std::min(row_chunk_width(p.vocab, chunks), kTopkStageCap);
   const int32_t merge_cap = static_cast<int32_t>(std::min<int64_t>(entries, kTopkStageCap));
   const size_t chunk_bytes = detail::topk_shared_bytes(chunk_cap, p.k), merge_bytes = detail::topk_shared_bytes(merge_cap, p.k);
-  TS_CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(&topk_chunk_kernel), cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                     static_cast<int>(chunk_bytes)),
-                "topk_candidates (cuda): shared memory for the chunk kernel");
-  TS_CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(&topk_merge_kernel), cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                     static_cast<int>(merge_bytes)),
-                "topk_candidates (cuda): shared memory for the merge kernel");
+  detail::allow_dynamic_shared(reinterpret_cast<const void*>(&topk_chunk_kernel), chunk_bytes, "topk_candidates (cuda): chunk kernel");
+  detail::allow_dynamic_shared(reinterpret_cast<const void*>(&topk_merge_kernel), merge_bytes, "topk_candidates (cuda): merge kernel");
   topk_chunk_kernel<<<static_cast<unsigned>(p.num_rows * chunks), kThreads, chunk_bytes, stream>>>(p, chunks, flat_bits, chunk_cap);
   TS_CUDA_CHECK_LAUNCH("topk_chunk_kernel");
   topk_merge_kernel<<<1, kThreads, merge_bytes, stream>>>(p, static_cast<int32_t>(entries), flat_bits, merge_cap);

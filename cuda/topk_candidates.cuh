@@ -13,10 +13,9 @@
 namespace triescope::cuda {
 
 // Each row is split into chunks so that a launch fills the chip whatever
-// the row count: chunks of at least kRowChunkMin entries, about
-// kRowSplitBlocks blocks in all (two waves of an H100's or H200's 132 SMs).
+// the row count: chunks of at least kRowChunkMin entries, about 264 blocks in
+// all (two waves of an H100's or H200's 132 SMs; detail::chunks_to_fill).
 // The split depends only on the sizes, never on the device, so results do not.
-constexpr int32_t kRowSplitBlocks = 264;
 constexpr int32_t kRowChunkMin = 4096;
 // Chunks per row for rows x vocab, and the entries of each (the last one shorter).
 int32_t row_chunks(int32_t rows, int32_t vocab);

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 
+#include "cuda/detail/block_reduce.cuh"
 #include "cuda/detail/device_status.h"
+#include "cuda/detail/launch_shape.h"
 #include "cuda/detail/topk_select.cuh"
 #include "cuda/static/static_step.cuh"
 
@@ -10,33 +12,11 @@ namespace triescope::cuda {
 
 namespace {
 
+using detail::block_max;
+using detail::block_sum;
 using detail::Cand;
 
 constexpr unsigned kThreads = detail::kSelectThreads;
-
-__device__ __forceinline__ double block_max(double v, double* s_red) {
-  s_red[threadIdx.x] = v;
-  __syncthreads();
-  for (unsigned s = blockDim.x / 2; s > 0; s /= 2) {
-    if (threadIdx.x < s) s_red[threadIdx.x] = fmax(s_red[threadIdx.x], s_red[threadIdx.x + s]);
-    __syncthreads();
-  }
-  const double r = s_red[0];
-  __syncthreads();
-  return r;
-}
-
-__device__ __forceinline__ double block_sum(double v, double* s_red) {
-  s_red[threadIdx.x] = v;
-  __syncthreads();
-  for (unsigned s = blockDim.x / 2; s > 0; s /= 2) {
-    if (threadIdx.x < s) s_red[threadIdx.x] += s_red[threadIdx.x + s];
-    __syncthreads();
-  }
-  const double r = s_red[0];
-  __syncthreads();
-  return r;
-}
 
 // A block per beam row, in the shape of the CPU step (core/constraint/
 // static_step.h): the row's candidates (Alg. 2 slice or dense bit row), one
@@ -220,12 +200,8 @@ void static_step(const StaticStepParams& p, cudaStream_t stream) {
   const int32_t row_cap = std::min(m.vocab, kStaticRowStageCap);
   const int32_t merge_cap = static_cast<int32_t>(std::min<int64_t>(M * p.k, kStaticMergeStageCap));
   const size_t row_bytes = detail::topk_shared_bytes(row_cap, p.k), merge_bytes = detail::topk_shared_bytes(merge_cap, p.k);
-  TS_CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(&static_row_kernel), cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                     static_cast<int>(row_bytes)),
-                "static_step (cuda): shared memory for the row kernel");
-  TS_CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(&static_merge_kernel), cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                     static_cast<int>(merge_bytes)),
-                "static_step (cuda): shared memory for the merge kernel");
+  detail::allow_dynamic_shared(reinterpret_cast<const void*>(&static_row_kernel), row_bytes, "static_step (cuda): row kernel");
+  detail::allow_dynamic_shared(reinterpret_cast<const void*>(&static_merge_kernel), merge_bytes, "static_step (cuda): merge kernel");
   const unsigned grid = static_cast<unsigned>(p.n > 65535 * 16 ? 65535 * 16 : p.n);
   static_row_kernel<<<grid, kThreads, row_bytes, stream>>>(p, flat_bits, row_cap);
   TS_CUDA_CHECK_LAUNCH("static_row_kernel");
