@@ -246,7 +246,7 @@ __device__ int block_topk(const Source& src, int n, int k, int flat_bits, TopkSh
     }
   };
   const int lo_digits = (flat_bits + kRadixBits - 1) / kRadixBits;
-  const int passes = 64 / kRadixBits + lo_digits;
+  const int passes = topk_radix_passes(flat_bits);
   int count = n;
   for (int it = 0;; ++it) {
     const int buf = it & 1;  // the AND / OR buffer of this pass (the last pass's decision may still read the other)
@@ -256,7 +256,7 @@ __device__ int block_topk(const Source& src, int n, int k, int flat_bits, TopkSh
       sh.or_hi[buf] = sh.or_lo[buf] = 0;
     }
     __syncthreads();  // the histogram is clear, the last pass's decision (and the stage) visible
-    if (staged) count = static_cast<int>(sh.staged);
+    if (it == 0 && staged) count = static_cast<int>(sh.staged);
     if (sh.done) break;
     const int pass = sh.next_pass;
     bool in_hi;
@@ -290,8 +290,7 @@ __device__ int block_topk(const Source& src, int n, int k, int flat_bits, TopkSh
     __syncthreads();  // the histogram and the AND / OR are complete
     topk_pick_digit(sh, pass, passes, lo_digits, buf);
   }
-  __syncthreads();  // the threshold is final
-  if (staged) count = static_cast<int>(sh.staged);
+  __syncthreads();  // the threshold is final (count was read in the first pass, after the stage was complete)
   const uint64_t phi = sh.prefix_hi, plo = sh.prefix_lo, mhi = sh.mask_hi, mlo = sh.mask_lo;
   const bool gather = sh.gather != 0;
   visit(count, [&](bool ok, const Cand& c) {
