@@ -34,7 +34,6 @@ link_source_dir() {
     mkdir -p "$(dirname "$built")" && ln -s "$PWD" "$built"
   fi
 }
-run() { echo "\$ $*"; "$@"; }
 # box SECONDS CMD...: the command, killed after SECONDS (exit 124 then).
 box() {
   local s=$1
