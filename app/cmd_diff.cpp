@@ -2,8 +2,8 @@
 
 #include "app/commands.h"
 #include "core/common/error.h"
-#include "core/trace/trace.h"
 #include "core/trace/trace_diff.h"
+#include "core/trace/trace_replay.h"
 
 namespace triescope::cli {
 
@@ -19,14 +19,15 @@ int cmd_diff(const Args& args) {
     }
     TS_CHECK(opt.tolerance >= 0, "diff: --tolerance must be >= 0");
   }
-  const auto a = trace_read(p.positional[0]);
-  const auto b = trace_read(p.positional[1]);
-  const auto d = trace_diff(a, b, opt);
-  if (!d) {
-    std::cout << "equivalent: " << a.size() << " records (tolerance " << opt.tolerance << ")\n";
+  // Streamed: each trace's records are parsed one at a time, side by side.
+  const TraceReplay a = TraceReplay::open(p.positional[0]);
+  const TraceReplay b = TraceReplay::open(p.positional[1]);
+  const auto d = trace_diff_all(a.records_view(), b.records_view(), opt, 1);
+  if (d.empty()) {
+    std::cout << "equivalent: " << a.records_view().size() << " records (tolerance " << opt.tolerance << ")\n";
     return 0;
   }
-  std::cout << p.positional[0] << " (A) vs " << p.positional[1] << " (B): " << d->describe() << "\n";
+  std::cout << p.positional[0] << " (A) vs " << p.positional[1] << " (B): " << d.front().describe() << "\n";
   return 1;
 }
 

@@ -41,7 +41,7 @@ void TraceContext::setTraces(TraceDocumentPtr a, TraceDocumentPtr b) {
   divergences_.clear();
   marks_.clear();
   if (a_ && b_) {
-    divergences_ = trace_diff_all(a_->replay->records(), b_->replay->records());
+    divergences_ = trace_diff_all(a_->replay->records_view(), b_->replay->records_view());
     computeMarks();
   }
   step_ = steps().empty() ? 0 : steps().front();
@@ -66,7 +66,7 @@ void TraceContext::replaceTraces(TraceDocumentPtr a, TraceDocumentPtr b) {
   divergences_.clear();
   marks_.clear();
   if (a_ && b_) {
-    divergences_ = trace_diff_all(a_->replay->records(), b_->replay->records());
+    divergences_ = trace_diff_all(a_->replay->records_view(), b_->replay->records_view());
     computeMarks();
   }
   step_ = a_->step_index(step) >= 0 ? step : (steps().empty() ? 0 : steps().front());
@@ -343,7 +343,8 @@ int32_t int_at(const json& rec, const char* arr, size_t i, const char* key) {
 // cells, nodes and slots the panes mark. Ids come from trace A's record.
 void TraceContext::computeMarks() {
   marks_header_ = 0;
-  const auto& ra = a_->replay->records();
+  const TraceRecords ra = a_->replay->records_view();
+  json scratch;
   for (size_t k = 0; k < divergences_.size(); ++k) {
     const TraceDivergence& d = divergences_[k];
     if (d.step < 0) {
@@ -353,7 +354,7 @@ void TraceContext::computeMarks() {
     StepMarks& m = marks_[static_cast<int32_t>(d.step)];
     m.divergences.push_back(k);
     if (d.record >= ra.size()) continue;
-    const json& rec = ra[d.record];
+    const json& rec = ra.at(d.record, scratch);
     std::string head, rest;
     size_t i = 0;
     if (!split_path(d.path, head, i, rest)) continue;

@@ -27,54 +27,69 @@ int64_t int_or(const json& j, const char* key) {
 }
 }  // namespace
 
-static TraceDocumentPtr document_from_records(std::vector<json> records, const std::string& origin);
+namespace {
 
-TraceDocumentPtr trace_document_from_records(std::vector<json> records, const std::string& origin) {
-  return reader_boundary(origin, [&] { return document_from_records(std::move(records), origin); });
+// One step's figures from its step record.
+void step_stat_read(const json& r, StepStat& st) {
+  st.phase = r.value("phase", "");
+  if (r.contains("kv") && r["kv"].is_object()) {
+    st.slots = int_or(r["kv"], "slots");
+    st.peak = int_or(r["kv"], "peak");
+    st.batch_slots = int_or(r["kv"], "batch_slots");
+    st.live_beams = int_or(r["kv"], "live_beams");
+  }
+  if (r.contains("seconds") && r["seconds"].is_number()) st.seconds = r["seconds"].get<double>();
 }
 
-static TraceDocumentPtr document_from_records(std::vector<json> records, const std::string& origin) {
+// The plots' per-step figures and the step records' fields: one pass over
+// the step and gc records, each read on its own (a streamed trace is never
+// held whole; keyframes are not read at all). The state itself comes from
+// TraceReplay::at() when a step is shown.
+void document_index(TraceDocument& doc) {
+  const TraceReplay& replay = *doc.replay;
+  const std::set<int32_t> gc_after = replay.gc_after_forward_steps();
+  const TraceRecords records = replay.records_view();
+  json scratch;
+  for (size_t i = 0; i < replay.entries().size(); ++i) {
+    const TraceRecordEntry& e = replay.entries()[i];
+    if (e.kind != TraceRecordKind::step && e.kind != TraceRecordKind::gc) continue;
+    // A gc record alone (no step record for its step) is not a step of the replay.
+    if (doc.step_index(e.step) < 0) continue;
+    if (doc.stats.empty() || doc.stats.back().step != e.step) doc.stats.push_back(StepStat{e.step, {}, -1, -1, -1, -1, -1, false, false});
+    StepStat& st = doc.stats.back();
+    if (e.kind == TraceRecordKind::gc) {
+      st.gc = true;
+      st.gc_after_forward = gc_after.count(e.step) > 0;
+      continue;
+    }
+    const json& r = records.at(i, scratch);
+    step_stat_read(r, st);
+    for (const auto& [key, value] : r.items()) doc.step_fields.insert(key);
+  }
+}
+
+TraceDocumentPtr document_from_replay(std::unique_ptr<TraceReplay> replay, const std::string& origin) {
   auto doc = std::make_shared<TraceDocument>();
   doc->origin = origin;
-  doc->replay = std::make_unique<TraceReplay>(std::move(records), origin);
+  doc->replay = std::move(replay);
   const json& h = doc->replay->header();
   if (h.contains("config") && h["config"].is_object() && h["config"].contains("prompt") && h["config"]["prompt"].is_array())
     doc->prompt_len = static_cast<int32_t>(h["config"]["prompt"].size());
-  // One pass over the records for the plots; the state itself comes from
-  // TraceReplay::at() when a step is shown.
-  const std::set<int32_t> gc_after = trace_gc_after_forward_steps(doc->replay->records());
-  for (const json& r : doc->replay->records()) {
-    const std::string kind = r.value("kind", "");
-    if (kind != "step" && kind != "gc") continue;
-    const int32_t s = r.contains("step") ? static_cast<int32_t>(json_int_in(r["step"], 0, INT32_MAX).value_or(-1)) : -1;
-    if (doc->stats.empty() || doc->stats.back().step != s) doc->stats.push_back(StepStat{s, {}, -1, -1, -1, -1, -1, false, false});
-    StepStat& st = doc->stats.back();
-    if (kind == "gc") {
-      st.gc = true;
-      st.gc_after_forward = gc_after.count(s) > 0;
-      continue;
-    }
-    st.phase = r.value("phase", "");
-    if (r.contains("kv") && r["kv"].is_object()) {
-      st.slots = int_or(r["kv"], "slots");
-      st.peak = int_or(r["kv"], "peak");
-      st.batch_slots = int_or(r["kv"], "batch_slots");
-      st.live_beams = int_or(r["kv"], "live_beams");
-    }
-    if (r.contains("seconds") && r["seconds"].is_number()) st.seconds = r["seconds"].get<double>();
-  }
-  // A gc record alone (no step record for its step) is not a step of the replay.
-  std::vector<StepStat> kept;
-  for (auto& st : doc->stats)
-    if (doc->step_index(st.step) >= 0) kept.push_back(st);
-  doc->stats = std::move(kept);
+  document_index(*doc);
   return doc;
+}
+
+}  // namespace
+
+TraceDocumentPtr trace_document_from_records(std::vector<json> records, const std::string& origin) {
+  return reader_boundary(origin, [&] { return document_from_replay(std::make_unique<TraceReplay>(std::move(records), origin), origin); });
 }
 
 TraceDocumentPtr trace_document_load(const std::string& path) {
   const auto t0 = std::chrono::steady_clock::now();
   std::string warning;
-  auto doc = trace_document_from_records(trace_read(path, &warning), path);
+  auto replay = std::make_unique<TraceReplay>(TraceReplay::open(path, &warning));
+  auto doc = reader_boundary(path, [&] { return document_from_replay(std::move(replay), path); });
   const_cast<TraceDocument&>(*doc).warning = warning;
   const_cast<TraceDocument&>(*doc).load_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

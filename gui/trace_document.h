@@ -1,10 +1,12 @@
-// A loaded trace: the records, the replay over them and per-step figures the
-// plots need. Built off the UI thread (QtConcurrent) and then shared read-only.
+// A loaded trace: the replay over its records (a file is streamed: records
+// are parsed when a step needs them, never held all at once) and per-step
+// figures the plots need. Built off the UI thread (QtConcurrent) and then shared read-only.
 #pragma once
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -32,6 +34,9 @@ struct TraceDocument {
   double load_seconds = 0;
   bool preview = false;  // only a prefix of the file; the full document follows
   std::string warning;   // the file ended mid-record: opened up to its last whole record
+  // Top-level fields seen in the step records ("constraint", "verify", ...):
+  // which panes have something to show, without reading the records again.
+  std::set<std::string> step_fields;
   std::string algorithm() const { return replay->header().value("algorithm", std::string("?")); }
   std::string backend() const { return replay->header().value("backend", std::string("?")); }
   // Index of `step` in replay->steps(), -1 if absent.
@@ -40,7 +45,8 @@ struct TraceDocument {
 
 using TraceDocumentPtr = std::shared_ptr<const TraceDocument>;
 
-// Throws triescope::Error naming the file and the field.
+// A trace file, streamed (TraceReplay::open). Throws triescope::Error naming
+// the file and the field.
 TraceDocumentPtr trace_document_load(const std::string& path);
 // The first `max_bytes` of a trace, cut at a record boundary, parsed by the
 // same core reader: a preview the window paints while the whole file loads

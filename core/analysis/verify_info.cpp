@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <climits>
 #include <map>
+#include <optional>
 #include <set>
 
 namespace triescope {
@@ -112,18 +113,23 @@ struct Rd {
   }
 };
 
-// The step record of `step` (records are in step order; binary search).
-const json* step_record(const TraceReplay& replay, int32_t step) {
-  const auto& recs = replay.records();
-  auto step_of = [](const json& r) { return r.is_object() && r.contains("step") && r["step"].is_number_integer() ? r["step"].get<int64_t>() : -1; };
-  size_t lo = 0, hi = recs.size();
-  while (lo < hi && step_of(recs[lo]) < 0) ++lo;
-  while (hi > lo && step_of(recs[hi - 1]) < 0) --hi;
-  auto it = std::lower_bound(recs.begin() + static_cast<std::ptrdiff_t>(lo), recs.begin() + static_cast<std::ptrdiff_t>(hi), int64_t{step},
-                             [&](const json& r, int64_t s) { return step_of(r) < s; });
-  for (; it != recs.begin() + static_cast<std::ptrdiff_t>(hi) && step_of(*it) == step; ++it)
-    if (it->value("kind", "") == "step") return &*it;
-  return nullptr;
+// The step record of `step`, read from the trace (in memory or streamed);
+// the index is in step order apart from the header and the summary.
+std::optional<json> step_record(const TraceReplay& replay, int32_t step) {
+  const auto& entries = replay.entries();
+  size_t lo = 0, hi = entries.size();
+  while (lo < hi && entries[lo].step < 0) ++lo;
+  while (hi > lo && entries[hi - 1].step < 0) --hi;
+  auto it = std::lower_bound(entries.begin() + static_cast<std::ptrdiff_t>(lo), entries.begin() + static_cast<std::ptrdiff_t>(hi), step,
+                             [](const TraceRecordEntry& e, int32_t s) { return e.step < s; });
+  for (; it != entries.begin() + static_cast<std::ptrdiff_t>(hi) && it->step == step; ++it)
+    if (it->kind == TraceRecordKind::step) {
+      json scratch;
+      const json& r = replay.records_view().at(static_cast<size_t>(it - entries.begin()), scratch);
+      if (&r == &scratch) return scratch;
+      return r;
+    }
+  return std::nullopt;
 }
 
 int32_t token_of(const StepView& v, int32_t node) {
@@ -374,7 +380,7 @@ VerifyInfo verify_info(const StepView& v, const TraceReplay& replay) {
   if (!x.is_object()) return out;
   const std::string kind = trace_verify_kind(replay.header());
   if (v.phase == "draft") {
-    const json* next = step_record(replay, v.step + 1);
+    const std::optional<json> next = step_record(replay, v.step + 1);
     if (next && next->value("phase", "") == "verify") out.verify_step = v.step + 1;
     out.iteration = rd.i(x, "iteration", "draft");
     if (kind == kVerifyDsbdLayers) {
@@ -403,8 +409,8 @@ VerifyInfo verify_info(const StepView& v, const TraceReplay& replay) {
     out.kind = VerifyInfo::Kind::dsbd_verify;
     return out;
   }
-  const json* draft = step_record(replay, v.step - 1);
-  if (draft && draft->value("phase", "") != "draft") draft = nullptr;
+  const std::optional<json> draft_record = step_record(replay, v.step - 1);
+  const json* draft = draft_record && draft_record->value("phase", "") == "draft" ? &*draft_record : nullptr;
   // v2: the record names its kind; v1: the header's algorithm does (trace_verify_kind).
   const std::string vk = ver.contains("kind") ? (ver["kind"].is_string() ? ver["kind"].get<std::string>() : std::string("?")) : kind;
   if (vk == kVerifyLookahead) {
@@ -434,8 +440,12 @@ AcceptanceSeries acceptance_series(const TraceReplay& replay) {
   // A layer number sizes the table: outside [1, kMaxLayer] the entry is skipped like any other malformed one.
   constexpr int64_t kMaxLayer = 4096;
   auto layer_of = [&](const json& o) { return o.is_object() && o.contains("layer") ? json_int_in(o["layer"], 1, kMaxLayer) : std::nullopt; };
-  for (const json& r : replay.records()) {
-    if (!r.is_object() || r.value("kind", "") != "step" || !r.contains("verify") || !r["verify"].is_object()) continue;
+  const TraceRecords records = replay.records_view();
+  json scratch;
+  for (size_t i = 0; i < records.size(); ++i) {
+    if (replay.entries()[i].kind != TraceRecordKind::step) continue;
+    const json& r = records.at(i, scratch);
+    if (!r.is_object() || !r.contains("verify") || !r["verify"].is_object()) continue;
     const json& ver = r["verify"];
     const int32_t step = r.contains("step") ? static_cast<int32_t>(json_int_in(r["step"], 0, INT32_MAX).value_or(-1)) : -1;
     if (ver.contains("accepted_tokens") && ver["accepted_tokens"].is_array()) {

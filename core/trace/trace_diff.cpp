@@ -128,26 +128,33 @@ struct Walker {
 
 }  // namespace
 
-std::vector<TraceDivergence> trace_diff_all(const std::vector<json>& a, const std::vector<json>& b,
-                                            const TraceDiffOptions& opt, size_t limit) {
+std::vector<TraceDivergence> trace_diff_all(const TraceRecords& a, const TraceRecords& b, const TraceDiffOptions& opt, size_t limit) {
   std::vector<TraceDivergence> out;
   Walker w{opt, out, limit, {}, {}};
   const size_t n = std::min(a.size(), b.size());
+  json scratch_a, scratch_b;
   for (size_t i = 0; i < n && !w.full(); ++i) {
+    const json& ra = a.at(i, scratch_a);
+    const json& rb = b.at(i, scratch_b);
     w.base = TraceDivergence{};
     w.base.record = i;
-    w.base.kind = a[i].value("kind", std::string("?"));
-    w.base.step = a[i].contains("step") && a[i]["step"].is_number_integer() ? a[i]["step"].get<int64_t>() : -1;
-    w.base.phase = a[i].contains("phase") && a[i]["phase"].is_string() ? a[i]["phase"].get<std::string>() : "";
-    w.walk(a[i], b[i], "", false);
+    w.base.kind = ra.value("kind", std::string("?"));
+    w.base.step = ra.contains("step") && ra["step"].is_number_integer() ? ra["step"].get<int64_t>() : -1;
+    w.base.phase = ra.contains("phase") && ra["phase"].is_string() ? ra["phase"].get<std::string>() : "";
+    w.walk(ra, rb, "", false);
   }
   if (a.size() != b.size() && !w.full()) {
     w.base = TraceDivergence{};
     w.base.record = n;
-    w.base.kind = n < a.size() ? a[n].value("kind", std::string("?")) : b[n].value("kind", std::string("?"));
+    w.base.kind = (n < a.size() ? a.at(n, scratch_a) : b.at(n, scratch_b)).value("kind", std::string("?"));
     w.emit("<records>", -1, std::to_string(a.size()) + " records", std::to_string(b.size()) + " records");
   }
   return out;
+}
+
+std::vector<TraceDivergence> trace_diff_all(const std::vector<json>& a, const std::vector<json>& b, const TraceDiffOptions& opt,
+                                            size_t limit) {
+  return trace_diff_all(TraceRecords(a), TraceRecords(b), opt, limit);
 }
 
 std::optional<TraceDivergence> trace_diff(const std::vector<json>& a, const std::vector<json>& b,

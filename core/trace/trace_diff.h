@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/trace/trace_index.h"
+
 namespace triescope {
 
 // One step of a field path: an object member (key) or an array element (index).
@@ -52,5 +54,9 @@ std::optional<TraceDivergence> trace_diff(const std::vector<nlohmann::json>& a, 
 // Every divergence (up to `limit`), for the GUI's marks.
 std::vector<TraceDivergence> trace_diff_all(const std::vector<nlohmann::json>& a, const std::vector<nlohmann::json>& b,
                                             const TraceDiffOptions& opt = {}, size_t limit = 100000);
+// The same over records read one at a time (two streamed files: memory
+// bounded by one record of each, whatever the traces' size).
+std::vector<TraceDivergence> trace_diff_all(const TraceRecords& a, const TraceRecords& b, const TraceDiffOptions& opt = {},
+                                            size_t limit = 100000);
 
 }  // namespace triescope

@@ -122,4 +122,10 @@ void TraceFileIndex::read(size_t i, json& out) const {
            path_ << ":" << e.line << ": fields kind and step are ambiguous (a key given twice?)");
 }
 
+const json& TraceRecords::at(size_t i, json& scratch) const {
+  if (memory_) return memory_->at(i);
+  file_->read(i, scratch);
+  return scratch;
+}
+
 }  // namespace triescope

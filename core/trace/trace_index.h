@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -51,6 +52,22 @@ class TraceFileIndex {
 
  public:
   ~TraceFileIndex();
+};
+
+// A trace's records by index, read one at a time: from memory (trace_read's
+// vector) or parsed from the file (TraceFileIndex). What lets `diff` and the
+// GUI walk two big traces side by side in memory bounded by one record each.
+class TraceRecords {
+ public:
+  explicit TraceRecords(const std::vector<nlohmann::json>& in_memory) : memory_(&in_memory) {}
+  explicit TraceRecords(const TraceFileIndex& file) : file_(&file) {}
+  size_t size() const { return memory_ ? memory_->size() : file_->entries().size(); }
+  // Record i: a reference into memory, or parsed from the file into `scratch`.
+  const nlohmann::json& at(size_t i, nlohmann::json& scratch) const;
+
+ private:
+  const std::vector<nlohmann::json>* memory_ = nullptr;
+  const TraceFileIndex* file_ = nullptr;
 };
 
 }  // namespace triescope

@@ -199,11 +199,7 @@ const std::vector<json>& TraceReplay::records() const {
   return records_;
 }
 
-const json& TraceReplay::record(size_t i, json& scratch) const {
-  if (!file_) return records_[i];
-  file_->read(i, scratch);
-  return scratch;
-}
+const json& TraceReplay::record(size_t i, json& scratch) const { return records_view().at(i, scratch); }
 
 std::string TraceReplay::where(size_t i) const { return origin_ + ":" + std::to_string(index_[i].line); }
 

@@ -56,6 +56,14 @@ class TraceReplay {
   const nlohmann::json* summary() const;
   // Every record in memory; a streamed replay (open()) holds none: Error.
   const std::vector<nlohmann::json>& records() const;
+  // True for a replay from open() on a regular file: records are parsed
+  // from the file when asked for, never held all at once.
+  bool streamed() const { return file_ != nullptr; }
+  // The records one at a time, in memory or streamed (the way to walk all of
+  // them whatever the trace's size), and what the index knows of each
+  // (kind, step, line) without parsing it.
+  TraceRecords records_view() const { return file_ ? TraceRecords(*file_) : TraceRecords(records_); }
+  const std::vector<TraceRecordEntry>& entries() const { return index_; }
   // Parses every record a replay of all steps does not (keyframes, the
   // summary, records after the last step record), so a streamed reader
   // refuses what trace_read would: `check` reads every record once this way.

@@ -301,8 +301,9 @@ int step_bench(const std::string& path, int repeat, int w, int h, bool prefetch,
       adv_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - a).count());
       prev = std::move(next);
     }
-    for (const json& r : rp.records())
-      if (r.value("kind", "") == "step" && r.contains("forward") && r["forward"].contains("mask")) {
+    json scratch;
+    for (size_t ri = 0; ri < rp.entries().size(); ++ri)
+      if (const json& r = rp.records_view().at(ri, scratch); r.value("kind", "") == "step" && r.contains("forward") && r["forward"].contains("mask")) {
         const auto a = std::chrono::steady_clock::now();
         (void)trace_mask_parse(r["forward"]["mask"], "bench");
         mask_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - a).count());

@@ -28,13 +28,7 @@ JsonPane::JsonPane(TraceContext& ctx, QString key, QString absentNote, QWidget* 
 JsonPane::~JsonPane() { ctx_.removeViewer(this); }
 
 void JsonPane::onTraceLoaded(TraceContext& ctx) {
-  traceHas_ = false;
-  const std::string k = key_.toStdString();
-  for (const auto& r : ctx.doc()->replay->records())
-    if (r.is_object() && r.contains(k)) {
-      traceHas_ = true;
-      break;
-    }
+  traceHas_ = ctx.doc()->step_fields.count(key_.toStdString()) > 0;
 }
 
 void JsonPane::onStepChanged(TraceContext& ctx) {

@@ -383,13 +383,7 @@ void VerifyPane::onTraceLoaded(TraceContext& ctx) {
   for (const StepStat& s : ctx.doc()->stats)
     if (s.phase == "verify" || s.phase == "draft") spec = true;
   // A speculative trace: the panes' owner brings this pane to the front.
-  if (spec) {
-    for (const auto& r : ctx.doc()->replay->records())
-      if (r.is_object() && r.contains("verify")) {
-        Q_EMIT speculativeTraceLoaded();
-        break;
-      }
-  }
+  if (spec && ctx.doc()->step_fields.count("verify")) Q_EMIT speculativeTraceLoaded();
 }
 
 void VerifyPane::onStepChanged(TraceContext& ctx) {
