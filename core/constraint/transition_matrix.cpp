@@ -27,9 +27,7 @@ std::vector<uint32_t> rank_directory(const std::vector<uint64_t>& words) {
   return r;
 }
 
-}  // namespace
-
-TransitionMatrix TransitionMatrix::build(const ConstraintSet& c, TransitionMatrixOptions opt) {
+void build_options_check(const ConstraintSet& c, const TransitionMatrixOptions& opt) {
   const int32_t L = c.length, V = c.vocab_size;
   const int64_t n = c.size();
   TS_CHECK(n >= 1 && L >= 1, "transition matrix: empty constraint set " << c.origin);
@@ -44,16 +42,13 @@ TransitionMatrix TransitionMatrix::build(const ConstraintSet& c, TransitionMatri
            "transition matrix: compact layout holds at most 2^32 edges");
   TS_CHECK(opt.layout == CsrLayout::compact || n * static_cast<int64_t>(L) < (int64_t{1} << 31),
            "transition matrix: stacked layout (int32 arrays, as the paper's) holds at most 2^31 edges");
+}
 
-  TransitionMatrix tm;
-  tm.vocab_size = V;
-  tm.length = L;
-  tm.dense_levels = opt.dense_levels;
-  tm.layout = opt.layout;
-  tm.num_items = n;
-
-  // lcp[i]: first token where item i differs from item i - 1 (items are
-  // sorted and unique). Item i opens a new node at level l iff lcp[i] < l.
+// lcp[i]: first token where item i differs from item i - 1 (items are
+// sorted and unique). Item i opens a new node at level l iff lcp[i] < l.
+std::vector<int16_t> item_lcp(const ConstraintSet& c) {
+  const int32_t L = c.length;
+  const int64_t n = c.size();
   std::vector<int16_t> lcp(static_cast<size_t>(n));
   lcp[0] = -1;
   for (int64_t i = 1; i < n; ++i) {
@@ -64,23 +59,29 @@ TransitionMatrix TransitionMatrix::build(const ConstraintSet& c, TransitionMatri
     TS_CHECK(j < L, "transition matrix: " << c.origin << " is not sorted and unique at item " << i);
     lcp[static_cast<size_t>(i)] = j;
   }
-  tm.level_start.assign(static_cast<size_t>(L) + 2, 0);
-  tm.level_start[1] = 1;
-  {
-    std::vector<int64_t> count(static_cast<size_t>(L) + 1, 0);  // count[j]: items with lcp == j (j = -1 -> index L)
-    for (int64_t i = 0; i < n; ++i) ++count[lcp[static_cast<size_t>(i)] < 0 ? static_cast<size_t>(L) : static_cast<size_t>(lcp[static_cast<size_t>(i)])];
-    int64_t below = count[static_cast<size_t>(L)];  // items with lcp < l, for l = 1 .. L
-    for (int32_t l = 1; l <= L; ++l) {
-      below += count[static_cast<size_t>(l) - 1];
-      tm.level_start[static_cast<size_t>(l) + 1] = tm.level_start[static_cast<size_t>(l)] + below;
-    }
-  }
-  const int64_t S = tm.level_start.back(), E = S - 1;
-  const int64_t R = tm.level_start[static_cast<size_t>(L)];  // states that have rows (levels 0 .. L-1)
+  return lcp;
+}
 
-  // Children counts and edge tokens, one pass per level.
-  std::vector<int32_t> tokens(static_cast<size_t>(E));
-  std::vector<uint32_t> children(static_cast<size_t>(R), 0);
+// [L + 2] first state of each level: level l holds one state per item with lcp < l.
+std::vector<int64_t> level_starts(const std::vector<int16_t>& lcp, int32_t L) {
+  std::vector<int64_t> level_start(static_cast<size_t>(L) + 2, 0);
+  level_start[1] = 1;
+  std::vector<int64_t> count(static_cast<size_t>(L) + 1, 0);  // count[j]: items with lcp == j (j = -1 -> index L)
+  for (int16_t j : lcp) ++count[j < 0 ? static_cast<size_t>(L) : static_cast<size_t>(j)];
+  int64_t below = count[static_cast<size_t>(L)];  // items with lcp < l, for l = 1 .. L
+  for (int32_t l = 1; l <= L; ++l) {
+    below += count[static_cast<size_t>(l) - 1];
+    level_start[static_cast<size_t>(l) + 1] = level_start[static_cast<size_t>(l)] + below;
+  }
+  return level_start;
+}
+
+// Children counts (children[R], R: states with rows) and edge tokens
+// (tokens[E]: edge e enters state e + 1), one pass per level; fills max_branch.
+void count_children(const ConstraintSet& c, const std::vector<int16_t>& lcp, TransitionMatrix& tm, std::vector<int32_t>& tokens,
+                    std::vector<uint32_t>& children) {
+  const int32_t L = c.length;
+  const int64_t n = c.size();
   tm.max_branch.assign(static_cast<size_t>(L), 0);
   for (int32_t l = 1; l <= L; ++l) {
     int64_t parent = tm.level_start[static_cast<size_t>(l) - 1] - 1;
@@ -96,9 +97,14 @@ TransitionMatrix TransitionMatrix::build(const ConstraintSet& c, TransitionMatri
     for (int64_t s = tm.level_start[static_cast<size_t>(l) - 1]; s < tm.level_start[static_cast<size_t>(l)]; ++s)
       tm.max_branch[static_cast<size_t>(l) - 1] = std::max<int32_t>(tm.max_branch[static_cast<size_t>(l) - 1], static_cast<int32_t>(children[static_cast<size_t>(s)]));
   }
-  lcp = {};
+}
 
-  if (opt.layout == CsrLayout::stacked) {
+// The sparse levels' CSR in tm.layout: row pointers over the R states with
+// rows, and the edges' tokens (stacked: interleaved with the next state).
+void csr_fill(TransitionMatrix& tm, const std::vector<int32_t>& tokens, const std::vector<uint32_t>& children) {
+  const int64_t S = tm.level_start.back(), E = S - 1;
+  const int64_t R = static_cast<int64_t>(children.size());
+  if (tm.layout == CsrLayout::stacked) {
     tm.row_ptr.assign(static_cast<size_t>(S) + 1, static_cast<int32_t>(E));
     int64_t acc = 0;
     for (int64_t s = 0; s < R; ++s) {
@@ -117,37 +123,66 @@ TransitionMatrix TransitionMatrix::build(const ConstraintSet& c, TransitionMatri
       tm.row_ptr_compact[static_cast<size_t>(s)] = static_cast<uint32_t>(acc);
       acc += children[static_cast<size_t>(s)];
     }
-    if (V <= 65536) tm.cols16.assign(tokens.begin(), tokens.end());
+    if (tm.vocab_size <= 65536) tm.cols16.assign(tokens.begin(), tokens.end());
     else tm.cols32.assign(tokens.begin(), tokens.end());
   }
-  children = {};
+}
 
-  // Dense levels (App. A.1.2): bitmask of the valid length-1 and length-2 prefixes.
+// Dense levels (App. A.1.2): bitmask of the valid length-1 and length-2
+// prefixes, with their next states (stacked) or rank directories (compact).
+// Reads the CSR, so runs after csr_fill.
+void dense_fill(TransitionMatrix& tm, const std::vector<int32_t>& tokens) {
+  const int32_t V = tm.vocab_size;
+  const bool stacked = tm.layout == CsrLayout::stacked;
   tm.words_per_row = (V + 63) / 64;
   const size_t wpr = static_cast<size_t>(tm.words_per_row);
-  if (opt.dense_levels >= 1) {
+  if (tm.dense_levels >= 1) {
     tm.dense_mask1.assign(wpr, 0);
-    if (opt.layout == CsrLayout::stacked) tm.dense_states1.assign(static_cast<size_t>(V), 0);
+    if (stacked) tm.dense_states1.assign(static_cast<size_t>(V), 0);
     for (int64_t s = 1; s < tm.level_start[2]; ++s) {
       const int32_t t = tokens[static_cast<size_t>(s) - 1];
       tm.dense_mask1[static_cast<size_t>(t) >> 6] |= uint64_t{1} << (t & 63);
-      if (opt.layout == CsrLayout::stacked) tm.dense_states1[static_cast<size_t>(t)] = static_cast<int32_t>(s);
+      if (stacked) tm.dense_states1[static_cast<size_t>(t)] = static_cast<int32_t>(s);
     }
-    if (opt.layout == CsrLayout::compact) tm.dense_rank1 = rank_directory(tm.dense_mask1);
+    if (!stacked) tm.dense_rank1 = rank_directory(tm.dense_mask1);
   }
-  if (opt.dense_levels >= 2) {
+  if (tm.dense_levels >= 2) {
     tm.dense_mask2.assign(static_cast<size_t>(V) * wpr, 0);
-    if (opt.layout == CsrLayout::stacked) tm.dense_states2.assign(static_cast<size_t>(V) * static_cast<size_t>(V), 0);
+    if (stacked) tm.dense_states2.assign(static_cast<size_t>(V) * static_cast<size_t>(V), 0);
     for (int64_t p = 1; p < tm.level_start[2]; ++p) {
       const size_t t1 = static_cast<size_t>(tokens[static_cast<size_t>(p) - 1]);
       for (int64_t e = tm.row_begin(p); e < tm.row_end(p); ++e) {
         const int32_t t2 = tokens[static_cast<size_t>(e)];
         tm.dense_mask2[t1 * wpr + (static_cast<size_t>(t2) >> 6)] |= uint64_t{1} << (t2 & 63);
-        if (opt.layout == CsrLayout::stacked) tm.dense_states2[t1 * static_cast<size_t>(V) + static_cast<size_t>(t2)] = static_cast<int32_t>(e + 1);
+        if (stacked) tm.dense_states2[t1 * static_cast<size_t>(V) + static_cast<size_t>(t2)] = static_cast<int32_t>(e + 1);
       }
     }
-    if (opt.layout == CsrLayout::compact) tm.dense_rank2 = rank_directory(tm.dense_mask2);
+    if (!stacked) tm.dense_rank2 = rank_directory(tm.dense_mask2);
   }
+}
+
+}  // namespace
+
+TransitionMatrix TransitionMatrix::build(const ConstraintSet& c, TransitionMatrixOptions opt) {
+  build_options_check(c, opt);
+  const int32_t L = c.length;
+  TransitionMatrix tm;
+  tm.vocab_size = c.vocab_size;
+  tm.length = L;
+  tm.dense_levels = opt.dense_levels;
+  tm.layout = opt.layout;
+  tm.num_items = c.size();
+  std::vector<int16_t> lcp = item_lcp(c);
+  tm.level_start = level_starts(lcp, L);
+  const int64_t E = tm.level_start.back() - 1;
+  const int64_t R = tm.level_start[static_cast<size_t>(L)];  // states that have rows (levels 0 .. L-1)
+  std::vector<int32_t> tokens(static_cast<size_t>(E));
+  std::vector<uint32_t> children(static_cast<size_t>(R), 0);
+  count_children(c, lcp, tm, tokens, children);
+  lcp = {};
+  csr_fill(tm, tokens, children);
+  children = {};
+  dense_fill(tm, tokens);
   return tm;
 }
 

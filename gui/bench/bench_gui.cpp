@@ -161,8 +161,9 @@ double median(std::vector<double> v) {
   return v.empty() ? 0 : v[v.size() / 2];
 }
 
-int step_bench(const std::string& path, int repeat, int w, int h, bool prefetch, bool backward, int pause_ms, bool per_step, bool no_follow) {
-  gui::MainWindow win;
+// Opens `path` in `win` and lets the window settle as it does before a
+// person's first key press.
+void open_settled(gui::MainWindow& win, const std::string& path, int w, int h, bool prefetch, bool backward, bool no_follow) {
   win.context().setPrefetchEnabled(prefetch);
   if (no_follow) win.trieView()->setFollow(false);
   win.setHeadless(true);
@@ -173,27 +174,55 @@ int step_bench(const std::string& path, int repeat, int w, int h, bool prefetch,
   const auto& steps = win.context().steps();
   if (backward && !steps.empty()) win.context().setStep(steps.back());
   win.repaint();
-  // Let the window settle as it does before a person's first key press:
-  // one processEvents() leaves the load's layout requests (dock tab texts,
+  // One processEvents() leaves the load's layout requests (dock tab texts,
   // the plots) cascading up to the main window, which then re-laid out and
   // repainted the whole window inside the first two timed steps (24-30 ms;
   // docs/benchmarks-gui.md). 300 ms of event processing, nothing else.
-  {
-    QElapsedTimer settle;
-    settle.start();
-    while (settle.elapsed() < 300) {
-      QApplication::processEvents(QEventLoop::AllEvents, 10);
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
+  QElapsedTimer settle;
+  settle.start();
+  while (settle.elapsed() < 300) {
+    QApplication::processEvents(QEventLoop::AllEvents, 10);
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
-  PaintCounter counter;
-  QApplication::instance()->installEventFilter(&counter);
-  counter.on = true;
-  std::vector<double> ctx_ms, paint_ms, total_ms;
-  std::vector<double> first_ms[4];
-  std::vector<double> view_ms, replay_in_view_ms;
-  std::map<std::string, std::vector<double>> viewer_ms;
-  std::map<std::string, int> sources;
+}
+
+// Times of the stepping loop, one entry per adjacent-step change.
+struct StepTimes {
+  std::vector<double> ctx_ms, paint_ms, total_ms;  // setStep, the processEvents() after it, both
+  std::vector<double> view_ms, replay_in_view_ms;  // TraceContext's view, and the replay inside it
+  std::map<std::string, std::vector<double>> viewer_ms;  // each viewer's onStepChanged
+  std::map<std::string, int> sources;                    // where each step's view came from
+};
+
+double ms_between(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+// --per-step: one step's time split into the view, every viewer's
+// onStepChanged and the paint.
+void print_step_line(gui::MainWindow& win, int32_t step, const StepTimes& t, const rusage& ru0, const rusage& ru1, const rusage& ru2,
+                     const BenchApp* bapp) {
+  std::cout << "  step " << step << ": total " << t.total_ms.back() << " = setStep " << t.ctx_ms.back() << " (view " << t.view_ms.back();
+  for (auto& [viewer, ms] : win.context().lastViewerMs()) {
+    auto* o = dynamic_cast<QObject*>(viewer);
+    std::cout << ", " << (o ? o->metaObject()->className() : "?") << " " << ms;
+  }
+  std::cout << ") + paint " << t.paint_ms.back() << " [page faults: setStep " << ru1.ru_minflt - ru0.ru_minflt << ", paint "
+            << ru2.ru_minflt - ru1.ru_minflt << "]";
+  if (bapp) {
+    std::cout << " (backing-store syncs " << bapp->sync_ms << ", of which paint events:";
+    for (auto& [cls, ms] : bapp->paint_ms)
+      if (ms >= 0.3) std::cout << " " << cls << " " << ms << " (" << bapp->paint_faults.at(cls) << " faults)";
+    std::cout << ")";
+  }
+  std::cout << "\n";
+}
+
+// Steps through every adjacent pair of steps `repeat` times, timing
+// setStep and the paint after it.
+StepTimes time_steps(gui::MainWindow& win, int repeat, bool backward, int pause_ms, bool per_step) {
+  StepTimes t;
+  const auto& steps = win.context().steps();
   for (int r = 0; r < repeat; ++r)
     for (size_t k = 1; k < steps.size(); ++k) {
       const size_t i = backward ? steps.size() - 1 - k : k;
@@ -214,53 +243,43 @@ int step_bench(const std::string& path, int repeat, int w, int h, bool prefetch,
       if (getenv("TS_BENCH_EVENTS")) std::cerr << "--- processEvents\n";
       const auto t1 = std::chrono::steady_clock::now();
       getrusage(RUSAGE_SELF, &ru1);
-      view_ms.push_back(win.context().lastViewMs());
-      replay_in_view_ms.push_back(win.context().lastReplayMs());
+      t.view_ms.push_back(win.context().lastViewMs());
+      t.replay_in_view_ms.push_back(win.context().lastReplayMs());
       const char* src_names[] = {"prefetched", "kept", "advanced", "replayed"};
-      ++sources[src_names[static_cast<int>(win.context().lastViewSource())]];
+      ++t.sources[src_names[static_cast<int>(win.context().lastViewSource())]];
       for (auto& [viewer, ms] : win.context().lastViewerMs()) {
         auto* o = dynamic_cast<QObject*>(viewer);
-        viewer_ms[o ? o->metaObject()->className() : "?"].push_back(ms);
+        t.viewer_ms[o ? o->metaObject()->className() : "?"].push_back(ms);
       }
       // What the event loop does after a step: paint every widget marked
       // dirty and flush to the display.
       QApplication::processEvents();
       const auto t2 = std::chrono::steady_clock::now();
       getrusage(RUSAGE_SELF, &ru2);
-      ctx_ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
-      paint_ms.push_back(std::chrono::duration<double, std::milli>(t2 - t1).count());
-      total_ms.push_back(std::chrono::duration<double, std::milli>(t2 - t0).count());
-      if (per_step) {
-        std::cout << "  step " << steps[i] << ": total " << total_ms.back() << " = setStep " << ctx_ms.back() << " (view " << view_ms.back();
-        for (auto& [viewer, ms] : win.context().lastViewerMs()) {
-          auto* o = dynamic_cast<QObject*>(viewer);
-          std::cout << ", " << (o ? o->metaObject()->className() : "?") << " " << ms;
-        }
-        std::cout << ") + paint " << paint_ms.back() << " [page faults: setStep " << ru1.ru_minflt - ru0.ru_minflt << ", paint "
-                  << ru2.ru_minflt - ru1.ru_minflt << "]";
-        if (bapp) {
-          std::cout << " (backing-store syncs " << bapp->sync_ms << ", of which paint events:";
-          for (auto& [cls, ms] : bapp->paint_ms)
-            if (ms >= 0.3) std::cout << " " << cls << " " << ms << " (" << bapp->paint_faults[cls] << " faults)";
-          std::cout << ")";
-        }
-        std::cout << "\n";
-      }
+      t.ctx_ms.push_back(ms_between(t0, t1));
+      t.paint_ms.push_back(ms_between(t1, t2));
+      t.total_ms.push_back(ms_between(t0, t2));
+      if (per_step) print_step_line(win, steps[i], t, ru0, ru1, ru2, bapp);
     }
-  // Per-pane paint cost at the last step.
-  counter.on = false;
+  return t;
+}
+
+void print_step_breakdown(const StepTimes& t) {
   std::cout << "  view source per step:";
-  for (auto& [k, n] : sources) std::cout << " " << k << "=" << n;
-  std::cout << "\n  setStep breakdown (median / max ms): view " << median(view_ms) << " / " << *std::max_element(view_ms.begin(), view_ms.end())
-            << " (of which advance/at " << median(replay_in_view_ms) << " / " << *std::max_element(replay_in_view_ms.begin(), replay_in_view_ms.end()) << ")";
-  for (auto& [k, t] : viewer_ms) std::cout << ", " << k << " " << median(t) << " / " << *std::max_element(t.begin(), t.end());
+  for (auto& [k, n] : t.sources) std::cout << " " << k << "=" << n;
+  std::cout << "\n  setStep breakdown (median / max ms): view " << median(t.view_ms) << " / " << *std::max_element(t.view_ms.begin(), t.view_ms.end())
+            << " (of which advance/at " << median(t.replay_in_view_ms) << " / "
+            << *std::max_element(t.replay_in_view_ms.begin(), t.replay_in_view_ms.end()) << ")";
+  for (auto& [k, v] : t.viewer_ms) std::cout << ", " << k << " " << median(v) << " / " << *std::max_element(v.begin(), v.end());
   std::cout << "\n";
-  win.context().setPrefetchEnabled(false);  // the breakdown below times each part alone
-  std::cout << "  paint events during the stepping loop:";
-  for (auto& [k, n] : counter.counts) std::cout << " " << k << "=" << n << " (" << static_cast<int64_t>(counter.area[k] / 1000) << " kpx)";
-  std::cout << "\n";
-  // First paint of each pane right after a step (its caches cold).
+}
+
+// First paint of each pane right after a step (its caches cold), the trie's
+// second paint, and the rest of the frame.
+void print_first_repaints(gui::MainWindow& win) {
+  const auto& steps = win.context().steps();
   const char* names[] = {"trie", "mask", "kv", "plots"};
+  std::vector<double> first_ms[4];
   std::vector<double> second_trie, rest_ms;
   for (size_t i = 1; i < steps.size(); ++i) {
     win.context().setStep(steps[i - 1]);
@@ -270,48 +289,56 @@ int step_bench(const std::string& path, int repeat, int w, int h, bool prefetch,
     for (int k = 0; k < 4; ++k) {
       const auto a = std::chrono::steady_clock::now();
       ws[k]->repaint();
-      first_ms[static_cast<size_t>(k)].push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - a).count());
+      first_ms[static_cast<size_t>(k)].push_back(ms_between(a, std::chrono::steady_clock::now()));
     }
     const auto a = std::chrono::steady_clock::now();
     ws[0]->repaint();
-    second_trie.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - a).count());
+    second_trie.push_back(ms_between(a, std::chrono::steady_clock::now()));
     // What the event loop still does once the four panes have painted:
     // the other widgets (timeline, status, scroll bars, docks) and the flush.
     const auto b = std::chrono::steady_clock::now();
     QApplication::processEvents();
-    rest_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - b).count());
+    rest_ms.push_back(ms_between(b, std::chrono::steady_clock::now()));
   }
   std::cout << "  rest of the frame after the four panes painted (other widgets + flush): median " << median(rest_ms) << " ms\n";
   std::cout << "  second repaint after a step, trie: median " << median(second_trie) << " ms\n";
   for (int k = 0; k < 4; ++k) std::cout << "  first repaint after a step, " << names[k] << ": median " << median(first_ms[k]) << " ms\n";
+}
+
+// The replay alone: TraceReplay::at, advance from the previous step, and
+// the forward masks' parse.
+void print_replay_times(gui::MainWindow& win) {
+  const auto& steps = win.context().steps();
+  const auto& rp = *win.context().doc()->replay;
   std::vector<double> replay_ms;
   for (size_t i = 1; i < steps.size(); ++i) {
     const auto a = std::chrono::steady_clock::now();
-    (void)win.context().doc()->replay->at(steps[i]);
-    replay_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - a).count());
+    (void)rp.at(steps[i]);
+    replay_ms.push_back(ms_between(a, std::chrono::steady_clock::now()));
   }
   std::cout << "  TraceReplay::at alone: median " << median(replay_ms) << " ms\n";
-  {
-    std::vector<double> adv_ms, mask_ms;
-    const auto& rp = *win.context().doc()->replay;
-    StepView prev = rp.at(steps.front());
-    for (size_t i = 1; i < steps.size(); ++i) {
-      const auto a = std::chrono::steady_clock::now();
-      StepView next = rp.advance(prev, steps[i]);
-      adv_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - a).count());
-      prev = std::move(next);
-    }
-    json scratch;
-    for (size_t ri = 0; ri < rp.entries().size(); ++ri)
-      if (const json& r = rp.records_view().at(ri, scratch); r.value("kind", "") == "step" && r.contains("forward") && r["forward"].contains("mask")) {
-        const auto a = std::chrono::steady_clock::now();
-        (void)trace_mask_parse(r["forward"]["mask"], "bench");
-        mask_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - a).count());
-      }
-    std::cout << "  TraceReplay::advance from the previous step: median " << median(adv_ms) << " ms, max "
-              << *std::max_element(adv_ms.begin(), adv_ms.end()) << " ms\n";
-    if (!mask_ms.empty()) std::cout << "  of which forward.mask parse (trace_mask_parse): median " << median(mask_ms) << " ms\n";
+  std::vector<double> adv_ms, mask_ms;
+  StepView prev = rp.at(steps.front());
+  for (size_t i = 1; i < steps.size(); ++i) {
+    const auto a = std::chrono::steady_clock::now();
+    StepView next = rp.advance(prev, steps[i]);
+    adv_ms.push_back(ms_between(a, std::chrono::steady_clock::now()));
+    prev = std::move(next);
   }
+  json scratch;
+  for (size_t ri = 0; ri < rp.entries().size(); ++ri)
+    if (const json& r = rp.records_view().at(ri, scratch); r.value("kind", "") == "step" && r.contains("forward") && r["forward"].contains("mask")) {
+      const auto a = std::chrono::steady_clock::now();
+      (void)trace_mask_parse(r["forward"]["mask"], "bench");
+      mask_ms.push_back(ms_between(a, std::chrono::steady_clock::now()));
+    }
+  std::cout << "  TraceReplay::advance from the previous step: median " << median(adv_ms) << " ms, max "
+            << *std::max_element(adv_ms.begin(), adv_ms.end()) << " ms\n";
+  if (!mask_ms.empty()) std::cout << "  of which forward.mask parse (trace_mask_parse): median " << median(mask_ms) << " ms\n";
+}
+
+// Each pane repainted 5 times at the current step (warm caches).
+void print_warm_repaints(gui::MainWindow& win) {
   std::vector<std::pair<const char*, QWidget*>> panes = {{"trie", win.trieView()->graphicsView()->viewport()}, {"mask", win.maskView()->viewport()},
                                                          {"kv", win.kvView()}, {"plots", static_cast<QWidget*>(win.plotsPane())}};
   for (auto& [name, wdg] : panes) {
@@ -319,27 +346,47 @@ int step_bench(const std::string& path, int repeat, int w, int h, bool prefetch,
     for (int k = 0; k < 5; ++k) {
       const auto a = std::chrono::steady_clock::now();
       wdg->repaint();
-      t.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - a).count());
+      t.push_back(ms_between(a, std::chrono::steady_clock::now()));
     }
     std::cout << "  repaint " << name << ": median " << median(t) << " ms\n";
   }
+}
+
+void print_summary(gui::MainWindow& win, const std::string& path, const StepTimes& t, int w, int h) {
   const auto& v = win.context().view();
-  std::cout << path << ": " << steps.size() << " steps, tree " << v.nodes.size() << " nodes, mask "
+  std::cout << path << ": " << win.context().steps().size() << " steps, tree " << v.nodes.size() << " nodes, mask "
             << (v.forward ? v.forward->mask.rows : 0) << "x" << (v.forward ? v.forward->mask.cols : 0) << ", layout "
             << layout::layout_engine_name(win.trieView()->engine()) << ", window " << w << "x" << h << "\n"
-            << "  adjacent-step changes: " << total_ms.size() << "\n"
-            << "  setStep (replay + panes): median " << median(ctx_ms) << " ms, max " << *std::max_element(ctx_ms.begin(), ctx_ms.end()) << " ms\n"
-            << "  paint (processEvents):    median " << median(paint_ms) << " ms, max " << *std::max_element(paint_ms.begin(), paint_ms.end()) << " ms\n"
-            << "  total:                    median " << median(total_ms) << " ms, max " << *std::max_element(total_ms.begin(), total_ms.end()) << " ms\n";
-  {
-    std::vector<double> t = total_ms;
-    std::sort(t.begin(), t.end());
-    const auto over = std::count_if(total_ms.begin(), total_ms.end(), [](double x) { return x >= 16.0; });
-    std::cout << "  total p90 " << t[t.size() * 9 / 10] << " ms; steps at >= 16 ms: " << over << " of " << t.size() << " (indices:";
-    for (size_t k = 0; k < total_ms.size(); ++k)
-      if (total_ms[k] >= 16.0) std::cout << " " << k + 1;
-    std::cout << ")\n";
-  }
+            << "  adjacent-step changes: " << t.total_ms.size() << "\n"
+            << "  setStep (replay + panes): median " << median(t.ctx_ms) << " ms, max " << *std::max_element(t.ctx_ms.begin(), t.ctx_ms.end()) << " ms\n"
+            << "  paint (processEvents):    median " << median(t.paint_ms) << " ms, max " << *std::max_element(t.paint_ms.begin(), t.paint_ms.end()) << " ms\n"
+            << "  total:                    median " << median(t.total_ms) << " ms, max " << *std::max_element(t.total_ms.begin(), t.total_ms.end()) << " ms\n";
+  std::vector<double> sorted = t.total_ms;
+  std::sort(sorted.begin(), sorted.end());
+  const auto over = std::count_if(t.total_ms.begin(), t.total_ms.end(), [](double x) { return x >= 16.0; });
+  std::cout << "  total p90 " << sorted[sorted.size() * 9 / 10] << " ms; steps at >= 16 ms: " << over << " of " << sorted.size() << " (indices:";
+  for (size_t k = 0; k < t.total_ms.size(); ++k)
+    if (t.total_ms[k] >= 16.0) std::cout << " " << k + 1;
+  std::cout << ")\n";
+}
+
+int step_bench(const std::string& path, int repeat, int w, int h, bool prefetch, bool backward, int pause_ms, bool per_step, bool no_follow) {
+  gui::MainWindow win;
+  open_settled(win, path, w, h, prefetch, backward, no_follow);
+  PaintCounter counter;
+  QApplication::instance()->installEventFilter(&counter);
+  counter.on = true;
+  const StepTimes t = time_steps(win, repeat, backward, pause_ms, per_step);
+  counter.on = false;
+  print_step_breakdown(t);
+  win.context().setPrefetchEnabled(false);  // the breakdown below times each part alone
+  std::cout << "  paint events during the stepping loop:";
+  for (auto& [k, n] : counter.counts) std::cout << " " << k << "=" << n << " (" << static_cast<int64_t>(counter.area[k] / 1000) << " kpx)";
+  std::cout << "\n";
+  print_first_repaints(win);
+  print_replay_times(win);
+  print_warm_repaints(win);
+  print_summary(win, path, t, w, h);
   return 0;
 }
 

@@ -86,6 +86,73 @@ QString KvView::headerText() const {
   return s;
 }
 
+// Draws one KV slot cell: its node's branch colour (pruned and rejected
+// hatched or darker), its index and token when the cell is big enough, the
+// selection and diff marks on the current grid.
+struct KvView::SlotPainter {
+  QPainter& p;
+  const StepView& v;
+  const TraceDocument& doc;
+  const std::vector<int32_t>& branch;  // [nodes]
+  const QFont& f;
+  int cell;
+  int32_t sel;
+  const std::set<int32_t>* diffSlots;
+
+  QColor nodeColor(int32_t node) const { return branch_color(static_cast<size_t>(node) < branch.size() ? branch[static_cast<size_t>(node)] : -1); }
+
+  void draw(QRect r, int32_t node, int slotIndex, bool current) const {
+    if (cell < 10) drawPlain(r, node);
+    else if (node < 0) drawFree(r);
+    else drawNode(r, node, slotIndex);
+    if (current && node >= 0 && node == sel) {
+      p.setPen(QPen(kSelection.darker(110), 3));
+      p.setBrush(Qt::NoBrush);
+      p.drawRect(r.adjusted(-1, -1, 1, 1));
+    }
+    if (current && diffSlots && diffSlots->count(slotIndex)) {
+      p.setPen(QPen(kDiffMark, 2.5, Qt::DotLine));
+      p.setBrush(Qt::NoBrush);
+      p.drawRect(r.adjusted(-2, -2, 2, 2));
+    }
+  }
+  // Small cells: plain fills (thousands of slots stay cheap to draw).
+  void drawPlain(QRect r, int32_t node) const {
+    QColor c = kFreeSlot.darker(104);
+    if (node >= 0) {
+      const TreeNode& n = v.nodes[static_cast<size_t>(node)];
+      c = nodeColor(node);
+      if (n.status == NodeStatus::pruned || n.status == NodeStatus::rejected) c = c.darker(150);
+    }
+    p.fillRect(r, c);
+  }
+  void drawFree(QRect r) const {
+    p.setPen(QPen(Qt::gray, 1, Qt::DashLine));
+    p.setBrush(kFreeSlot);
+    p.drawRect(r);
+  }
+  void drawNode(QRect r, int32_t node, int slotIndex) const {
+    const TreeNode& n = v.nodes[static_cast<size_t>(node)];
+    QColor c = nodeColor(node);
+    p.setPen(QPen(c.darker(140), 1));
+    p.setBrush(c);
+    p.drawRect(r);
+    if (n.status == NodeStatus::pruned || n.status == NodeStatus::rejected) {
+      p.setBrush(QBrush(QColor(90, 90, 90), Qt::BDiagPattern));
+      p.drawRect(r);
+    }
+    if (cell >= 22) {
+      p.setPen(Qt::black);
+      QFont sf = f;
+      sf.setPointSizeF(cell >= 30 ? 7.5 : 6.5);
+      p.setFont(sf);
+      p.drawText(r.adjusted(1, 0, -1, -r.height() / 2), Qt::AlignCenter, QString::number(slotIndex));
+      p.drawText(r.adjusted(1, r.height() / 2 - 2, -1, 0), Qt::AlignCenter, token_label(*doc.replay, n.token, 4));
+      p.setFont(f);
+    }
+  }
+};
+
 void KvView::paintEvent(QPaintEvent*) {
   QPainter p(this);
   p.fillRect(rect(), palette().base());
@@ -97,13 +164,23 @@ void KvView::paintEvent(QPaintEvent*) {
     relayout();
   }
   const StepView& v = ctx_.view();
-  const TraceDocument* doc = ctx_.shownDoc();
   QFont f = font();
   f.setPointSizeF(9);
   p.setFont(f);
+  paintLegend(p);
+  const SlotPainter slot{p, v, *ctx_.shownDoc(), branch_, f, cell_, ctx_.selectedNode(), ctx_.diffMode() ? &ctx_.marks().kv_slots : nullptr};
+  if (oldSlots_) {
+    paintBeforeGc(p, slot);
+  } else {
+    p.drawText(8, gridTop_ - 3, QString());
+  }
+  for (int s = 0; s < slots_; ++s) slot.draw(slotRect(s), v.slot_to_node[static_cast<size_t>(s)], s, true);
+  if (oldSlots_) paintGcMoves(p);
+}
+
+void KvView::paintLegend(QPainter& p) const {
   p.setPen(palette().windowText().color());
   p.drawText(QRect(8, 2, width() - 16, 18), Qt::AlignLeft | Qt::AlignVCenter, headerText());
-  // Legend.
   int lx = 8;
   auto legend = [&](const QColor& c, const QString& t, bool dashed = false) {
     p.setPen(QPen(Qt::darkGray, 1, dashed ? Qt::DashLine : Qt::SolidLine));
@@ -118,93 +195,48 @@ void KvView::paintEvent(QPaintEvent*) {
   legend(kFreeSlot, tr("free"), true);
   legend(QColor(200, 200, 200), tr("pruned (hatched)"));
   if (ctx_.diffMode()) legend(kDiffMark, tr("A \u2260 B"));
+}
 
-  const int32_t sel = ctx_.selectedNode();
-  const std::set<int32_t>* diffSlots = ctx_.diffMode() ? &ctx_.marks().kv_slots : nullptr;
-  auto drawSlot = [&](QRect r, int32_t node, int slotIndex, bool current) {
-    if (cell_ < 10) {
-      // Small cells: plain fills (thousands of slots stay cheap to draw).
-      QColor c = kFreeSlot.darker(104);
-      if (node >= 0) {
-        const TreeNode& n = v.nodes[static_cast<size_t>(node)];
-        c = branch_color(static_cast<size_t>(node) < branch_.size() ? branch_[static_cast<size_t>(node)] : -1);
-        if (n.status == NodeStatus::pruned || n.status == NodeStatus::rejected) c = c.darker(150);
-      }
-      p.fillRect(r, c);
-    } else if (node < 0) {
-      p.setPen(QPen(Qt::gray, 1, Qt::DashLine));
-      p.setBrush(kFreeSlot);
+// The grid before GC: old slot o held the node that now sits in its new
+// slot; a slot no move leaves from was collected (crossed).
+void KvView::paintBeforeGc(QPainter& p, const SlotPainter& slot) const {
+  const StepView& v = ctx_.view();
+  std::vector<int32_t> oldNode(static_cast<size_t>(oldSlots_), -2);
+  for (auto [o, n] : v.gc_moves)
+    if (o >= 0 && o < oldSlots_) oldNode[static_cast<size_t>(o)] = n >= 0 && n < slots_ ? v.slot_to_node[static_cast<size_t>(n)] : -1;
+  p.setPen(palette().windowText().color());
+  p.drawText(8, oldTop_ - 3, tr("before GC: %1 slots (crossed = collected)").arg(oldSlots_));
+  for (int o = 0; o < oldSlots_; ++o) {
+    const QRect r = oldSlotRect(o);
+    if (oldNode[static_cast<size_t>(o)] == -2) {
+      p.setPen(QPen(QColor(200, 60, 60), 1));
+      p.setBrush(QColor(250, 225, 225));
       p.drawRect(r);
+      p.drawLine(r.topLeft(), r.bottomRight());
+      p.drawLine(r.topRight(), r.bottomLeft());
     } else {
-      const TreeNode& n = v.nodes[static_cast<size_t>(node)];
-      QColor c = branch_color(static_cast<size_t>(node) < branch_.size() ? branch_[static_cast<size_t>(node)] : -1);
-      p.setPen(QPen(c.darker(140), 1));
-      p.setBrush(c);
-      p.drawRect(r);
-      if (n.status == NodeStatus::pruned || n.status == NodeStatus::rejected) {
-        p.setBrush(QBrush(QColor(90, 90, 90), Qt::BDiagPattern));
-        p.drawRect(r);
-      }
-      if (cell_ >= 22) {
-        p.setPen(Qt::black);
-        QFont sf = f;
-        sf.setPointSizeF(cell_ >= 30 ? 7.5 : 6.5);
-        p.setFont(sf);
-        p.drawText(r.adjusted(1, 0, -1, -r.height() / 2), Qt::AlignCenter, QString::number(slotIndex));
-        p.drawText(r.adjusted(1, r.height() / 2 - 2, -1, 0), Qt::AlignCenter, token_label(*doc->replay, n.token, 4));
-        p.setFont(f);
-      }
+      slot.draw(r, oldNode[static_cast<size_t>(o)], o, false);
     }
-    if (current && node >= 0 && node == sel) {
-      p.setPen(QPen(kSelection.darker(110), 3));
-      p.setBrush(Qt::NoBrush);
-      p.drawRect(r.adjusted(-1, -1, 1, 1));
-    }
-    if (current && diffSlots && diffSlots->count(slotIndex)) {
-      p.setPen(QPen(kDiffMark, 2.5, Qt::DotLine));
-      p.setBrush(Qt::NoBrush);
-      p.drawRect(r.adjusted(-2, -2, 2, 2));
-    }
-  };
-  if (oldSlots_) {
-    // Before GC: old slot o held the node that now sits in its new slot.
-    std::vector<int32_t> oldNode(static_cast<size_t>(oldSlots_), -2);
-    for (auto [o, n] : v.gc_moves)
-      if (o >= 0 && o < oldSlots_) oldNode[static_cast<size_t>(o)] = n >= 0 && n < slots_ ? v.slot_to_node[static_cast<size_t>(n)] : -1;
-    p.setPen(palette().windowText().color());
-    p.drawText(8, oldTop_ - 3, tr("before GC: %1 slots (crossed = collected)").arg(oldSlots_));
-    for (int o = 0; o < oldSlots_; ++o) {
-      const QRect r = oldSlotRect(o);
-      if (oldNode[static_cast<size_t>(o)] == -2) {
-        p.setPen(QPen(QColor(200, 60, 60), 1));
-        p.setBrush(QColor(250, 225, 225));
-        p.drawRect(r);
-        p.drawLine(r.topLeft(), r.bottomRight());
-        p.drawLine(r.topRight(), r.bottomLeft());
-      } else {
-        drawSlot(r, oldNode[static_cast<size_t>(o)], o, false);
-      }
-    }
-    p.setPen(palette().windowText().color());
-    p.drawText(8, gridTop_ - 3, tr("after GC: %1 slots; arrows = compaction moves old \u2192 new").arg(slots_));
-  } else {
-    p.drawText(8, gridTop_ - 3, QString());
   }
-  for (int s = 0; s < slots_; ++s) drawSlot(slotRect(s), v.slot_to_node[static_cast<size_t>(s)], s, true);
-  if (oldSlots_) {
-    p.setRenderHint(QPainter::Antialiasing);
-    for (auto [o, n] : v.gc_moves) {
-      if (o == n || o < 0 || n < 0 || o >= oldSlots_ || n >= slots_) continue;
-      const QPointF a = oldSlotRect(o).center() + QPointF(0, cell_ / 2.0 - 2), b = slotRect(n).center() - QPointF(0, cell_ / 2.0 - 2);
-      QPainterPath path(a);
-      path.cubicTo(a + QPointF(0, 24), b - QPointF(0, 24), b);
-      p.setPen(QPen(QColor(200, 80, 0, 200), 1.6));
-      p.setBrush(Qt::NoBrush);
-      p.drawPath(path);
-      const QPointF d = QPointF(0, -1);
-      p.setBrush(QColor(200, 80, 0));
-      p.drawPolygon(QPolygonF({b, b + QPointF(-4, 0) + d * 6, b + QPointF(4, 0) + d * 6}));
-    }
+  p.setPen(palette().windowText().color());
+  p.drawText(8, gridTop_ - 3, tr("after GC: %1 slots; arrows = compaction moves old \u2192 new").arg(slots_));
+}
+
+// The compaction moves old -> new as arrows between the two grids.
+void KvView::paintGcMoves(QPainter& p) const {
+  const StepView& v = ctx_.view();
+  p.setRenderHint(QPainter::Antialiasing);
+  for (auto [o, n] : v.gc_moves) {
+    if (o == n || o < 0 || n < 0 || o >= oldSlots_ || n >= slots_) continue;
+    const QPointF a = oldSlotRect(o).center() + QPointF(0, cell_ / 2.0 - 2), b = slotRect(n).center() - QPointF(0, cell_ / 2.0 - 2);
+    QPainterPath path(a);
+    path.cubicTo(a + QPointF(0, 24), b - QPointF(0, 24), b);
+    p.setPen(QPen(QColor(200, 80, 0, 200), 1.6));
+    p.setBrush(Qt::NoBrush);
+    p.drawPath(path);
+    const QPointF d = QPointF(0, -1);
+    p.setBrush(QColor(200, 80, 0));
+    p.drawPolygon(QPolygonF({b, b + QPointF(-4, 0) + d * 6, b + QPointF(4, 0) + d * 6}));
   }
 }
 

@@ -6,6 +6,8 @@
 
 #include "gui/trace_context.h"
 
+class QPainter;
+
 namespace triescope::gui {
 
 class KvView final : public QWidget, public ITraceViewer {
@@ -32,6 +34,10 @@ class KvView final : public QWidget, public ITraceViewer {
 
  private:
   void relayout();
+  struct SlotPainter;
+  void paintLegend(QPainter& p) const;  // header text and colour legend
+  void paintBeforeGc(QPainter& p, const SlotPainter& slot) const;
+  void paintGcMoves(QPainter& p) const;
   TraceContext& ctx_;
   std::vector<int32_t> branch_;  // [nodes]
   int cell_ = 30, perRow_ = 32, slots_ = 0, oldSlots_ = 0;

@@ -19,6 +19,13 @@ constexpr double kLabelCell = 13;  // from this zoom on, axes show token labels
 QRgb blend(QRgb a, QColor b, double t) {
   return qRgb(int(qRed(a) * (1 - t) + b.red() * t), int(qGreen(a) * (1 - t) + b.green() * t), int(qBlue(a) * (1 - t) + b.blue() * t));
 }
+// Tick spacing in cells on a 1-2-5 ladder, at least `need` pixels apart
+// for cells of `px` pixels.
+int tick_step(double px, double need) {
+  int step = 1;
+  for (int k = 0; step * px < need; ++k) step = (k % 3 == 0) ? step * 2 : (k % 3 == 1) ? step * 5 / 2 : step * 2;
+  return step;
+}
 }  // namespace
 
 MaskView::MaskView(TraceContext& ctx, QWidget* parent) : QAbstractScrollArea(parent), ctx_(ctx) {
@@ -227,30 +234,74 @@ void MaskView::paintEvent(QPaintEvent*) {
   paintTo(p, viewport()->rect(), horizontalScrollBar()->value(), verticalScrollBar()->value());
 }
 
+// One paint's geometry: the grid rect within `area`, the scroll offsets and
+// cell sizes, the mask's size and the selected row and column.
+struct MaskView::Frame {
+  QRect area, g;
+  int sx, sy, L, T, R, C, selRow, selCol;
+  double cw, ch;
+  int r0, r1, c0, c1;  // rows and columns in view
+  QFont font;          // axis labels
+  QColor text, selText;
+};
+
 void MaskView::paintTo(QPainter& p, QRect area, int sx, int sy) const {
   p.fillRect(area, palette().window());
   const StepView& v = ctx_.view();
   if (!v.forward || rows() == 0) {
-    QString msg = ctx_.loaded() ? tr("no forward pass recorded at this step") : tr("no trace loaded");
-    // Speculative draft steps: the target's pass is at the verify step.
-    if (ctx_.loaded() && ctx_.view().extra.is_object() && ctx_.view().extra.contains("draft_forwards"))
-      msg = tr("draft step: the draft model's %1 pass(es) are in the record's draft_forwards;\n"
-               "the target scores these drafts in one forest pass at the next (verify) step")
-                .arg(ctx_.view().extra["draft_forwards"].is_array() ? ctx_.view().extra["draft_forwards"].size() : 0);
-    p.drawText(area, Qt::AlignCenter, msg);
+    paintNoPass(p, area);
     return;
   }
-  const auto& f = *v.forward;
-  const TraceDocument* doc = ctx_.shownDoc();
-  const int L = leftMargin(), T = topMargin();
-  const QRect g(area.left() + L, area.top() + T, std::max(0, area.width() - L), std::max(0, area.height() - T - kBottom));
-  const int R = rows(), C = cols();
-  const int selRow = ctx_.rowOfNode(ctx_.selectedNode()), selCol = ctx_.forwardSlotOfNode(ctx_.selectedNode());
-  const double cw = cw_, chh = ch_;
+  Frame fr;
+  fr.area = area;
+  fr.sx = sx;
+  fr.sy = sy;
+  fr.L = leftMargin();
+  fr.T = topMargin();
+  fr.g = QRect(area.left() + fr.L, area.top() + fr.T, std::max(0, area.width() - fr.L), std::max(0, area.height() - fr.T - kBottom));
+  fr.R = rows();
+  fr.C = cols();
+  fr.selRow = ctx_.rowOfNode(ctx_.selectedNode());
+  fr.selCol = ctx_.forwardSlotOfNode(ctx_.selectedNode());
+  fr.cw = cw_;
+  fr.ch = ch_;
+  paintBitmap(p, fr);
+  paintMarks(p, fr);
+  // Axes. Rows: query node, token and the position id the backend recorded;
+  // columns: KV slot and the token in it; the strip below: each slot's
+  // position id (its node's depth).
+  fr.font = font();
+  fr.font.setPointSizeF(8);
+  p.setFont(fr.font);
+  fr.r0 = std::max(0, int(sy / fr.ch));
+  fr.r1 = std::min(fr.R - 1, int((sy + fr.g.height()) / fr.ch));
+  fr.c0 = std::max(0, int(sx / fr.cw));
+  fr.c1 = std::min(fr.C - 1, int((sx + fr.g.width()) / fr.cw));
+  fr.text = palette().windowText().color();
+  fr.selText = QColor(0, 90, 180);
+  paintRowLabels(p, fr);
+  paintColumnLabels(p, fr);
+  paintPositionStrip(p, fr);
+  paintLegend(p, fr);
+}
 
-  // The bitmap is sampled per screen pixel, so its cost is the viewport's
-  // size whatever the mask's (a 4096 x 4096 mask steps as fast as 8 x 8).
-  const QSize isz(std::max(1, g.width()), std::max(1, g.height()));
+void MaskView::paintNoPass(QPainter& p, QRect area) const {
+  QString msg = ctx_.loaded() ? tr("no forward pass recorded at this step") : tr("no trace loaded");
+  // Speculative draft steps: the target's pass is at the verify step.
+  if (ctx_.loaded() && ctx_.view().extra.is_object() && ctx_.view().extra.contains("draft_forwards"))
+    msg = tr("draft step: the draft model's %1 pass(es) are in the record's draft_forwards;\n"
+             "the target scores these drafts in one forest pass at the next (verify) step")
+              .arg(ctx_.view().extra["draft_forwards"].is_array() ? ctx_.view().extra["draft_forwards"].size() : 0);
+  p.drawText(area, Qt::AlignCenter, msg);
+}
+
+// The mask bitmap, sampled per screen pixel, so its cost is the viewport's
+// size whatever the mask's (a 4096 x 4096 mask steps as fast as 8 x 8).
+void MaskView::paintBitmap(QPainter& p, const Frame& fr) const {
+  const auto& f = *ctx_.view().forward;
+  const double cw = fr.cw, chh = fr.ch;
+  const int sx = fr.sx, sy = fr.sy;
+  const QSize isz(std::max(1, fr.g.width()), std::max(1, fr.g.height()));
   // Every pixel is written below, so the kept image needs no clearing.
   if (bitmap_.size() != isz || bitmap_.format() != QImage::Format_RGB32) bitmap_ = QImage(isz, QImage::Format_RGB32);
   QImage& img = bitmap_;
@@ -268,16 +319,16 @@ void MaskView::paintTo(QPainter& p, QRect area, int sx, int sy) const {
   for (int y = 0; y < img.height(); ++y) {
     QRgb* line = reinterpret_cast<QRgb*>(img.scanLine(y));
     const int r = int((y + sy) / chh);
-    if (r >= R) {
+    if (r >= fr.R) {
       std::fill(line, line + img.width(), bg);
       continue;
     }
     const bool rowEdge = chh >= 5 && (y == 0 || int((y + sy - 1) / chh) != r);
     const uint64_t* bits = f.mask.row(r);
-    const bool rowSel = r == selRow, rowHover = r == hoverRow_;
+    const bool rowSel = r == fr.selRow, rowHover = r == hoverRow_;
     for (int x = 0; x < img.width(); ++x) {
       const int col = colOf[static_cast<size_t>(x)];
-      if (col >= C) {
+      if (col >= fr.C) {
         line[x] = bg;
         continue;
       }
@@ -285,28 +336,34 @@ void MaskView::paintTo(QPainter& p, QRect area, int sx, int sy) const {
       QRgb px = set ? on : off;
       // Selection tints only masked cells, so the selected row still reads
       // as its set of ancestors; the frame drawn below marks the band.
-      if (!set && (rowSel || col == selCol)) px = blend(px, kSelection, 0.35);
+      if (!set && (rowSel || col == fr.selCol)) px = blend(px, kSelection, 0.35);
       else if (!set && (rowHover || col == hoverCol_)) px = blend(px, kSelection, 0.15);
       if (rowEdge || colEdge[static_cast<size_t>(x)]) px = blend(px, gridc, 0.6);
       line[x] = px;
     }
   }
-  p.drawImage(g.topLeft(), img);
+  p.drawImage(fr.g.topLeft(), img);
+}
+
+// The selected row and column framed; diff marks: outline and cross (zoomed
+// in) or a solid cell (zoomed out).
+void MaskView::paintMarks(QPainter& p, const Frame& fr) const {
+  const QRect& g = fr.g;
+  const double cw = fr.cw, chh = fr.ch;
   p.save();
   p.setClipRect(g);
   p.setPen(QPen(kSelection, 2));
   p.setBrush(Qt::NoBrush);
-  if (selRow >= 0) p.drawRect(QRectF(g.left() - sx - 1, g.top() + selRow * chh - sy, C * cw + 2, chh));
-  if (selCol >= 0 && selCol < C) p.drawRect(QRectF(g.left() + selCol * cw - sx, g.top() - sy - 1, cw, R * chh + 2));
-  // Diff marks: outline and cross (zoomed in) or a solid cell (zoomed out).
+  if (fr.selRow >= 0) p.drawRect(QRectF(g.left() - fr.sx - 1, g.top() + fr.selRow * chh - fr.sy, fr.C * cw + 2, chh));
+  if (fr.selCol >= 0 && fr.selCol < fr.C) p.drawRect(QRectF(g.left() + fr.selCol * cw - fr.sx, g.top() - fr.sy - 1, cw, fr.R * chh + 2));
   if (ctx_.diffMode()) {
     for (auto [r, col] : ctx_.marks().mask_cells) {
-      const double y = g.top() + r * chh - sy;
+      const double y = g.top() + r * chh - fr.sy;
       if (col < 0) {
         p.fillRect(QRectF(g.left(), y, g.width(), std::max(chh, 2.0)), QColor(220, 0, 140, 90));
         continue;
       }
-      const QRectF cell(g.left() + col * cw - sx, y, std::max(cw, 3.0), std::max(chh, 3.0));
+      const QRectF cell(g.left() + col * cw - fr.sx, y, std::max(cw, 3.0), std::max(chh, 3.0));
       if (cw >= 6 && chh >= 6) {
         p.setPen(QPen(kDiffMark, 2.5));
         p.drawRect(cell.adjusted(1, 1, -1, -1));
@@ -317,30 +374,21 @@ void MaskView::paintTo(QPainter& p, QRect area, int sx, int sy) const {
     }
   }
   p.restore();
+}
 
-  // Axes. Rows: query node, token and the position id the backend recorded;
-  // columns: KV slot and the token in it; the strip below: each slot's
-  // position id (its node's depth).
-  QFont fnt = font();
-  fnt.setPointSizeF(8);
-  p.setFont(fnt);
-  const QFontMetrics fm(fnt);
-  const int r0 = std::max(0, int(sy / chh)), r1 = std::min(R - 1, int((sy + g.height()) / chh));
-  const int c0 = std::max(0, int(sx / cw)), c1 = std::min(C - 1, int((sx + g.width()) / cw));
-  const bool rowLabels = chh >= kLabelCell, colLabels = cw >= kLabelCell;
-  // Tick spacing on a 1-2-5 ladder, wide enough for the numbers.
-  auto ladder = [](double px, double need) {
-    int step = 1;
-    for (int k = 0; step * px < need; ++k) step = (k % 3 == 0) ? step * 2 : (k % 3 == 1) ? step * 5 / 2 : step * 2;
-    return step;
-  };
-  const int rowEvery = rowLabels ? 1 : ladder(chh, 14), colEvery = colLabels ? 1 : ladder(cw, fm.horizontalAdvance(QString::number(C)) + 8);
-  const QColor text = palette().windowText().color(), selText(0, 90, 180);
+// Rows: "#node token p<pos>" when zoomed in, else row numbers on a 1-2-5 ladder.
+void MaskView::paintRowLabels(QPainter& p, const Frame& fr) const {
+  const StepView& v = ctx_.view();
+  const auto& f = *v.forward;
+  const TraceDocument* doc = ctx_.shownDoc();
+  const double chh = fr.ch;
+  const bool rowLabels = chh >= kLabelCell;
+  const int rowEvery = rowLabels ? 1 : tick_step(chh, 14);
   p.save();
-  p.setClipRect(QRect(area.left(), g.top(), L, g.height()));
-  for (int r = r0; r <= r1; ++r) {
-    if (r % rowEvery && r != selRow) continue;
-    const double y = g.top() + r * chh - sy;
+  p.setClipRect(QRect(fr.area.left(), fr.g.top(), fr.L, fr.g.height()));
+  for (int r = fr.r0; r <= fr.r1; ++r) {
+    if (r % rowEvery && r != fr.selRow) continue;
+    const double y = fr.g.top() + r * chh - fr.sy;
     QString t;
     if (rowLabels) {
       const int32_t q = f.queries.size() > static_cast<size_t>(r) ? f.queries[static_cast<size_t>(r)] : -1;
@@ -350,16 +398,27 @@ void MaskView::paintTo(QPainter& p, QRect area, int sx, int sy) const {
       t = QString::number(r);
     }
     const bool diffPos = ctx_.diffMode() && ctx_.marks().positions.count(r);
-    p.setPen(r == selRow ? selText : diffPos ? kDiffMark : text);
-    p.drawText(QRectF(area.left() + 2, y + chh / 2 - 8, L - 6, 16), Qt::AlignRight | Qt::AlignVCenter, t);
+    p.setPen(r == fr.selRow ? fr.selText : diffPos ? kDiffMark : fr.text);
+    p.drawText(QRectF(fr.area.left() + 2, y + chh / 2 - 8, fr.L - 6, 16), Qt::AlignRight | Qt::AlignVCenter, t);
   }
   p.restore();
+}
+
+// Columns: "slot token" rotated when zoomed in, else slot numbers with ticks.
+void MaskView::paintColumnLabels(QPainter& p, const Frame& fr) const {
+  const StepView& v = ctx_.view();
+  const TraceDocument* doc = ctx_.shownDoc();
+  const QFontMetrics fm(fr.font);
+  const QRect& g = fr.g;
+  const double cw = fr.cw;
+  const bool colLabels = cw >= kLabelCell;
+  const int colEvery = colLabels ? 1 : tick_step(cw, fm.horizontalAdvance(QString::number(fr.C)) + 8);
   p.save();
-  p.setClipRect(QRect(g.left(), area.top(), g.width(), T));
-  for (int col = c0; col <= c1; ++col) {
-    if (col % colEvery && col != selCol) continue;
-    const double x = g.left() + col * cw - sx;
-    p.setPen(col == selCol ? selText : text);
+  p.setClipRect(QRect(g.left(), fr.area.top(), g.width(), fr.T));
+  for (int col = fr.c0; col <= fr.c1; ++col) {
+    if (col % colEvery && col != fr.selCol) continue;
+    const double x = g.left() + col * cw - fr.sx;
+    p.setPen(col == fr.selCol ? fr.selText : fr.text);
     if (colLabels) {
       const int32_t k = ctx_.nodeInForwardSlot(col);
       const QString t = QStringLiteral("%1 %2").arg(col).arg(k >= 0 ? token_label(*doc->replay, v.nodes[static_cast<size_t>(k)].token, 10) : QStringLiteral("free"));
@@ -374,18 +433,24 @@ void MaskView::paintTo(QPainter& p, QRect area, int sx, int sy) const {
     }
   }
   p.restore();
-  // Position-id strip.
+}
+
+// The strip under the grid: each slot's position id (its node's depth).
+void MaskView::paintPositionStrip(QPainter& p, const Frame& fr) const {
+  const StepView& v = ctx_.view();
+  const QRect& g = fr.g;
+  const double cw = fr.cw;
   const QRect strip(g.left(), g.bottom() + 4, g.width(), kBottom - 8);
-  p.setPen(text);
-  p.drawText(QRect(area.left(), strip.top(), L - 6, strip.height()), Qt::AlignRight | Qt::AlignVCenter, tr("key pos"));
+  p.setPen(fr.text);
+  p.drawText(QRect(fr.area.left(), strip.top(), fr.L - 6, strip.height()), Qt::AlignRight | Qt::AlignVCenter, tr("key pos"));
   p.save();
   p.setClipRect(strip);
   const bool stripText = cw >= 16;
   int maxDepth = 1;
   for (const auto& nd : v.nodes) maxDepth = std::max(maxDepth, nd.depth);
-  for (int col = c0; col <= c1; ++col) {
+  for (int col = fr.c0; col <= fr.c1; ++col) {
     const int32_t k = ctx_.nodeInForwardSlot(col);
-    const QRectF cell(g.left() + col * cw - sx, strip.top(), std::max(cw, 1.0), strip.height());
+    const QRectF cell(g.left() + col * cw - fr.sx, strip.top(), std::max(cw, 1.0), strip.height());
     if (k < 0) {
       p.fillRect(cell, Qt::white);
       continue;
@@ -393,7 +458,7 @@ void MaskView::paintTo(QPainter& p, QRect area, int sx, int sy) const {
     const int depth = v.nodes[static_cast<size_t>(k)].depth;
     // Shade by depth so the staircase of positions reads even zoomed out.
     const int shade = 245 - std::min(90, depth * 90 / maxDepth);
-    p.fillRect(cell, col == selCol ? kSelection : QColor(shade, shade, 255));
+    p.fillRect(cell, col == fr.selCol ? kSelection : QColor(shade, shade, 255));
     if (cw >= 4) {
       p.setPen(Qt::white);
       p.drawLine(cell.topRight(), cell.bottomRight());
@@ -404,18 +469,22 @@ void MaskView::paintTo(QPainter& p, QRect area, int sx, int sy) const {
     }
   }
   p.restore();
-  // Legend and size.
-  p.setPen(text);
+}
+
+// Legend and size, as far as the margins have room.
+void MaskView::paintLegend(QPainter& p, const Frame& fr) const {
+  const QRect& area = fr.area;
+  p.setPen(fr.text);
   const int ly = area.top() + 2;
   p.fillRect(QRect(area.left() + 4, ly + 2, 10, 10), kMaskAllowed);
   p.drawText(QPoint(area.left() + 18, ly + 11), tr("attends"));
-  if (T >= 30) {
+  if (fr.T >= 30) {
     p.fillRect(QRect(area.left() + 4, ly + 16, 10, 10), kMaskForbidden);
     p.drawRect(QRect(area.left() + 4, ly + 16, 10, 10));
     p.drawText(QPoint(area.left() + 18, ly + 25), tr("masked"));
   }
-  if (T >= 60 && L >= 100) {
-    p.drawText(QPoint(area.left() + 4, ly + 40), tr("%1 queries \u00d7 %2 slots").arg(R).arg(C));
+  if (fr.T >= 60 && fr.L >= 100) {
+    p.drawText(QPoint(area.left() + 4, ly + 40), tr("%1 queries \u00d7 %2 slots").arg(fr.R).arg(fr.C));
     p.drawText(QPoint(area.left() + 4, ly + 54), tr("row: #node token p<pos>"));
   }
   if (ctx_.diffMode()) {

@@ -48,6 +48,14 @@ class MaskView final : public QAbstractScrollArea, public ITraceViewer {
  private:
   void updateScrollBars();
   void paintTo(QPainter& p, QRect area, int scrollX, int scrollY) const;
+  struct Frame;
+  void paintNoPass(QPainter& p, QRect area) const;
+  void paintBitmap(QPainter& p, const Frame& fr) const;
+  void paintMarks(QPainter& p, const Frame& fr) const;  // selection frames, diff marks
+  void paintRowLabels(QPainter& p, const Frame& fr) const;
+  void paintColumnLabels(QPainter& p, const Frame& fr) const;
+  void paintPositionStrip(QPainter& p, const Frame& fr) const;
+  void paintLegend(QPainter& p, const Frame& fr) const;
   int rows() const;
   int cols() const;
   int leftMargin() const;

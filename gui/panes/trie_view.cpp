@@ -386,147 +386,192 @@ int32_t TrieView::nodeAtScenePos(QPointF p) const { return item_->nodeAt(p); }
 
 void TrieView::clicked(int32_t node) { ctx_.selectNode(node); }
 
-void TrieView::rebuild() {
-  if (!ctx_.loaded()) return;
-  const StepView& v = ctx_.view();
-  const TraceDocument* doc = ctx_.shownDoc();
+namespace {
+
+// [nodes] 1 for the nodes this step added.
+std::vector<char> added_mask(const StepView& v) {
   const size_t n = v.nodes.size();
   std::vector<char> addedNow(n, 0);
   for (int32_t a : v.added)
     if (a >= 0 && static_cast<size_t>(a) < n) addedNow[static_cast<size_t>(a)] = 1;
+  return addedNow;
+}
+
+// Collapse each root chain (the prompt): nodes with exactly one child, from
+// a root down, up to fold_limit - 1 (0: none), fold into the node below. hidden[nodes]:
+// folded away; folded[nodes]: how many nodes fold into this one.
+void prompt_folds(const StepView& v, int32_t fold_limit, std::vector<char>& hidden, std::vector<int32_t>& folded) {
+  const size_t n = v.nodes.size();
+  hidden.assign(n, 0);
+  folded.assign(n, 0);
+  std::vector<int32_t> nchild(n, 0), first_child(n, -1);
+  for (const auto& nd : v.nodes)
+    if (nd.id >= 0 && nd.parent >= 0 && static_cast<size_t>(nd.parent) < n) ++nchild[static_cast<size_t>(nd.parent)];
+  for (size_t i = 0; i < n; ++i) {
+    const int32_t p = v.nodes[i].parent;
+    if (v.nodes[i].id >= 0 && p >= 0 && static_cast<size_t>(p) < n && first_child[static_cast<size_t>(p)] < 0)
+      first_child[static_cast<size_t>(p)] = static_cast<int32_t>(i);
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (v.nodes[i].id < 0 || v.nodes[i].parent >= 0) continue;
+    std::vector<int32_t> chain;
+    int32_t cur = static_cast<int32_t>(i);
+    while (nchild[static_cast<size_t>(cur)] == 1 && static_cast<int32_t>(chain.size()) + 1 < fold_limit) {
+      chain.push_back(cur);
+      cur = first_child[static_cast<size_t>(cur)];
+    }
+    if (chain.size() < 2) continue;
+    for (int32_t c : chain) hidden[static_cast<size_t>(c)] = 1;
+    folded[static_cast<size_t>(cur)] = static_cast<int32_t>(chain.size());
+  }
+}
+
+// The layout's boxes (centred on the layout's points) and edges in scene
+// coordinates.
+void layout_to_scene(TrieView::CachedLayout& L, const std::vector<layout::LayoutNode>& in, const layout::LayoutResult& r) {
+  L.boxes.reserve(in.size());
+  L.edges.reserve(r.edges.size());
+  L.edgeBounds.reserve(r.edges.size());
+  L.engine = r.engine;
+  for (size_t i = 0; i < in.size(); ++i)
+    L.boxes.emplace_back(r.centers[i].x - in[i].width / 2, r.centers[i].y - in[i].height / 2, in[i].width, in[i].height);
+  for (const auto& e : r.edges) {
+    if (e.spline.size() < 4) continue;
+    auto P = [&](size_t k) { return QPointF(e.spline[k].x, e.spline[k].y); };
+    if (e.spline.size() == 4) {
+      L.edges.push_back({P(0), P(1), P(2), P(3)});
+      // Widened: a straight vertical edge has a zero-width box, which never "intersects".
+      L.edgeBounds.push_back(QPolygonF({P(0), P(1), P(2), P(3)}).boundingRect().adjusted(-2, -2, 2, 2));
+      continue;
+    }
+    L.edgePaths.moveTo(P(0));
+    for (size_t k = 1; k + 2 < e.spline.size(); k += 3) L.edgePaths.cubicTo(P(k), P(k + 1), P(k + 2));
+  }
+  L.bounds = QRectF(0, 0, std::max(r.width, 1.0), std::max(r.height, 1.0));
+}
+
+}  // namespace
+
+void TrieView::rebuild() {
+  if (!ctx_.loaded()) return;
+  const StepView& v = ctx_.view();
+  std::vector<char> addedNow = added_mask(v);
   size_t collected = 0;
-  for (size_t i = 0; i < n; ++i) collected += v.nodes[i].slot < 0 && !addedNow[i];
-  const auto key = std::make_tuple(n, int(ctx_.shownSide()), collapse_, hideCollected_, hideCollected_ ? collected : 0);
+  for (size_t i = 0; i < v.nodes.size(); ++i) collected += v.nodes[i].slot < 0 && !addedNow[i];
+  const auto key = std::make_tuple(v.nodes.size(), int(ctx_.shownSide()), collapse_, hideCollected_, hideCollected_ ? collected : 0);
   std::shared_ptr<const CachedLayout> lay;
   if (auto it = layouts_.find(key); it != layouts_.end()) lay = it->second;
-  if (!lay) {
-    std::shared_ptr<CachedLayout> L;
-    if (!layoutPool_.empty()) {
-      L = std::move(layoutPool_.back());
-      layoutPool_.pop_back();
-    } else {
-      L = std::make_shared<CachedLayout>();
-    }
-    std::vector<int32_t> nchild(n, 0);
-    for (const auto& nd : v.nodes)
-      if (nd.id >= 0 && nd.parent >= 0 && static_cast<size_t>(nd.parent) < n) ++nchild[static_cast<size_t>(nd.parent)];
-    // Collapse each root chain (the prompt): nodes with exactly one child,
-    // from a root down, up to prompt length - 1, fold into the node below.
-    std::vector<int32_t> first_child(n, -1), folded(n, 0);
-    std::vector<char> hidden(n, 0);
-    for (size_t i = 0; i < n; ++i) {
-      const int32_t p = v.nodes[i].parent;
-      if (v.nodes[i].id >= 0 && p >= 0 && static_cast<size_t>(p) < n && first_child[static_cast<size_t>(p)] < 0)
-        first_child[static_cast<size_t>(p)] = static_cast<int32_t>(i);
-    }
-    const int32_t fold_limit = std::max(doc->prompt_len, 3);
-    // Node logprobs are scores unless the registry says the algorithm draws
-    // tokens unscored; an algorithm this build does not know is taken as scored.
-    const AlgorithmSpec* spec = algorithm_find(doc->algorithm());
-    const bool scoreless = spec && !spec->scored;
-    if (collapse_)
-      for (size_t i = 0; i < n; ++i) {
-        if (v.nodes[i].id < 0 || v.nodes[i].parent >= 0) continue;
-        std::vector<int32_t> chain;
-        int32_t cur = static_cast<int32_t>(i);
-        while (nchild[static_cast<size_t>(cur)] == 1 && static_cast<int32_t>(chain.size()) + 1 < fold_limit) {
-          chain.push_back(cur);
-          cur = first_child[static_cast<size_t>(cur)];
-        }
-        if (chain.size() < 2) continue;
-        for (int32_t c : chain) hidden[static_cast<size_t>(c)] = 1;
-        folded[static_cast<size_t>(cur)] = static_cast<int32_t>(chain.size());
-      }
-    QFont f;
-    f.setPointSizeF(9);
-    QFont fb = f;
-    fb.setBold(true);
-    const QFontMetricsF fm(f), fmb(fb);
-    std::vector<layout::LayoutNode> in;
-    in.reserve(n);
-    L->index_of.assign(n, -1);
-    // Sized once: growing these per push showed up in the cold step's profile.
-    L->ids.reserve(n);
-    L->line1.reserve(n);
-    L->line2.reserve(n);
-    for (size_t i = 0; i < n; ++i) {
-      const auto& nd = v.nodes[i];
-      if (nd.id < 0 || hidden[i]) continue;
-      // Collected nodes have no live descendants (GC keeps the ancestors of
-      // live nodes), so hiding them removes whole dead subtrees.
-      if (hideCollected_ && nd.slot < 0 && !addedNow[i]) continue;
-      int32_t parent = nd.parent;
-      if (labels_.size() < n) {
-        // Room to grow: a trace adds nodes every step, and a reallocation of
-        // this vector at the first steps cost ~60 page faults each.
-        if (labels_.capacity() < n) labels_.reserve(n + n / 4 + 64);
-        labels_.resize(n);
-      }
-      NodeLabel& lab = labels_[i];
-      if (lab.width < 0) {
-        lab.line1 = token_label(*doc->replay, nd.token);
-        // Greedy decoders record no scores (all 0): the node id says more.
-        lab.line2 = scoreless ? QStringLiteral("#%1").arg(nd.id) : QString::number(nd.logprob, 'f', 2);
-        lab.width = std::clamp(std::max(fmb.horizontalAdvance(lab.line1), fm.horizontalAdvance(lab.line2)) + 14.0, 36.0, 150.0);
-      }
-      QString l1 = lab.line1, l2 = lab.line2;
-      double w = lab.width;
-      if (folded[i] > 0) {
-        parent = -1;
-        l1 = QChar(0x2026) + l1;
-        l2 = tr("↑ %1 more tokens").arg(folded[i]);
-        w = std::clamp(std::max(fmb.horizontalAdvance(l1), fm.horizontalAdvance(l2)) + 14.0, 36.0, 150.0);
-      }
-      // A parent that is not drawn (hidden, or missing from a malformed
-      // trace) makes this node a root rather than failing the layout.
-      if (parent >= 0 && (static_cast<size_t>(parent) >= n || L->index_of[static_cast<size_t>(parent)] < 0)) parent = -1;
-      L->index_of[i] = static_cast<int32_t>(in.size());
-      L->ids.push_back(nd.id);
-      L->line1.push_back(l1);
-      L->line2.push_back(l2);
-      in.push_back({nd.id, parent, w, fm.height() * 2 + 8});
-    }
-    layout::LayoutOptions opt;
-    opt.max_dot_nodes = max_dot_;
-    const layout::LayoutResult r = layout::tree_layout(in, opt);
-    L->boxes.reserve(in.size());
-    L->edges.reserve(r.edges.size());
-    L->edgeBounds.reserve(r.edges.size());
-    L->engine = r.engine;
-    for (size_t i = 0; i < in.size(); ++i)
-      L->boxes.emplace_back(r.centers[i].x - in[i].width / 2, r.centers[i].y - in[i].height / 2, in[i].width, in[i].height);
-    for (const auto& e : r.edges) {
-      if (e.spline.size() < 4) continue;
-      auto P = [&](size_t k) { return QPointF(e.spline[k].x, e.spline[k].y); };
-      if (e.spline.size() == 4) {
-        L->edges.push_back({P(0), P(1), P(2), P(3)});
-        // Widened: a straight vertical edge has a zero-width box, which never "intersects".
-        L->edgeBounds.push_back(QPolygonF({P(0), P(1), P(2), P(3)}).boundingRect().adjusted(-2, -2, 2, 2));
-        continue;
-      }
-      L->edgePaths.moveTo(P(0));
-      for (size_t k = 1; k + 2 < e.spline.size(); k += 3) L->edgePaths.cubicTo(P(k), P(k + 1), P(k + 2));
-    }
-    L->bounds = QRectF(0, 0, std::max(r.width, 1.0), std::max(r.height, 1.0));
-    lay = L;
-    while (layouts_.size() >= kMaxLayouts && !layoutOrder_.empty()) {
-      auto it = layouts_.find(layoutOrder_.front());
-      layoutOrder_.pop_front();
-      if (it == layouts_.end()) continue;
-      std::shared_ptr<const CachedLayout> old = std::move(it->second);
-      layouts_.erase(it);
-      recycle(std::move(old));
-    }
-    layouts_[key] = lay;
-    layoutOrder_.push_back(key);
-    if (warmPending_) {
-      warmPending_ = false;
-      warmLayoutPool(*L);
-    }
+  if (!lay) lay = computeLayout(key, addedNow);
+  showLayout(std::move(lay), std::move(addedNow));
+}
+
+std::shared_ptr<const TrieView::CachedLayout> TrieView::computeLayout(const LayoutKey& key, const std::vector<char>& addedNow) {
+  std::shared_ptr<CachedLayout> L;
+  if (!layoutPool_.empty()) {
+    L = std::move(layoutPool_.back());
+    layoutPool_.pop_back();
+  } else {
+    L = std::make_shared<CachedLayout>();
   }
+  std::vector<char> hidden;
+  std::vector<int32_t> folded;
+  prompt_folds(ctx_.view(), collapse_ ? std::max(ctx_.shownDoc()->prompt_len, 3) : 0, hidden, folded);
+  const std::vector<layout::LayoutNode> in = layoutNodes(*L, hidden, folded, addedNow);
+  layout::LayoutOptions opt;
+  opt.max_dot_nodes = max_dot_;
+  layout_to_scene(*L, in, layout::tree_layout(in, opt));
+  storeLayout(key, L);
+  return L;
+}
+
+// The shown nodes in layout order with their labels and box sizes; fills
+// L's ids, index_of and label lines.
+std::vector<layout::LayoutNode> TrieView::layoutNodes(CachedLayout& L, const std::vector<char>& hidden, const std::vector<int32_t>& folded,
+                                                      const std::vector<char>& addedNow) {
+  const StepView& v = ctx_.view();
+  const TraceDocument* doc = ctx_.shownDoc();
+  const size_t n = v.nodes.size();
+  // Node logprobs are scores unless the registry says the algorithm draws
+  // tokens unscored; an algorithm this build does not know is taken as scored.
+  const AlgorithmSpec* spec = algorithm_find(doc->algorithm());
+  const bool scoreless = spec && !spec->scored;
+  QFont f;
+  f.setPointSizeF(9);
+  QFont fb = f;
+  fb.setBold(true);
+  const QFontMetricsF fm(f), fmb(fb);
+  std::vector<layout::LayoutNode> in;
+  in.reserve(n);
+  L.index_of.assign(n, -1);
+  // Sized once: growing these per push showed up in the cold step's profile.
+  L.ids.reserve(n);
+  L.line1.reserve(n);
+  L.line2.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    const auto& nd = v.nodes[i];
+    if (nd.id < 0 || hidden[i]) continue;
+    // Collected nodes have no live descendants (GC keeps the ancestors of
+    // live nodes), so hiding them removes whole dead subtrees.
+    if (hideCollected_ && nd.slot < 0 && !addedNow[i]) continue;
+    int32_t parent = nd.parent;
+    if (labels_.size() < n) {
+      // Room to grow: a trace adds nodes every step, and a reallocation of
+      // this vector at the first steps cost ~60 page faults each.
+      if (labels_.capacity() < n) labels_.reserve(n + n / 4 + 64);
+      labels_.resize(n);
+    }
+    NodeLabel& lab = labels_[i];
+    if (lab.width < 0) {
+      lab.line1 = token_label(*doc->replay, nd.token);
+      // Greedy decoders record no scores (all 0): the node id says more.
+      lab.line2 = scoreless ? QStringLiteral("#%1").arg(nd.id) : QString::number(nd.logprob, 'f', 2);
+      lab.width = std::clamp(std::max(fmb.horizontalAdvance(lab.line1), fm.horizontalAdvance(lab.line2)) + 14.0, 36.0, 150.0);
+    }
+    QString l1 = lab.line1, l2 = lab.line2;
+    double w = lab.width;
+    if (folded[i] > 0) {
+      parent = -1;
+      l1 = QChar(0x2026) + l1;
+      l2 = tr("↑ %1 more tokens").arg(folded[i]);
+      w = std::clamp(std::max(fmb.horizontalAdvance(l1), fm.horizontalAdvance(l2)) + 14.0, 36.0, 150.0);
+    }
+    // A parent that is not drawn (hidden, or missing from a malformed
+    // trace) makes this node a root rather than failing the layout.
+    if (parent >= 0 && (static_cast<size_t>(parent) >= n || L.index_of[static_cast<size_t>(parent)] < 0)) parent = -1;
+    L.index_of[i] = static_cast<int32_t>(in.size());
+    L.ids.push_back(nd.id);
+    L.line1.push_back(l1);
+    L.line2.push_back(l2);
+    in.push_back({nd.id, parent, w, fm.height() * 2 + 8});
+  }
+  return in;
+}
+
+// Caches a new layout, evicting the oldest beyond kMaxLayouts into the pool.
+void TrieView::storeLayout(const LayoutKey& key, const std::shared_ptr<CachedLayout>& L) {
+  while (layouts_.size() >= kMaxLayouts && !layoutOrder_.empty()) {
+    auto it = layouts_.find(layoutOrder_.front());
+    layoutOrder_.pop_front();
+    if (it == layouts_.end()) continue;
+    std::shared_ptr<const CachedLayout> old = std::move(it->second);
+    layouts_.erase(it);
+    recycle(std::move(old));
+  }
+  layouts_[key] = L;
+  layoutOrder_.push_back(key);
+  if (warmPending_) {
+    warmPending_ = false;
+    warmLayoutPool(*L);
+  }
+}
+
+// Puts a layout on screen with this step's marks, selection and status line.
+void TrieView::showLayout(std::shared_ptr<const CachedLayout> lay, std::vector<char> addedNow) {
+  const StepView& v = ctx_.view();
+  const TraceDocument* doc = ctx_.shownDoc();
   item_->geometryWillChange();
   item_->lay = lay;
-  item_->view = &ctx_.view();
+  item_->view = &v;
   item_->marks = ctx_.diffMode() ? &ctx_.marks() : nullptr;
   item_->added = std::move(addedNow);
   {
@@ -537,7 +582,7 @@ void TrieView::rebuild() {
   engine_ = lay->engine;
   scene_->setSceneRect(item_->boundingRect());
   item_->update();
-  info_->setText(tr("%1 nodes (%2 shown), layout: %3").arg(n).arg(lay->ids.size()).arg(layout::layout_engine_name(lay->engine)));
+  info_->setText(tr("%1 nodes (%2 shown), layout: %3").arg(v.nodes.size()).arg(lay->ids.size()).arg(layout::layout_engine_name(lay->engine)));
   if (fitPending_) {
     fit();
     // A big tree fitted whole is unreadable: start at a scale with labels.

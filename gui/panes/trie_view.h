@@ -89,6 +89,11 @@ class TrieView final : public QWidget, public ITraceViewer {
   std::deque<LayoutKey> layoutOrder_;
   std::vector<std::shared_ptr<CachedLayout>> layoutPool_;
   bool warmPending_ = false;
+  std::shared_ptr<const CachedLayout> computeLayout(const LayoutKey& key, const std::vector<char>& addedNow);
+  std::vector<layout::LayoutNode> layoutNodes(CachedLayout& L, const std::vector<char>& hidden, const std::vector<int32_t>& folded,
+                                              const std::vector<char>& addedNow);
+  void storeLayout(const LayoutKey& key, const std::shared_ptr<CachedLayout>& L);
+  void showLayout(std::shared_ptr<const CachedLayout> lay, std::vector<char> addedNow);
   void dropLayouts();
   void recycle(std::shared_ptr<const CachedLayout> l);
   void warmLayoutPool(const CachedLayout& like);

@@ -58,6 +58,51 @@ struct TorchTransformer::Impl {
     return x * cos + rot * sin;
   }
   void forward(const StepInput& in, Logits& out);
+
+  // A dense block: a run of consecutive queries scored against the slot
+  // span [lo, lo + span) covering their rows.
+  struct Block {
+    int64_t q0, n, lo, span;
+    std::vector<float> add;  // [n x span] additive mask: 0 allowed, -inf not
+  };
+  // One step's attention, planned on the host from its mask rows.
+  struct Plan {
+    int64_t q = 0;                            // queries
+    std::vector<std::vector<int64_t>> rows;   // [q] allowed slots per query, ascending
+    int64_t longest = 0;                      // the longest row
+    int64_t P = 0;                            // shared_prefix_slots
+    bool tk = false, hybrid = false, gather = false;
+    int64_t L2 = 0;                           // hybrid: the most slots >= P any query reads
+    std::vector<float> hadd;                  // [q x L2] additive mask over each query's own gathered slots
+    std::vector<int64_t> hidx;                // [q x L2] slot read at each column (padding repeats slot P - 1, masked)
+    std::vector<Block> blocks;                // dense and "auto" blocks
+    std::vector<float> gadd;                  // [q x longest] gather path: additive mask over each query's gathered slots
+    std::vector<int64_t> gather_idx;          // [q x longest] slot read at each column (padding reads the row's first slot, masked)
+  };
+  // The step's inputs on the device, shared by every layer.
+  struct Inputs {
+    at::Tensor tok, slots, mask, gidx, hmask, hgidx, cos, sin;
+    std::vector<at::Tensor> block_mask;  // [blocks]
+    // Tree kernel: each query's allowed slots as one CSR list.
+    std::vector<int32_t> csr_ptr, csr_ids;
+    at::Tensor tk_ptr, tk_ids, tk_work, tk_status, tk_cascade;
+    TreeAttentionCascadeTable cascade;
+    TreeAttentionArgs targs;
+    const TreeAttentionKernel* kernel = nullptr;  // null: the CPU twin
+  };
+  void mark_written(const StepInput& in, int64_t S);
+  void read_rows(const StepInput& in, Plan& p) const;
+  Plan plan_step(const StepInput& in);
+  void plan_hybrid(Plan& p) const;
+  void plan_blocks(Plan& p) const;
+  void plan_gather(Plan& p) const;
+  Inputs upload(const StepInput& in, const Plan& p) const;
+  void setup_tree_kernel(const Plan& p, Inputs& t) const;
+  at::Tensor layer_forward(size_t l, const at::Tensor& x, const Plan& p, const Inputs& t);
+  at::Tensor attend_tree_kernel(size_t l, const at::Tensor& qh, const Plan& p, const Inputs& t) const;
+  at::Tensor attend_hybrid(const at::Tensor& qh, const at::Tensor& K, const at::Tensor& V, const Plan& p, const Inputs& t) const;
+  at::Tensor attend_blocks(const at::Tensor& qh, const at::Tensor& K, const at::Tensor& V, const Plan& p, const Inputs& t) const;
+  at::Tensor attend_gather(const at::Tensor& qh, const at::Tensor& K, const at::Tensor& V, const Plan& p, const Inputs& t) const;
   void ensure_capacity(int64_t slots) {
     if (slots <= capacity) return;
     const int64_t cap = std::max<int64_t>({slots, 2 * capacity, 64});
@@ -170,323 +215,385 @@ void TorchTransformer::compact(const CompactionPlan& plan) {
 }
 
 void TorchTransformer::Impl::forward(const StepInput& in, Logits& out) {
-  Impl& m = *this;
   using clock = std::chrono::steady_clock;
   const auto t_start = clock::now();
-  const LlamaConfig& c = m.cfg;
+  const LlamaConfig& c = cfg;
   step_input_check(in, c.vocab_size);
   const int64_t q = static_cast<int64_t>(in.tokens.size()), S = in.num_slots;
   out.resize(static_cast<int32_t>(q), c.vocab_size);
   if (q == 0) return;
-  m.step_slots = S;
-  m.step_rows = m.step_cols = 0;
-  m.ensure_capacity(S);
+  step_slots = S;
+  step_rows = step_cols = 0;
+  ensure_capacity(S);
+  mark_written(in, S);
+  const Plan plan = plan_step(in);
+
+  c10::InferenceMode guard;
+  const Inputs inputs = upload(in, plan);
+  const auto t_prepared = clock::now();
+  at::Tensor x = at::embedding(embed, inputs.tok);  // [q, hidden]
+  for (size_t l = 0; l < layers.size(); ++l) x = layer_forward(l, x, plan, inputs);
+  const at::Tensor logits_dev = at::linear(rms_norm(x, norm), head);
+  const auto t_enqueued = clock::now();
+  const at::Tensor logits = logits_dev.to(at::kCPU).contiguous();
+  if (inputs.kernel) {  // the copy above synchronised; the first bad input any layer's launch met
+    const at::Tensor st = inputs.tk_status.to(at::kCPU);
+    const int32_t* sv = st.data_ptr<int32_t>();
+    TS_CHECK(sv[0] == 0, "transformer: " << inputs.kernel->name << ": " << inputs.kernel->error_name(sv[0]) << " (query " << sv[1] << ", slot "
+                                         << sv[2] << ")");
+  }
+  std::memcpy(out.data.data(), logits.data_ptr<float>(), sizeof(float) * static_cast<size_t>(q * c.vocab_size));
+  const auto t_done = clock::now();
+  auto sec = [](clock::duration d) { return std::chrono::duration<double>(d).count(); };
+  if (times.calls++ == 0) {
+    times.first_s = sec(t_done - t_start);
+    return;
+  }
+  times.prep_s += sec(t_prepared - t_start);
+  times.enqueue_s += sec(t_enqueued - t_prepared);
+  times.wait_s += sec(t_done - t_enqueued);
+}
+
+// Marks the step's slots as holding K/V: all writes happen before any read.
+void TorchTransformer::Impl::mark_written(const StepInput& in, int64_t S) {
   std::vector<uint8_t> fresh(static_cast<size_t>(S), 0);
   for (size_t i = 0; i < in.slots.size(); ++i) {  // index_copy_ with a repeated slot would keep an arbitrary one
     TS_CHECK(!fresh[static_cast<size_t>(in.slots[i])], "transformer: slots[" << i << "] = " << in.slots[i] << " is written twice in one step");
     fresh[static_cast<size_t>(in.slots[i])] = 1;
   }
-  for (int32_t s : in.slots) m.written[static_cast<size_t>(s)] = 1;  // all writes happen before any read
+  for (int32_t s : in.slots) written[static_cast<size_t>(s)] = 1;
+}
 
-  // Read the mask rows once: allowed slots per query, checked against writes.
-  std::vector<std::vector<int64_t>> rows(static_cast<size_t>(q));
+// Reads the mask rows once: allowed slots per query, checked against writes.
+void TorchTransformer::Impl::read_rows(const StepInput& in, Plan& p) const {
+  p.rows.assign(static_cast<size_t>(p.q), {});
   size_t longest = 0;
-  for (int64_t r = 0; r < q; ++r) {
+  for (int64_t r = 0; r < p.q; ++r) {
     const uint64_t* w = in.mask.row(static_cast<int32_t>(r));
-    auto& row = rows[static_cast<size_t>(r)];
+    auto& row = p.rows[static_cast<size_t>(r)];
     for (int32_t wi = 0; wi < in.mask.words_per_row; ++wi)
       for (uint64_t bits = w[wi]; bits; bits &= bits - 1) {
         const int64_t s = int64_t{wi} * 64 + __builtin_ctzll(bits);
-        TS_CHECK(m.written[static_cast<size_t>(s)], "transformer: query " << r << " reads slot " << s << " that holds no K/V");
+        TS_CHECK(written[static_cast<size_t>(s)], "transformer: query " << r << " reads slot " << s << " that holds no K/V");
         row.push_back(s);
       }
     TS_CHECK(!row.empty(), "transformer: mask row " << r << " allows no slot");
     longest = std::max(longest, row.size());
   }
-  const float ninf = -std::numeric_limits<float>::infinity();
+  p.longest = static_cast<int64_t>(longest);
+}
+
+// Chooses the attention path and builds its host tables; records the path
+// and the largest scores tensor for naming a LibTorch failure.
+TorchTransformer::Impl::Plan TorchTransformer::Impl::plan_step(const StepInput& in) {
+  Plan p;
+  p.q = static_cast<int64_t>(in.tokens.size());
+  read_rows(in, p);
   // MultiGen Method 3 (hybrid attention): every query reads slots [0, P)
   // (the prompt), so those are scored densely for all queries at once and
   // only each query's slots >= P are gathered; the k x k cross terms between
   // samples are never computed. Taken in "auto" mode whenever the step says so.
-  const int64_t P = in.shared_prefix_slots;
-  const bool tk = m.tree_kernel;
-  const bool hybrid = !tk && m.opt.attention == "auto" && P > 0;
-  if (P > 0)
-    for (int64_t r = 0; r < q; ++r) {
-      const auto& row = rows[static_cast<size_t>(r)];
-      TS_CHECK(static_cast<int64_t>(row.size()) >= P && row[static_cast<size_t>(P - 1)] == P - 1,
-               "transformer: shared_prefix_slots = " << P << " but mask row " << r << " does not read all of [0, " << P << ")");
+  p.P = in.shared_prefix_slots;
+  p.tk = tree_kernel;
+  p.hybrid = !p.tk && opt.attention == "auto" && p.P > 0;
+  if (p.P > 0)
+    for (int64_t r = 0; r < p.q; ++r) {
+      const auto& row = p.rows[static_cast<size_t>(r)];
+      TS_CHECK(static_cast<int64_t>(row.size()) >= p.P && row[static_cast<size_t>(p.P - 1)] == p.P - 1,
+               "transformer: shared_prefix_slots = " << p.P << " but mask row " << r << " does not read all of [0, " << p.P << ")");
     }
-  int64_t L2 = 0;  // hybrid: the most slots >= P any query reads
-  std::vector<float> hadd;          // [q x L2] additive mask over each query's own gathered slots
-  std::vector<int64_t> hidx;        // [q x L2] slot read at each column (padding repeats slot P - 1, masked)
-  if (hybrid) {
-    for (auto& row : rows) L2 = std::max<int64_t>(L2, static_cast<int64_t>(row.size()) - P);
-    hadd.assign(static_cast<size_t>(q * L2), ninf);
-    hidx.assign(static_cast<size_t>(q * L2), P - 1);
-    for (int64_t r = 0; r < q; ++r) {
-      const auto& row = rows[static_cast<size_t>(r)];
-      for (int64_t k = P; k < static_cast<int64_t>(row.size()); ++k) {
-        hadd[static_cast<size_t>(r * L2 + k - P)] = 0.0f;
-        hidx[static_cast<size_t>(r * L2 + k - P)] = row[static_cast<size_t>(k)];
-      }
+  if (p.hybrid) plan_hybrid(p);
+  p.gather = opt.attention == "gather";
+  if (!p.gather && !p.hybrid && !p.tk) plan_blocks(p);
+  last_attention = p.tk       ? "tree_kernel"
+                   : p.hybrid ? "hybrid"
+                   : p.gather ? "gather"
+                   : opt.attention == "dense" || (p.blocks.size() == 1 && p.blocks[0].span == in.num_slots) ? "dense"
+                                                                                                            : "blocks";
+  // What a LibTorch failure below was allocating (forward() names it): the
+  // largest attention tensor of this step, scores [heads, rows, columns].
+  step_rows = p.q;
+  step_cols = p.tk ? 0 : p.hybrid ? p.P + p.L2 : p.gather ? p.longest : 0;
+  for (const auto& bl : p.blocks)
+    if (bl.n * bl.span > step_rows * step_cols) step_rows = bl.n, step_cols = bl.span;
+  if (p.gather) plan_gather(p);
+  return p;
+}
+
+// Hybrid: each query's own slots >= P, padded to the longest.
+void TorchTransformer::Impl::plan_hybrid(Plan& p) const {
+  const float ninf = -std::numeric_limits<float>::infinity();
+  const int64_t P = p.P;
+  for (auto& row : p.rows) p.L2 = std::max<int64_t>(p.L2, static_cast<int64_t>(row.size()) - P);
+  const int64_t L2 = p.L2;
+  p.hadd.assign(static_cast<size_t>(p.q * L2), ninf);
+  p.hidx.assign(static_cast<size_t>(p.q * L2), P - 1);
+  for (int64_t r = 0; r < p.q; ++r) {
+    const auto& row = p.rows[static_cast<size_t>(r)];
+    for (int64_t k = P; k < static_cast<int64_t>(row.size()); ++k) {
+      p.hadd[static_cast<size_t>(r * L2 + k - P)] = 0.0f;
+      p.hidx[static_cast<size_t>(r * L2 + k - P)] = row[static_cast<size_t>(k)];
     }
   }
-  const bool gather = m.opt.attention == "gather";
-  // Dense blocks: runs of consecutive queries, each scored against the slot
-  // span [lo, lo + span) covering their rows. "dense" is one block over all
-  // slots; "auto" starts a new block when merging would more than double the
-  // scored cells (+4096), so the batch layout's block-diagonal rows cost
-  // b x (prompt + t), not (b x (prompt + t))^2, while a trie step stays one block.
-  struct Block {
-    int64_t q0, n, lo, span;
-    std::vector<float> add;  // [n x span] additive mask: 0 allowed, -inf not
-  };
-  std::vector<Block> blocks;
-  if (!gather && !hybrid && !tk) {
-    if (m.opt.attention == "dense") {
-      // A dense block per run of consecutive queries whose slot spans
-      // overlap: one beam of the batch layout, or the whole trie. The mask
-      // and scores grow with one beam's rows x its span, never with all rows
-      // x all slots ((b x P)^2 for a batch prefill).
-      int64_t hi = 0;
-      for (int64_t r = 0; r < q; ++r) {
-        const auto& row = rows[static_cast<size_t>(r)];
-        const int64_t rlo = row.front(), rhi = row.back() + 1;
-        if (!blocks.empty() && rlo < hi && rhi > blocks.back().lo) {
-          blocks.back().lo = std::min(blocks.back().lo, rlo);
-          hi = std::max(hi, rhi);
+}
+
+// Dense blocks: runs of consecutive queries, each scored against the slot
+// span [lo, lo + span) covering their rows. "dense" is one block over all
+// slots; "auto" starts a new block when merging would more than double the
+// scored cells (+4096), so the batch layout's block-diagonal rows cost
+// b x (prompt + t), not (b x (prompt + t))^2, while a trie step stays one block.
+void TorchTransformer::Impl::plan_blocks(Plan& p) const {
+  auto& blocks = p.blocks;
+  if (opt.attention == "dense") {
+    // A dense block per run of consecutive queries whose slot spans
+    // overlap: one beam of the batch layout, or the whole trie. The mask
+    // and scores grow with one beam's rows x its span, never with all rows
+    // x all slots ((b x P)^2 for a batch prefill).
+    int64_t hi = 0;
+    for (int64_t r = 0; r < p.q; ++r) {
+      const auto& row = p.rows[static_cast<size_t>(r)];
+      const int64_t rlo = row.front(), rhi = row.back() + 1;
+      if (!blocks.empty() && rlo < hi && rhi > blocks.back().lo) {
+        blocks.back().lo = std::min(blocks.back().lo, rlo);
+        hi = std::max(hi, rhi);
+        ++blocks.back().n;
+        continue;
+      }
+      if (!blocks.empty()) blocks.back().span = hi - blocks.back().lo;
+      blocks.push_back({r, 1, rlo, 0, {}});
+      hi = rhi;
+    }
+    blocks.back().span = hi - blocks.back().lo;
+  } else {
+    int64_t lo = 0, hi = 0, own = 0;  // current block's span and the sum of its rows' own spans
+    for (int64_t r = 0; r < p.q; ++r) {
+      const auto& row = p.rows[static_cast<size_t>(r)];
+      const int64_t rlo = row.front(), rhi = row.back() + 1;
+      if (!blocks.empty()) {
+        const int64_t mlo = std::min(lo, rlo), mhi = std::max(hi, rhi);
+        if ((blocks.back().n + 1) * (mhi - mlo) <= 2 * (own + rhi - rlo) + 4096) {
+          lo = mlo;
+          hi = mhi;
+          own += rhi - rlo;
           ++blocks.back().n;
           continue;
         }
-        if (!blocks.empty()) blocks.back().span = hi - blocks.back().lo;
-        blocks.push_back({r, 1, rlo, 0, {}});
-        hi = rhi;
+        blocks.back().lo = lo;
+        blocks.back().span = hi - lo;
       }
-      blocks.back().span = hi - blocks.back().lo;
-    } else {
-      int64_t lo = 0, hi = 0, own = 0;  // current block's span and the sum of its rows' own spans
-      for (int64_t r = 0; r < q; ++r) {
-        const auto& row = rows[static_cast<size_t>(r)];
-        const int64_t rlo = row.front(), rhi = row.back() + 1;
-        if (!blocks.empty()) {
-          const int64_t mlo = std::min(lo, rlo), mhi = std::max(hi, rhi);
-          if ((blocks.back().n + 1) * (mhi - mlo) <= 2 * (own + rhi - rlo) + 4096) {
-            lo = mlo;
-            hi = mhi;
-            own += rhi - rlo;
-            ++blocks.back().n;
-            continue;
-          }
-          blocks.back().lo = lo;
-          blocks.back().span = hi - lo;
-        }
-        blocks.push_back({r, 1, 0, 0, {}});
-        lo = rlo;
-        hi = rhi;
-        own = rhi - rlo;
-      }
-      blocks.back().lo = lo;
-      blocks.back().span = hi - lo;
+      blocks.push_back({r, 1, 0, 0, {}});
+      lo = rlo;
+      hi = rhi;
+      own = rhi - rlo;
     }
-    for (auto& bl : blocks) {
-      bl.add.assign(static_cast<size_t>(bl.n * bl.span), ninf);
-      for (int64_t r = 0; r < bl.n; ++r)
-        for (int64_t s : rows[static_cast<size_t>(bl.q0 + r)]) bl.add[static_cast<size_t>(r * bl.span + s - bl.lo)] = 0.0f;
-    }
+    blocks.back().lo = lo;
+    blocks.back().span = hi - lo;
   }
-  m.last_attention = tk       ? "tree_kernel"
-                     : hybrid ? "hybrid"
-                     : gather ? "gather"
-                     : m.opt.attention == "dense" || (blocks.size() == 1 && blocks[0].span == S) ? "dense"
-                                                                                                : "blocks";
-  // What a LibTorch failure below was allocating (forward() names it): the
-  // largest attention tensor of this step, scores [heads, rows, columns].
-  m.step_rows = q;
-  m.step_cols = tk ? 0 : hybrid ? P + L2 : gather ? static_cast<int64_t>(longest) : 0;
-  for (const auto& bl : blocks)
-    if (bl.n * bl.span > m.step_rows * m.step_cols) m.step_rows = bl.n, m.step_cols = bl.span;
-  const int64_t L = static_cast<int64_t>(longest);
-  std::vector<float> gadd;          // [q x L] gather path: additive mask over each query's gathered slots
-  std::vector<int64_t> gather_idx;  // [q x L] slot read at each column (padding reads the row's first slot, masked)
-  if (gather) {
-    gadd.assign(static_cast<size_t>(q * L), ninf);
-    gather_idx.assign(static_cast<size_t>(q * L), 0);
-    for (int64_t r = 0; r < q; ++r) {
-      const auto& row = rows[static_cast<size_t>(r)];
-      for (size_t k = 0; k < row.size(); ++k) {
-        gadd[static_cast<size_t>(r * L) + k] = 0.0f;
-        gather_idx[static_cast<size_t>(r * L) + k] = row[k];
-      }
-    }
+  const float ninf = -std::numeric_limits<float>::infinity();
+  for (auto& bl : blocks) {
+    bl.add.assign(static_cast<size_t>(bl.n * bl.span), ninf);
+    for (int64_t r = 0; r < bl.n; ++r)
+      for (int64_t s : p.rows[static_cast<size_t>(bl.q0 + r)]) bl.add[static_cast<size_t>(r * bl.span + s - bl.lo)] = 0.0f;
   }
+}
 
-  c10::InferenceMode guard;
+// Gather: each query's slots, padded to the longest row.
+void TorchTransformer::Impl::plan_gather(Plan& p) const {
+  const int64_t L = p.longest;
+  p.gadd.assign(static_cast<size_t>(p.q * L), -std::numeric_limits<float>::infinity());
+  p.gather_idx.assign(static_cast<size_t>(p.q * L), 0);
+  for (int64_t r = 0; r < p.q; ++r) {
+    const auto& row = p.rows[static_cast<size_t>(r)];
+    for (size_t k = 0; k < row.size(); ++k) {
+      p.gadd[static_cast<size_t>(r * L) + k] = 0.0f;
+      p.gather_idx[static_cast<size_t>(r * L) + k] = row[k];
+    }
+  }
+}
+
+// The step's tokens, slots, masks and RoPE tables on the device.
+TorchTransformer::Impl::Inputs TorchTransformer::Impl::upload(const StepInput& in, const Plan& p) const {
+  Inputs t;
+  const int64_t q = p.q;
   const auto fopt = at::TensorOptions().dtype(at::kFloat);
   std::vector<int64_t> tok64(in.tokens.begin(), in.tokens.end()), slot64(in.slots.begin(), in.slots.end());
   std::vector<float> posf(in.positions.begin(), in.positions.end());
-  const at::Tensor tok = long_tensor(tok64, m.dev), slots = long_tensor(slot64, m.dev);
-  const at::Tensor pos = at::from_blob(posf.data(), {q}, fopt).clone().to(m.dev);
-  const at::Tensor mask = gather ? at::from_blob(gadd.data(), {q, L}, fopt).clone().to(m.dev) : at::Tensor();
-  const at::Tensor gidx = gather ? long_tensor(gather_idx, m.dev) : at::Tensor();
-  const at::Tensor hmask = hybrid && L2 > 0 ? at::from_blob(hadd.data(), {q, L2}, fopt).clone().to(m.dev) : at::Tensor();
-  const at::Tensor hgidx = hybrid && L2 > 0 ? long_tensor(hidx, m.dev) : at::Tensor();
-  std::vector<at::Tensor> block_mask;
-  // Tree kernel: each query's allowed slots as one CSR list (the rows read
-  // above, ascending), uploaded once and shared by every layer.
-  std::vector<int32_t> csr_ptr, csr_ids;
-  at::Tensor tk_ptr, tk_ids, tk_work, tk_status, tk_cascade;
-  TreeAttentionCascadeTable cascade;
-  TreeAttentionArgs targs;
+  t.tok = long_tensor(tok64, dev);
+  t.slots = long_tensor(slot64, dev);
+  const at::Tensor pos = at::from_blob(posf.data(), {q}, fopt).clone().to(dev);
+  if (p.gather) {
+    t.mask = at::from_blob(const_cast<float*>(p.gadd.data()), {q, p.longest}, fopt).clone().to(dev);
+    t.gidx = long_tensor(p.gather_idx, dev);
+  }
+  if (p.hybrid && p.L2 > 0) {
+    t.hmask = at::from_blob(const_cast<float*>(p.hadd.data()), {q, p.L2}, fopt).clone().to(dev);
+    t.hgidx = long_tensor(p.hidx, dev);
+  }
   // The registered kernel on a GPU, or on the CPU when it runs on the host
   // runtime; otherwise (CPU, plain build) the CPU twin.
   const TreeAttentionKernel* registered = tree_attention_kernel();
-  const TreeAttentionKernel* kernel =
-      tk && registered && (m.dev.is_cuda() || registered->host_memory) ? registered : nullptr;
-  if (tk) {
-    csr_ptr.reserve(static_cast<size_t>(q) + 1);
-    csr_ptr.push_back(0);
-    for (const auto& row : rows) {
-      for (int64_t s : row) csr_ids.push_back(static_cast<int32_t>(s));
-      csr_ptr.push_back(static_cast<int32_t>(csr_ids.size()));
-    }
-    const auto iopt = at::TensorOptions().dtype(at::kInt);
-    tk_ptr = at::from_blob(csr_ptr.data(), {q + 1}, iopt).clone().to(m.dev);
-    tk_ids = at::from_blob(csr_ids.data(), {static_cast<int64_t>(csr_ids.size())}, iopt).clone().to(m.dev);
-    targs.indptr = tk_ptr.data_ptr<int32_t>();
-    targs.slot_ids = tk_ids.data_ptr<int32_t>();
-    targs.num_queries = static_cast<int32_t>(q);
-    targs.heads = c.num_attention_heads;
-    targs.kv_heads = c.num_key_value_heads;
-    targs.head_dim = c.head_dim;
-    targs.capacity = static_cast<int32_t>(m.capacity);
-    targs.max_row = static_cast<int32_t>(longest);
-    targs.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(c.head_dim)));
-    if (kernel) {
-      // The cascade over the trie's shared segments, planned here once for
-      // every layer (none for a prefill or the batch layout).
-      targs.indptr = csr_ptr.data();
-      targs.slot_ids = csr_ids.data();
-      cascade = tree_attention_cascade_build(targs, tree_attention_cascade_tile_rows(c.head_dim));
-      targs.indptr = tk_ptr.data_ptr<int32_t>();
-      targs.slot_ids = tk_ids.data_ptr<int32_t>();
-      if (cascade.items > 0) {
-        tk_cascade = at::from_blob(cascade.table.data(), {static_cast<int64_t>(cascade.table.size())}, iopt).clone().to(m.dev);
-        targs.cascade = cascade.view(tk_cascade.data_ptr<int32_t>());
-      }
-      targs.workspace_bytes = kernel->workspace_bytes(targs);  // the same for every layer
-      if (targs.workspace_bytes > 0) {
-        tk_work = at::empty({static_cast<int64_t>(targs.workspace_bytes)}, at::TensorOptions().dtype(at::kByte).device(m.dev));
-        targs.workspace = tk_work.data_ptr();
-      }
-      tk_status = at::zeros({3}, iopt.device(m.dev));  // KernelStatus: code, index, value
-      targs.status = tk_status.data_ptr<int32_t>();
-    }
-  }
-  for (auto& bl : blocks) block_mask.push_back(at::from_blob(bl.add.data(), {bl.n, bl.span}, fopt).clone().to(m.dev));
+  t.kernel = p.tk && registered && (dev.is_cuda() || registered->host_memory) ? registered : nullptr;
+  if (p.tk) setup_tree_kernel(p, t);
+  for (const auto& bl : p.blocks)
+    t.block_mask.push_back(at::from_blob(const_cast<float*>(bl.add.data()), {bl.n, bl.span}, fopt).clone().to(dev));
   // RoPE from the explicit position ids: angle = position x inv_freq.
-  const at::Tensor freqs = pos.unsqueeze(1) * m.inv_freq.unsqueeze(0);  // [q, hd/2]
-  const at::Tensor emb = at::cat({freqs, freqs}, -1).unsqueeze(1);     // [q, 1, hd]
-  const at::Tensor cos = emb.cos(), sin = emb.sin();
+  const at::Tensor freqs = pos.unsqueeze(1) * inv_freq.unsqueeze(0);  // [q, hd/2]
+  const at::Tensor emb = at::cat({freqs, freqs}, -1).unsqueeze(1);   // [q, 1, hd]
+  t.cos = emb.cos();
+  t.sin = emb.sin();
+  return t;
+}
 
-  const int64_t nh = c.num_attention_heads, nkv = c.num_key_value_heads, hd = c.head_dim, g = nh / nkv;
+// Tree kernel: each query's allowed slots as one CSR list (the rows read
+// above, ascending), uploaded once and shared by every layer, with the
+// kernel's cascade, workspace and status.
+void TorchTransformer::Impl::setup_tree_kernel(const Plan& p, Inputs& t) const {
+  const LlamaConfig& c = cfg;
+  const int64_t q = p.q;
+  TreeAttentionArgs& targs = t.targs;
+  t.csr_ptr.reserve(static_cast<size_t>(q) + 1);
+  t.csr_ptr.push_back(0);
+  for (const auto& row : p.rows) {
+    for (int64_t s : row) t.csr_ids.push_back(static_cast<int32_t>(s));
+    t.csr_ptr.push_back(static_cast<int32_t>(t.csr_ids.size()));
+  }
+  const auto iopt = at::TensorOptions().dtype(at::kInt);
+  t.tk_ptr = at::from_blob(t.csr_ptr.data(), {q + 1}, iopt).clone().to(dev);
+  t.tk_ids = at::from_blob(t.csr_ids.data(), {static_cast<int64_t>(t.csr_ids.size())}, iopt).clone().to(dev);
+  targs.indptr = t.tk_ptr.data_ptr<int32_t>();
+  targs.slot_ids = t.tk_ids.data_ptr<int32_t>();
+  targs.num_queries = static_cast<int32_t>(q);
+  targs.heads = c.num_attention_heads;
+  targs.kv_heads = c.num_key_value_heads;
+  targs.head_dim = c.head_dim;
+  targs.capacity = static_cast<int32_t>(capacity);
+  targs.max_row = static_cast<int32_t>(p.longest);
+  targs.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(c.head_dim)));
+  if (!t.kernel) return;
+  // The cascade over the trie's shared segments, planned here once for
+  // every layer (none for a prefill or the batch layout).
+  targs.indptr = t.csr_ptr.data();
+  targs.slot_ids = t.csr_ids.data();
+  t.cascade = tree_attention_cascade_build(targs, tree_attention_cascade_tile_rows(c.head_dim));
+  targs.indptr = t.tk_ptr.data_ptr<int32_t>();
+  targs.slot_ids = t.tk_ids.data_ptr<int32_t>();
+  if (t.cascade.items > 0) {
+    t.tk_cascade = at::from_blob(t.cascade.table.data(), {static_cast<int64_t>(t.cascade.table.size())}, iopt).clone().to(dev);
+    targs.cascade = t.cascade.view(t.tk_cascade.data_ptr<int32_t>());
+  }
+  targs.workspace_bytes = t.kernel->workspace_bytes(targs);  // the same for every layer
+  if (targs.workspace_bytes > 0) {
+    t.tk_work = at::empty({static_cast<int64_t>(targs.workspace_bytes)}, at::TensorOptions().dtype(at::kByte).device(dev));
+    targs.workspace = t.tk_work.data_ptr();
+  }
+  t.tk_status = at::zeros({3}, iopt.device(dev));  // KernelStatus: code, index, value
+  targs.status = t.tk_status.data_ptr<int32_t>();
+}
+
+// One decoder layer: attention over the cache (this step's K/V written
+// first), then the MLP, each with its residual.
+at::Tensor TorchTransformer::Impl::layer_forward(size_t l, const at::Tensor& x_in, const Plan& p, const Inputs& t) {
+  const LlamaConfig& c = cfg;
+  const int64_t q = p.q, nh = c.num_attention_heads, nkv = c.num_key_value_heads, hd = c.head_dim;
+  const auto& W = layers[l];
+  const at::Tensor h = rms_norm(x_in, W.in_norm);
+  at::Tensor qh = at::linear(h, W.wq, W.bq).view({q, nh, hd});
+  at::Tensor kh = at::linear(h, W.wk, W.bk).view({q, nkv, hd});
+  const at::Tensor vh = at::linear(h, W.wv, W.bv).view({q, nkv, hd});
+  qh = Impl::rope(qh, t.cos, t.sin);
+  kh = Impl::rope(kh, t.cos, t.sin);
+  at::Tensor K = kv[l].select(0, 0), V = kv[l].select(0, 1);  // [capacity, nkv, hd] views
+  K.index_copy_(0, t.slots, kh);
+  V.index_copy_(0, t.slots, vh);
+  const at::Tensor attn = p.tk       ? attend_tree_kernel(l, qh, p, t)
+                          : p.hybrid ? attend_hybrid(qh, K, V, p, t)
+                          : !p.gather ? attend_blocks(qh, K, V, p, t)
+                                      : attend_gather(qh, K, V, p, t);
+  at::Tensor x = x_in + at::linear(attn, W.wo, W.bo);
+  const at::Tensor h2 = rms_norm(x, W.post_norm);
+  x = x + at::linear(at::silu(at::linear(h2, W.wg)) * at::linear(h2, W.wu), W.wd);
+  return x;
+}
+
+// One call per layer over the raw cache: K/V of this step were written
+// just before; the kernel (or its CPU twin) reads each query's list only.
+at::Tensor TorchTransformer::Impl::attend_tree_kernel(size_t l, const at::Tensor& qh, const Plan& p, const Inputs& t) const {
+  const int64_t q = p.q, nh = cfg.num_attention_heads, hd = cfg.head_dim;
+  const at::Tensor qc = qh.contiguous();
+  const at::Tensor o = at::empty({q, nh, hd}, at::TensorOptions().dtype(at::kFloat).device(dev));
+  TS_CHECK(kv[l].is_contiguous(), "transformer: tree attention needs a contiguous cache");
+  TreeAttentionArgs a = t.targs;
+  a.q = qc.data_ptr<float>();
+  a.kv = kv[l].data_ptr<float>();
+  a.out = o.data_ptr<float>();
+  if (t.kernel) t.kernel->launch(a);  // on the legacy default stream, LibTorch's default current stream
+  else tree_attention_host(a);
+  return o.view({q, nh * hd});
+}
+
+// Hybrid: all q queries against the P shared slots densely, one matmul per
+// KV head, plus each query against its own slots >= P only.
+at::Tensor TorchTransformer::Impl::attend_hybrid(const at::Tensor& qh, const at::Tensor& K, const at::Tensor& V, const Plan& p,
+                                                 const Inputs& t) const {
+  const int64_t q = p.q, P = p.P, L2 = p.L2;
+  const int64_t nh = cfg.num_attention_heads, nkv = cfg.num_key_value_heads, hd = cfg.head_dim, g = nh / nkv;
   const double scale = 1.0 / std::sqrt(static_cast<double>(hd));
-  const auto t_prepared = clock::now();
-  at::Tensor x = at::embedding(m.embed, tok);  // [q, hidden]
-  for (size_t l = 0; l < m.layers.size(); ++l) {
-    const auto& W = m.layers[l];
-    const at::Tensor h = m.rms_norm(x, W.in_norm);
-    at::Tensor qh = at::linear(h, W.wq, W.bq).view({q, nh, hd});
-    at::Tensor kh = at::linear(h, W.wk, W.bk).view({q, nkv, hd});
-    const at::Tensor vh = at::linear(h, W.wv, W.bv).view({q, nkv, hd});
-    qh = Impl::rope(qh, cos, sin);
-    kh = Impl::rope(kh, cos, sin);
-    at::Tensor K = m.kv[l].select(0, 0), V = m.kv[l].select(0, 1);  // [capacity, nkv, hd] views
-    K.index_copy_(0, slots, kh);
-    V.index_copy_(0, slots, vh);
-    at::Tensor attn;
-    if (tk) {
-      // One call per layer over the raw cache: K/V of this step were written
-      // just above; the kernel (or its CPU twin) reads each query's list only.
-      const at::Tensor qc = qh.contiguous();
-      const at::Tensor o = at::empty({q, nh, hd}, fopt.device(m.dev));
-      TS_CHECK(m.kv[l].is_contiguous(), "transformer: tree attention needs a contiguous cache");
-      TreeAttentionArgs a = targs;
-      a.q = qc.data_ptr<float>();
-      a.kv = m.kv[l].data_ptr<float>();
-      a.out = o.data_ptr<float>();
-      if (kernel) kernel->launch(a);  // on the legacy default stream, LibTorch's default current stream
-      else tree_attention_host(a);
-      attn = o.view({q, nh * hd});
-    } else if (hybrid) {
-      // Dense part: all q queries against the P shared slots, one matmul per KV head.
-      const at::Tensor Qb = qh.view({q, nkv, g, hd}).permute({1, 2, 0, 3}).reshape({nkv, g * q, hd});
-      const at::Tensor sp = at::matmul(Qb, K.narrow(0, 0, P).permute({1, 2, 0})).mul_(scale).view({nkv, g, q, P}).permute({2, 0, 1, 3});
-      at::Tensor sc = sp;  // [q, nkv, g, P (+ L2)]
-      at::Tensor Vg;
-      if (L2 > 0) {  // sparse part: each query against its own slots >= P only
-        const at::Tensor Kg = K.index_select(0, hgidx).view({q, L2, nkv, hd}).permute({0, 2, 3, 1});  // [q, nkv, hd, L2]
-        Vg = V.index_select(0, hgidx).view({q, L2, nkv, hd}).permute({0, 2, 1, 3});                    // [q, nkv, L2, hd]
-        const at::Tensor sd = at::matmul(qh.view({q, nkv, g, hd}), Kg).mul_(scale) + hmask.view({q, 1, 1, L2});
-        sc = at::cat({sp, sd}, -1);
-      }
-      const at::Tensor p = at::softmax(sc, -1);
-      const at::Tensor pp = p.narrow(-1, 0, P).permute({1, 2, 0, 3}).reshape({nkv, g * q, P});
-      at::Tensor o = at::matmul(pp, V.narrow(0, 0, P).permute({1, 0, 2})).view({nkv, g, q, hd}).permute({2, 0, 1, 3});
-      if (L2 > 0) o = o + at::matmul(p.narrow(-1, P, L2), Vg);
-      attn = o.reshape({q, nh * hd});
-    } else if (!gather) {
-      std::vector<at::Tensor> parts;
-      for (size_t bi = 0; bi < blocks.size(); ++bi) {
-        const int64_t n = blocks[bi].n, lo = blocks[bi].lo, sp = blocks[bi].span;
-        // GQA: query head j reads KV head j / g.
-        const at::Tensor Q = qh.narrow(0, blocks[bi].q0, n).view({n, nkv, g, hd}).permute({1, 2, 0, 3}).reshape({nkv, g * n, hd});
-        const at::Tensor Kt = K.narrow(0, lo, sp).permute({1, 2, 0});  // [nkv, hd, span]
-        at::Tensor sc = at::matmul(Q, Kt).mul_(scale).view({nkv, g, n, sp}) + block_mask[bi];
-        const at::Tensor p = at::softmax(sc, -1).view({nkv, g * n, sp});
-        const at::Tensor Vs = V.narrow(0, lo, sp).permute({1, 0, 2});  // [nkv, span, hd]
-        parts.push_back(at::matmul(p, Vs).view({nkv, g, n, hd}).permute({2, 0, 1, 3}).reshape({n, nh * hd}));
-      }
-      attn = parts.size() == 1 ? parts[0] : at::cat(parts, 0);
-    } else {
-      // In query chunks so the gathered K/V stay within ~16M floats each
-      // (a batch prefill gathers b x prompt rows of prompt slots).
-      const int64_t chunk = std::max<int64_t>(1, (int64_t{1} << 24) / std::max<int64_t>(1, L * nkv * hd));
-      std::vector<at::Tensor> parts;
-      for (int64_t q0 = 0; q0 < q; q0 += chunk) {
-        const int64_t qn = std::min(chunk, q - q0);
-        const at::Tensor gi = gidx.narrow(0, q0 * L, qn * L);
-        const at::Tensor Kg = K.index_select(0, gi).view({qn, L, nkv, hd}).permute({0, 2, 3, 1});  // [qn, nkv, hd, L]
-        const at::Tensor Vg = V.index_select(0, gi).view({qn, L, nkv, hd}).permute({0, 2, 1, 3});  // [qn, nkv, L, hd]
-        const at::Tensor Q = qh.narrow(0, q0, qn).view({qn, nkv, g, hd});
-        at::Tensor sc = at::matmul(Q, Kg).mul_(scale) + mask.narrow(0, q0, qn).view({qn, 1, 1, L});  // [qn, nkv, g, L]
-        parts.push_back(at::matmul(at::softmax(sc, -1), Vg).reshape({qn, nh * hd}));
-      }
-      attn = parts.size() == 1 ? parts[0] : at::cat(parts, 0);
-    }
-    x = x + at::linear(attn, W.wo, W.bo);
-    const at::Tensor h2 = m.rms_norm(x, W.post_norm);
-    x = x + at::linear(at::silu(at::linear(h2, W.wg)) * at::linear(h2, W.wu), W.wd);
+  const at::Tensor Qb = qh.view({q, nkv, g, hd}).permute({1, 2, 0, 3}).reshape({nkv, g * q, hd});
+  const at::Tensor sp = at::matmul(Qb, K.narrow(0, 0, P).permute({1, 2, 0})).mul_(scale).view({nkv, g, q, P}).permute({2, 0, 1, 3});
+  at::Tensor sc = sp;  // [q, nkv, g, P (+ L2)]
+  at::Tensor Vg;
+  if (L2 > 0) {  // sparse part: each query against its own slots >= P only
+    const at::Tensor Kg = K.index_select(0, t.hgidx).view({q, L2, nkv, hd}).permute({0, 2, 3, 1});  // [q, nkv, hd, L2]
+    Vg = V.index_select(0, t.hgidx).view({q, L2, nkv, hd}).permute({0, 2, 1, 3});                    // [q, nkv, L2, hd]
+    const at::Tensor sd = at::matmul(qh.view({q, nkv, g, hd}), Kg).mul_(scale) + t.hmask.view({q, 1, 1, L2});
+    sc = at::cat({sp, sd}, -1);
   }
-  const at::Tensor logits_dev = at::linear(m.rms_norm(x, m.norm), m.head);
-  const auto t_enqueued = clock::now();
-  const at::Tensor logits = logits_dev.to(at::kCPU).contiguous();
-  if (kernel) {  // the copy above synchronised; the first bad input any layer's launch met
-    const at::Tensor st = tk_status.to(at::kCPU);
-    const int32_t* sv = st.data_ptr<int32_t>();
-    TS_CHECK(sv[0] == 0, "transformer: " << kernel->name << ": " << kernel->error_name(sv[0]) << " (query " << sv[1] << ", slot " << sv[2]
-                                         << ")");
+  const at::Tensor pr = at::softmax(sc, -1);
+  const at::Tensor pp = pr.narrow(-1, 0, P).permute({1, 2, 0, 3}).reshape({nkv, g * q, P});
+  at::Tensor o = at::matmul(pp, V.narrow(0, 0, P).permute({1, 0, 2})).view({nkv, g, q, hd}).permute({2, 0, 1, 3});
+  if (L2 > 0) o = o + at::matmul(pr.narrow(-1, P, L2), Vg);
+  return o.reshape({q, nh * hd});
+}
+
+// Dense blocks: each block's queries against its slot span.
+at::Tensor TorchTransformer::Impl::attend_blocks(const at::Tensor& qh, const at::Tensor& K, const at::Tensor& V, const Plan& p,
+                                                 const Inputs& t) const {
+  const int64_t nh = cfg.num_attention_heads, nkv = cfg.num_key_value_heads, hd = cfg.head_dim, g = nh / nkv;
+  const double scale = 1.0 / std::sqrt(static_cast<double>(hd));
+  std::vector<at::Tensor> parts;
+  for (size_t bi = 0; bi < p.blocks.size(); ++bi) {
+    const int64_t n = p.blocks[bi].n, lo = p.blocks[bi].lo, sp = p.blocks[bi].span;
+    // GQA: query head j reads KV head j / g.
+    const at::Tensor Q = qh.narrow(0, p.blocks[bi].q0, n).view({n, nkv, g, hd}).permute({1, 2, 0, 3}).reshape({nkv, g * n, hd});
+    const at::Tensor Kt = K.narrow(0, lo, sp).permute({1, 2, 0});  // [nkv, hd, span]
+    at::Tensor sc = at::matmul(Q, Kt).mul_(scale).view({nkv, g, n, sp}) + t.block_mask[bi];
+    const at::Tensor pr = at::softmax(sc, -1).view({nkv, g * n, sp});
+    const at::Tensor Vs = V.narrow(0, lo, sp).permute({1, 0, 2});  // [nkv, span, hd]
+    parts.push_back(at::matmul(pr, Vs).view({nkv, g, n, hd}).permute({2, 0, 1, 3}).reshape({n, nh * hd}));
   }
-  std::memcpy(out.data.data(), logits.data_ptr<float>(), sizeof(float) * static_cast<size_t>(q * c.vocab_size));
-  const auto t_done = clock::now();
-  auto sec = [](clock::duration d) { return std::chrono::duration<double>(d).count(); };
-  if (m.times.calls++ == 0) {
-    m.times.first_s = sec(t_done - t_start);
-    return;
+  return parts.size() == 1 ? parts[0] : at::cat(parts, 0);
+}
+
+// Gather: each query against its own gathered slots, in query chunks so the
+// gathered K/V stay within ~16M floats each (a batch prefill gathers
+// b x prompt rows of prompt slots).
+at::Tensor TorchTransformer::Impl::attend_gather(const at::Tensor& qh, const at::Tensor& K, const at::Tensor& V, const Plan& p,
+                                                 const Inputs& t) const {
+  const int64_t q = p.q, L = p.longest;
+  const int64_t nh = cfg.num_attention_heads, nkv = cfg.num_key_value_heads, hd = cfg.head_dim, g = nh / nkv;
+  const double scale = 1.0 / std::sqrt(static_cast<double>(hd));
+  const int64_t chunk = std::max<int64_t>(1, (int64_t{1} << 24) / std::max<int64_t>(1, L * nkv * hd));
+  std::vector<at::Tensor> parts;
+  for (int64_t q0 = 0; q0 < q; q0 += chunk) {
+    const int64_t qn = std::min(chunk, q - q0);
+    const at::Tensor gi = t.gidx.narrow(0, q0 * L, qn * L);
+    const at::Tensor Kg = K.index_select(0, gi).view({qn, L, nkv, hd}).permute({0, 2, 3, 1});  // [qn, nkv, hd, L]
+    const at::Tensor Vg = V.index_select(0, gi).view({qn, L, nkv, hd}).permute({0, 2, 1, 3});  // [qn, nkv, L, hd]
+    const at::Tensor Q = qh.narrow(0, q0, qn).view({qn, nkv, g, hd});
+    at::Tensor sc = at::matmul(Q, Kg).mul_(scale) + t.mask.narrow(0, q0, qn).view({qn, 1, 1, L});  // [qn, nkv, g, L]
+    parts.push_back(at::matmul(at::softmax(sc, -1), Vg).reshape({qn, nh * hd}));
   }
-  m.times.prep_s += sec(t_prepared - t_start);
-  m.times.enqueue_s += sec(t_enqueued - t_prepared);
-  m.times.wait_s += sec(t_done - t_enqueued);
+  return parts.size() == 1 ? parts[0] : at::cat(parts, 0);
 }
 
 // A LibTorch failure (out of memory, or any other c10::Error) becomes a named
