@@ -42,12 +42,15 @@ std::string run_toy(const std::string& dir, const std::string& algorithm, const 
   return out;
 }
 
+// A headless main window that collects the errors its context reports.
 struct HeadlessWindow {
   MainWindow w;
+  QStringList errors;
   HeadlessWindow() {
     w.setHeadless(true);
     w.resize(1400, 900);
     w.show();
+    QObject::connect(&w.context(), &TraceContext::errorOccurred, [this](const QString& m) { errors << m; });
   }
 };
 
@@ -58,8 +61,7 @@ TEST_CASE("registry: the toy algorithm's trace opens and steps in the GUI", "[re
   HeadlessWindow hw;
   MainWindow& w = hw.w;
   TraceContext& ctx = w.context();
-  QStringList errors;
-  QObject::connect(&ctx, &TraceContext::errorOccurred, [&](const QString& m) { errors << m; });
+  const QStringList& errors = hw.errors;
   ctx.setTraces(trace_document_load(out));
   QApplication::processEvents();
   REQUIRE(errors.isEmpty());
@@ -79,8 +81,7 @@ TEST_CASE("registry: the toy drafting algorithm's verify steps are drawn from it
   HeadlessWindow hw;
   MainWindow& w = hw.w;
   TraceContext& ctx = w.context();
-  QStringList errors;
-  QObject::connect(&ctx, &TraceContext::errorOccurred, [&](const QString& m) { errors << m; });
+  const QStringList& errors = hw.errors;
   bool fronted = false;
   QObject::connect(w.verifyPane(), &VerifyPane::speculativeTraceLoaded, [&] { fronted = true; });
   ctx.setTraces(trace_document_load(out));
