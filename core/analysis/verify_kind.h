@@ -4,7 +4,7 @@
 // kinds. A kind is one file in core/analysis/ (dsbd_layers.cpp,
 // speculative_chain.cpp, lookahead_candidates.cpp) over the reading base
 // (verify_read.h), registered with TRIESCOPE_REGISTER_VERIFY_KIND;
-// tests/registry/toy_verify_kind.cpp adds one. An unregistered kind is a
+// a test in tests/registry/ adds one. An unregistered kind is a
 // named error, never read as another.
 #pragma once
 #include <functional>
