@@ -2,6 +2,7 @@
 
 #include "app/commands.h"
 #include "core/analysis/mask_check.h"
+#include "core/analysis/verify_kind.h"
 #include "core/common/error.h"
 #include "core/trace/trace.h"
 #include "core/trace/trace_replay.h"
@@ -23,6 +24,7 @@ int cmd_check(const Args& args) {
   const std::string& path = p.positional[0];
   // Streamed: each record is parsed once, when the step it belongs to is replayed.
   const TraceReplay t = TraceReplay::open(path);
+  verify_kind_of_header(t.header(), path);  // an unregistered verify kind is refused by name
   const MaskCheckReport rep = mask_check_trace(t, static_cast<size_t>(max));
   std::cout << path << ": " << t.header().value("algorithm", "?") << ", " << (rep.layout == "copies" ? "copy" : "tree") << " layout, " << rep.passes
             << " forward passes, " << rep.rows << " mask rows: ";

@@ -7,6 +7,7 @@
 #include "core/decode/backend.h"
 #include "core/model/model_factory.h"
 #include "cuda/cuda_synthetic_model.h"
+#include "cuda/device_verifiers.h"
 #include "cuda/incremental_ancestor_mask.h"
 #include "cuda/static/static_constraint_index.h"
 #include "cuda/tree_attention.cuh"
@@ -86,9 +87,7 @@ std::unique_ptr<Model> model_build(const JsonObjectReader& obj) {
 
 void sample_install(Sample& s) {
   try {
-    s.options.dsbd_verifier = make_dsbd_verifier(VerifyExec::device);
-    s.options.speculative_verifier = make_speculative_verifier(VerifyExec::device);
-    s.options.lookahead_verifier = make_lookahead_verifier(VerifyExec::device);
+    verifiers_install(s.options.verifiers, VerifyExec::device);  // every registered device verifier
     // A STATIC constraint with the VNTK index masks on the device (its masks,
     // valid counts, rows read and next states are the kernel's); the
     // baselines (pointer trie, PPV, hash bitmap) stay on the host.

@@ -9,7 +9,9 @@
 #include "core/decode/dsbd.h"
 #include "core/decode/speculative.h"
 #include "cuda/cuda_backend.h"
+#include "core/trace/trace.h"
 #include "cuda/cuda_common.cuh"
+#include "cuda/device_verifiers.h"
 #include "cuda/dsbd_verify.cuh"
 
 namespace triescope::cuda {
@@ -182,5 +184,8 @@ class CudaSampleVerifier final : public DsbdLayerVerifier, public SpeculativeVer
 
 std::shared_ptr<DsbdLayerVerifier> make_dsbd_verifier(VerifyExec exec) { return std::make_shared<CudaSampleVerifier>(exec); }
 std::shared_ptr<SpeculativeVerifier> make_speculative_verifier(VerifyExec exec) { return std::make_shared<CudaSampleVerifier>(exec); }
+
+TRIESCOPE_REGISTER_DEVICE_VERIFIER(device_verifier<DsbdLayerVerifier>(kVerifyDsbdLayers, make_dsbd_verifier));
+TRIESCOPE_REGISTER_DEVICE_VERIFIER(device_verifier<SpeculativeVerifier>(kVerifySpeculativeChain, make_speculative_verifier));
 
 }  // namespace triescope::cuda

@@ -8,7 +8,9 @@
 #include "core/common/error.h"
 #include "core/decode/lookahead.h"
 #include "cuda/cuda_backend.h"
+#include "core/trace/trace.h"
 #include "cuda/cuda_common.cuh"
+#include "cuda/device_verifiers.h"
 #include "cuda/lookahead_verify.cuh"
 
 namespace triescope::cuda {
@@ -108,5 +110,7 @@ class CudaLookaheadVerifier final : public LookaheadVerifier {
 }  // namespace
 
 std::shared_ptr<LookaheadVerifier> make_lookahead_verifier(VerifyExec exec) { return std::make_shared<CudaLookaheadVerifier>(exec); }
+
+TRIESCOPE_REGISTER_DEVICE_VERIFIER(device_verifier<LookaheadVerifier>(kVerifyLookahead, make_lookahead_verifier));
 
 }  // namespace triescope::cuda

@@ -1,6 +1,7 @@
 #include "gui/trace_document.h"
 
 #include "core/analysis/forward_layout.h"
+#include "core/analysis/verify_kind.h"
 
 #include <set>
 
@@ -73,6 +74,7 @@ TraceDocumentPtr document_from_replay(std::unique_ptr<TraceReplay> replay, const
   doc->origin = origin;
   doc->replay = std::move(replay);
   const json& h = doc->replay->header();
+  verify_kind_of_header(h, origin);  // an unregistered verify kind is refused here, by name
   if (h.contains("config") && h["config"].is_object() && h["config"].contains("prompt") && h["config"]["prompt"].is_array())
     doc->prompt_len = static_cast<int32_t>(h["config"]["prompt"].size());
   document_index(*doc);

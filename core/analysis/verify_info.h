@@ -1,18 +1,21 @@
 // Trace analysis (no Qt): what a step's verification did, read from the step
 // records of a speculative trace; the GUI's verification pane and plots draw
 // it. The verify kind comes from the record (trace v2: verify.kind) or, for a
-// v1 trace, from the header's algorithm (trace_verify_kind). Three kinds:
-//  - dsbd_layers (core/decode/dsbd.cpp): a "draft" step with draft_layers[] (the W_S
-//    draft beams per layer), then a "verify" step whose verify.layers[] holds
-//    W_L^(l), the tested drafts with accept_prob / u / p / q, the drafts
-//    rejected because their parent was, the beams sampled when the layer was
-//    short, verify.stopped_at_layer and verify.extra_layer;
-//  - speculative_chain (core/decode/speculative.cpp): a draft chain, then
-//    verify.decisions[] per layer;
-//  - lookahead_candidates (core/decode/lookahead.cpp): one "verify" step per pass with
-//    the pool candidates, the candidate and window nodes it computed and the
-//    accepted path.
-// Everything is taken from the records as written; nothing is recomputed.
+// v1 trace, from the header's algorithm (trace_verify_kind), and names the
+// registered kind (core/analysis/verify_kind.h) that reads it:
+//  - dsbd_layers (core/analysis/dsbd_layers.cpp): a "draft" step with
+//    draft_layers[] (the W_S draft beams per layer), then a "verify" step
+//    whose verify.layers[] holds W_L^(l), the tested drafts with accept_prob /
+//    u / p / q, the drafts rejected because their parent was, the beams
+//    sampled when the layer was short, verify.stopped_at_layer and
+//    verify.extra_layer;
+//  - speculative_chain (core/analysis/speculative_chain.cpp): a draft chain,
+//    then verify.decisions[] per layer;
+//  - lookahead_candidates (core/analysis/lookahead_candidates.cpp): one
+//    "verify" step per pass with the pool candidates, the candidate and
+//    window nodes it computed and the accepted path.
+// An unregistered kind is a named error. Everything is taken from the
+// records as written; nothing is recomputed.
 #pragma once
 #include <cstdint>
 #include <limits>
@@ -70,8 +73,8 @@ struct LookaheadCandidate {
 };
 
 struct VerifyInfo {
-  enum class Kind { none, dsbd_draft, dsbd_verify, spec_draft, spec_verify, lookahead };
-  Kind kind = Kind::none;
+  std::string kind;    // the registered verify kind that read the step; empty: none
+  bool draft = false;  // a draft step (its drafts are verified at verify_step)
   std::string error;  // a malformed field, named; the rest is still shown
   int32_t iteration = -1, gamma = -1;
   int32_t stopped_at_layer = 0;  // 0: every layer passed (or not recorded)
@@ -85,13 +88,14 @@ struct VerifyInfo {
   std::vector<int32_t> window_nodes, candidate_nodes, accepted_nodes, accepted_tokens;
   int32_t candidate_tokens() const;  // sum of candidate lengths (what independent verification computes)
 
-  bool empty() const { return kind == Kind::none; }
+  bool empty() const { return kind.empty(); }
   int32_t total(Decision d) const;
 };
 
-// The verification state of `view`. `records` / `header` are the trace's (a
-// DSBD verify step reads its iteration's draft record for the drafts that
-// were never tested). Never throws: a malformed field goes to `error`.
+// The verification state of `view`, read by its kind's spec (a DSBD verify
+// step also reads its iteration's draft record for the drafts that were
+// never tested). Never throws: a malformed field or an unregistered kind
+// goes to `error`.
 VerifyInfo verify_info(const StepView& view, const TraceReplay& replay);
 
 // Whole-trace acceptance figures for the plots.
@@ -107,6 +111,8 @@ struct AcceptanceSeries {
   std::vector<std::pair<int32_t, int32_t>> per_step;   // (step, tokens produced by the pass)
   bool has_layers() const { return !layers.empty(); }
 };
+// Every verify record, added up by its kind's spec; records of an
+// unregistered kind are skipped.
 AcceptanceSeries acceptance_series(const TraceReplay& replay);
 
 }  // namespace triescope

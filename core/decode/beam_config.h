@@ -11,6 +11,7 @@
 
 #include "core/config/json_reader.h"
 #include "core/mask/ancestor_mask.h"
+#include "core/decode/verifier_set.h"
 
 namespace triescope {
 
@@ -62,21 +63,16 @@ struct DecodeResult {
 // own tests check it against a direct formula).
 void log_softmax_row(const float* logits, int32_t vocab, double* out);
 
-class DsbdLayerVerifier;    // core/decode/dsbd.h
-class SpeculativeVerifier;  // core/decode/speculative.h
-class LookaheadVerifier;    // core/decode/lookahead.h
-
 struct DecodeOptions {
   int32_t keyframe_interval = 16;  // steps between full-tree keyframes in the trace
   std::string backend = "cpu-reference";
   // Builds the trie decoder's mask rows; empty: the CPU reference
   // (IncrementalAncestorMask). The cuda backend installs its device builder.
   std::function<std::unique_ptr<MaskRowBuilder>()> make_mask;
-  // Where verification runs; null: the CPU reference. The cuda backend
-  // installs device verifiers that draw the same Philox numbers.
-  std::shared_ptr<DsbdLayerVerifier> dsbd_verifier;
-  std::shared_ptr<SpeculativeVerifier> speculative_verifier;
-  std::shared_ptr<LookaheadVerifier> lookahead_verifier;
+  // Where verification runs, by verify kind; a kind with none: the CPU
+  // reference. The cuda backend installs its device verifiers, which draw
+  // the same Philox numbers.
+  VerifierSet verifiers;
 };
 
 // Before a beam decoder allocates anything: its largest mask (`mask_bits`)

@@ -489,9 +489,10 @@ bool DsbdDecoder::verify_layer(Iteration& it, int32_t l) {
     const auto P = dsbd_accept_count_probs(dsbd_alphas(p, q, ms, cfg_.ratio), ms);
     for (int32_t k = width; k <= ms; ++k) predicted += P[static_cast<size_t>(k)];
   }
+  const auto verifier = opt_.verifiers.find<DsbdLayerVerifier>(kVerifyDsbdLayers);
   const LayerResult lr =
-      opt_.dsbd_verifier
-          ? opt_.dsbd_verifier->verify_layer(p, q, drafts, width, cfg_.ratio, cfg_.sampling.seed, it.it32, static_cast<uint32_t>(l))
+      verifier
+          ? verifier->verify_layer(p, q, drafts, width, cfg_.ratio, cfg_.sampling.seed, it.it32, static_cast<uint32_t>(l))
           : dsbd_verify_layer(p, q, drafts, width, cfg_.ratio, [&](RandStream s, uint32_t d) {
               return philox_uniform(key_, it.it32, static_cast<uint32_t>(l), 0, d, s);
             });

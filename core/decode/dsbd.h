@@ -87,7 +87,7 @@ LayerResult dsbd_verify_layer(const std::vector<double>& p, const std::vector<do
                               int32_t width, AcceptRatio ratio, const UniformFn& uniform);
 
 // Algorithm 1 lines 13-29 run elsewhere (the cuda backend's device verifier,
-// installed through DecodeOptions::dsbd_verifier). Contract: the result of
+// installed in DecodeOptions::verifiers under "dsbd_layers"). Contract: the result of
 // dsbd_verify_layer(p, q, drafts, width, ratio, u) with u(s, d) =
 // philox_uniform(PhiloxKey{seed}, step, layer, 0, d, s), exactly.
 class DsbdLayerVerifier {

@@ -192,8 +192,8 @@ LookaheadResult greedy_decode(Model& model, const std::vector<int32_t>& prompt, 
   res.metrics.prompt_len = static_cast<int32_t>(prompt.size());
   for (int32_t step = 1;; ++step) {
     // the argmax runs where verification runs (a lookahead verifier with no candidates)
-    const int32_t tok = opt.lookahead_verifier ? opt.lookahead_verifier->verify(f.logits, row, {}, {}, {}).greedy[static_cast<size_t>(row)]
-                                               : argmax_row(f.logits.row(row), V);
+    const auto verifier = opt.verifiers.find<LookaheadVerifier>(kVerifyLookahead);
+    const int32_t tok = verifier ? verifier->verify(f.logits, row, {}, {}, {}).greedy[static_cast<size_t>(row)] : argmax_row(f.logits.row(row), V);
     res.tokens.push_back(tok);
     if (tok == eos_token || static_cast<int32_t>(res.tokens.size()) >= max_new_tokens) break;
     last = f.tree.add_child(last, tok, 0.0);
@@ -244,8 +244,9 @@ LookaheadResult lookahead_decode(Model& model, const std::vector<int32_t>& promp
              f.slots.num_slots());
   int32_t last = prompt_nodes.back();  // the last node whose KV is in the cache
   const int32_t last_row = f.logits.rows - 1;
-  int32_t pending = opt.lookahead_verifier ? opt.lookahead_verifier->verify(f.logits, last_row, {}, {}, {}).greedy[static_cast<size_t>(last_row)]
-                                           : argmax_row(f.logits.row(last_row), V);  // accepted, not yet fed
+  const auto verifier = opt.verifiers.find<LookaheadVerifier>(kVerifyLookahead);
+  int32_t pending = verifier ? verifier->verify(f.logits, last_row, {}, {}, {}).greedy[static_cast<size_t>(last_row)]
+                             : argmax_row(f.logits.row(last_row), V);  // accepted, not yet fed
 
   // The Jacobi window: guesses for the W positions after the pending token,
   // seeded with prompt tokens (as the official implementation does).
@@ -291,7 +292,7 @@ LookaheadResult lookahead_decode(Model& model, const std::vector<int32_t>& promp
     std::vector<int32_t> matched;  // candidate nodes accepted, in order
     std::function<int32_t(int32_t)> greedy_after;
     std::vector<int32_t> device_greedy;
-    if (opt.lookahead_verifier) {
+    if (verifier) {
       // Alg. 1 line 5 where verification runs: every row's greedy token and the path.
       std::vector<int32_t> cand_row, cand_parent, cand_token;
       std::unordered_map<int32_t, int32_t> cand_index;
@@ -302,7 +303,7 @@ LookaheadResult lookahead_decode(Model& model, const std::vector<int32_t>& promp
         cand_row.push_back(row_of.at(nd));
         cand_token.push_back(f.tree.node(nd).token);
       }
-      LookaheadVerifyOutput vo = opt.lookahead_verifier->verify(f.logits, row_of.at(root), cand_row, cand_parent, cand_token);
+      LookaheadVerifyOutput vo = verifier->verify(f.logits, row_of.at(root), cand_row, cand_parent, cand_token);
       TS_CHECK(vo.greedy.size() == fed.size(), "lookahead: the verifier returned " << vo.greedy.size() << " greedy tokens for " << fed.size() << " rows");
       device_greedy = std::move(vo.greedy);
       for (int32_t c : vo.matched) matched.push_back(cand_nodes.at(static_cast<size_t>(c)));

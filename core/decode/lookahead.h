@@ -59,7 +59,7 @@ struct LookaheadResult {
 };
 
 // Verification (Alg. 1 line 5) run elsewhere: the cuda backend's device
-// verifier, installed through DecodeOptions::lookahead_verifier. Given the
+// verifier, installed in DecodeOptions::verifiers under "lookahead_candidates". Given the
 // verification pass's logits, it returns every row's greedy token (argmax,
 // argmax_row's tie rule) and the longest candidate path whose every token is
 // its parent's greedy token (candidates in creation order, a parent before
@@ -77,7 +77,7 @@ class LookaheadVerifier {
 };
 
 // Plain greedy decoding, one token per forward pass: the reference output.
-// opt: the trace's backend, and where the argmax runs (lookahead_verifier).
+// opt: the trace's backend, and where the argmax runs (its verifier in opt.verifiers).
 LookaheadResult greedy_decode(Model& model, const std::vector<int32_t>& prompt, int32_t max_new_tokens,
                               int32_t eos_token = -1, TraceSink* trace = nullptr, const DecodeOptions& opt = {});
 

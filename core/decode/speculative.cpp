@@ -153,8 +153,9 @@ SamplingDecodeResult speculative_decode(Model& target, Model& draft, const std::
       ps.push_back(beam_distribution({0.0}, lps.back(), V, cfg.sampling));
       if (j > 0) tokens.push_back(tree.node(chain[static_cast<size_t>(j)]).token);
     }
-    const SpecChainResult vr = opt.speculative_verifier ? opt.speculative_verifier->verify_chain(ps, q, tokens, cfg.sampling.seed, it)
-                                                        : speculative_verify_chain(ps, q, tokens, cfg.sampling.seed, it);
+    const auto verifier = opt.verifiers.find<SpeculativeVerifier>(kVerifySpeculativeChain);
+    const SpecChainResult vr = verifier ? verifier->verify_chain(ps, q, tokens, cfg.sampling.seed, it)
+                                        : speculative_verify_chain(ps, q, tokens, cfg.sampling.seed, it);
     const int32_t accepted = vr.accepted;
     for (size_t i = 0; i < vr.tested.size(); ++i) {
       const int32_t j = static_cast<int32_t>(i) + 1;

@@ -42,7 +42,7 @@ struct SpecChainResult {
 SpecChainResult speculative_verify_chain(const std::vector<std::vector<double>>& p, const std::vector<std::vector<double>>& q,
                                          const std::vector<int32_t>& tokens, uint64_t seed, uint32_t iteration);
 
-// Runs speculative_verify_chain elsewhere (DecodeOptions::speculative_verifier); same contract.
+// Runs speculative_verify_chain elsewhere (DecodeOptions::verifiers, "speculative_chain"); same contract.
 class SpeculativeVerifier {
  public:
   virtual ~SpeculativeVerifier() = default;

@@ -16,6 +16,8 @@
 #include <cmath>
 #include <set>
 
+#include "core/analysis/verify_kind.h"
+#include "core/trace/trace.h"
 #include "gui/json_tree_model.h"
 #include "gui/step_colors.h"
 
@@ -60,6 +62,21 @@ bool dashed(Decision d) { return d == Decision::untested || d == Decision::not_v
 
 QString num(double x, int prec = 2) { return std::isnan(x) ? QStringLiteral("-") : QString::number(x, 'f', prec); }
 
+QColor tag_color(VerifyRowTag t) {
+  switch (t) {
+    case VerifyRowTag::neutral: return {150, 150, 150};
+    case VerifyRowTag::draft: return {230, 170, 0};
+    case VerifyRowTag::passed: return {76, 175, 80};
+    case VerifyRowTag::stopped: return {229, 57, 53};
+    case VerifyRowTag::matched: return {0, 150, 136};
+    case VerifyRowTag::window: return {70, 110, 180};
+  }
+  return {150, 150, 150};
+}
+
+// Whether the shown trace's header names a verification kind.
+bool verifying_trace(const TraceContext& ctx) { return ctx.loaded() && !trace_verify_kind(ctx.shownDoc()->replay->header()).empty(); }
+
 constexpr double kHead = 240, kRowH = 54, kChipH = 40, kGap = 6, kPad = 8;
 }  // namespace
 
@@ -90,148 +107,41 @@ int32_t VerifyCanvas::nodeAt(QPointF p) const {
   return -1;
 }
 
-void VerifyCanvas::relayout() {
-  chips_.clear();
-  rows_.clear();
-  legend_.clear();
-  if (!info_ || info_->empty() || !replay_) {
-    size_ = QSize(200, 40);
-    updateGeometry();
-    return;
-  }
+VerifyCanvas::Chip VerifyCanvas::makeChip(const VerifyRowChip& rc, double x, double y) const {
   QFont fb = font();
   fb.setBold(true);
   const QFontMetricsF fm(font()), fmb(fb);
-  std::set<Decision> used;
-  double y = kPad, maxX = kHead;
-  auto addRow = [&](const QString& h1, const QString& h2, const QString& h3, const QColor& tag, const std::vector<VerifyChip>& cs,
-                    const std::function<QString(const VerifyChip&)>& line2) {
-    Row r;
-    r.y = y;
-    r.head1 = h1;
-    r.head2 = h2;
-    r.head3 = h3;
-    r.tag = tag;
-    rows_.push_back(r);
-    double x = kHead;
-    for (const VerifyChip& c : cs) {
-      Chip ch;
-      ch.c = c;
-      ch.line1 = c.token >= 0 ? token_label(*replay_, c.token, 12) : QStringLiteral("?");
-      ch.line2 = line2(c);
-      const double w = std::max({fmb.horizontalAdvance(ch.line1), fm.horizontalAdvance(ch.line2), 36.0}) + 14;
-      ch.rect = QRectF(x, y + (kRowH - kChipH) / 2, w, kChipH);
-      ch.tip = tr("%1\nnode %2, token %3 \"%4\"").arg(explain(c.decision)).arg(c.node).arg(c.token).arg(ch.line1);
-      if (c.beam >= 0) ch.tip += tr("\ndraft beam %1 of its layer").arg(c.beam);
-      if (c.parent_beam >= 0) ch.tip += tr(", parent beam %1").arg(c.parent_beam);
-      if (!std::isnan(c.accept_prob)) ch.tip += tr("\naccept prob min(1, p/q) = %1, u = %2").arg(num(c.accept_prob, 4), num(c.u, 4));
-      if (!std::isnan(c.p)) ch.tip += tr("\np = %1 (target), q = %2 (draft)").arg(num(c.p, 4), num(c.q, 4));
-      else if (!std::isnan(c.q)) ch.tip += tr("\nq_beam = %1 (draft)").arg(num(c.q, 4));
-      if (!std::isnan(c.prob)) ch.tip += tr("\nprobability of the sampled pair %1").arg(num(c.prob, 4));
-      chips_.push_back(ch);
-      used.insert(c.decision);
-      x += w + kGap;
-    }
-    maxX = std::max(maxX, x);
-    y += kRowH;
-  };
-  using K = VerifyInfo::Kind;
-  const VerifyInfo& I = *info_;
-  if (I.kind == K::lookahead) {
-    const std::set<int32_t> acc(I.accepted_nodes.begin(), I.accepted_nodes.end());
-    auto node2 = [](const VerifyChip& c) { return c.node >= 0 ? QStringLiteral("#%1").arg(c.node) : QStringLiteral("-"); };
-    std::vector<VerifyChip> one;
-    VerifyChip pc;
-    pc.node = I.pending_node;
-    pc.token = I.pending_node >= 0 && static_cast<size_t>(I.pending_node) < ctx_.view().nodes.size()
-                   ? ctx_.view().nodes[static_cast<size_t>(I.pending_node)].token
-                   : -1;
-    pc.decision = Decision::pending;
-    one.push_back(pc);
-    addRow(tr("pending token"), tr("last accepted, fed now"), QString(), QColor(0, 150, 136), one, node2);
-    std::vector<VerifyChip> win;
-    for (int32_t n : I.window_nodes) {
-      VerifyChip c;
-      c.node = n;
-      c.token = static_cast<size_t>(n) < ctx_.view().nodes.size() ? ctx_.view().nodes[static_cast<size_t>(n)].token : -1;
-      c.decision = Decision::window;
-      win.push_back(c);
-    }
-    addRow(tr("lookahead window"), tr("W = %1 Jacobi guesses").arg(win.size()), tr("all computed"), QColor(70, 110, 180), win, node2);
-    for (size_t k = 0; k < I.candidates.size(); ++k) {
-      const LookaheadCandidate& cand = I.candidates[k];
-      std::vector<VerifyChip> cs;
-      int computed = 0;
-      for (size_t i = 0; i < cand.tokens.size(); ++i) {
-        VerifyChip c;
-        c.node = cand.nodes[i];
-        c.token = cand.tokens[i];
-        c.decision = c.node < 0 ? Decision::not_computed : acc.count(c.node) ? Decision::accepted : Decision::rejected;
-        computed += c.node >= 0;
-        cs.push_back(c);
-      }
-      addRow(tr("candidate %1").arg(k + 1), tr("matched %1 of %2").arg(cand.matched).arg(cand.tokens.size()),
-             computed < static_cast<int>(cand.tokens.size()) ? tr("%1 computed").arg(computed) : QString(),
-             cand.matched > 0 ? QColor(0, 150, 136) : QColor(229, 57, 53), cs, node2);
-    }
-    if (I.candidates.empty()) {
-      rows_.push_back(Row{y, tr("no candidates"), tr("the n-gram pool had none"), tr("for this pending token"), QColor(150, 150, 150)});
-      y += kRowH;
-    }
-    std::vector<VerifyChip> ac;
-    for (size_t i = 0; i < I.accepted_tokens.size(); ++i) {
-      VerifyChip c;
-      c.token = I.accepted_tokens[i];
-      if (i < I.accepted_nodes.size()) {
-        c.node = I.accepted_nodes[i];
-        c.decision = Decision::accepted;
-      } else {
-        c.decision = Decision::sampled_target;  // the greedy token after the path: next pass's pending token
-      }
-      ac.push_back(c);
-    }
-    addRow(tr("accepted this pass"), tr("%1 from candidates").arg(I.accepted_nodes.size()), tr("+ 1 greedy token"), QColor(0, 150, 136), ac,
-           [](const VerifyChip& c) { return c.node >= 0 ? QStringLiteral("#%1").arg(c.node) : tr("greedy next"); });
-  } else {
-    for (const VerifyLayer& L : I.layers) {
-      QString h1 = L.extra ? tr("layer %1 (extra)").arg(L.layer) : tr("layer %1").arg(L.layer);
-      QString h2, h3;
-      QColor tag(150, 150, 150);
-      const int32_t acc = L.count(Decision::accepted);
-      if (I.kind == K::dsbd_draft || I.kind == K::spec_draft) {
-        h2 = tr("%1 draft beam(s)").arg(L.chips.size());
-        tag = QColor(230, 170, 0);
-      } else if (L.extra) {
-        h2 = tr("%1 beam(s) from p_beam").arg(L.chips.size());
-        h3 = tr("all %1 layers passed").arg(L.layer - 1);
-        tag = QColor(76, 175, 80);
-      } else if (!L.verified) {
-        h2 = tr("not verified");
-        h3 = tr("stopped at layer %1").arg(I.stopped_at_layer);
-      } else {
-        h2 = L.width >= 0 ? tr("accepted %1 / W_L = %2").arg(acc).arg(L.width) : tr("accepted %1").arg(acc);
-        if (L.surviving >= 0) h2 += tr(" (%1 surv.)").arg(L.surviving);
-        const bool stop = I.stopped_at_layer == L.layer || !L.passed;
-        h3 = stop ? tr("STOPPED here") : tr("passed");
-        if (!std::isnan(L.predicted)) h3 += tr(" \u00b7 P(pass) %1 (Eq. 5)").arg(num(L.predicted));
-        tag = stop ? QColor(229, 57, 53) : QColor(76, 175, 80);
-      }
-      addRow(h1, h2, h3, tag, L.chips, [](const VerifyChip& c) -> QString {
-        switch (c.decision) {
-          case Decision::accepted:
-          case Decision::rejected:
-            return std::isnan(c.accept_prob) ? QString() : QStringLiteral("a=%1 u=%2").arg(num(c.accept_prob), num(c.u));
-          case Decision::drafted: return std::isnan(c.q) ? tr("draft") : QStringLiteral("q=%1").arg(num(c.q, 3));
-          case Decision::untested: return tr("untested");
-          case Decision::parent_rejected: return tr("parent \u2717");
-          case Decision::not_verified: return tr("not verified");
-          case Decision::sampled_residual: return tr("residual");
-          case Decision::sampled_target: return std::isnan(c.prob) ? tr("target") : QStringLiteral("p=%1").arg(num(c.prob, 3));
-          default: return QString();
-        }
-      });
-    }
+  const VerifyChip& c = rc.chip;
+  Chip ch;
+  ch.c = c;
+  ch.line1 = c.token >= 0 ? token_label(*replay_, c.token, 12) : QStringLiteral("?");
+  ch.line2 = QString::fromStdString(rc.label);
+  const double w = std::max({fmb.horizontalAdvance(ch.line1), fm.horizontalAdvance(ch.line2), 36.0}) + 14;
+  ch.rect = QRectF(x, y + (kRowH - kChipH) / 2, w, kChipH);
+  ch.tip = tr("%1\nnode %2, token %3 \"%4\"").arg(explain(c.decision)).arg(c.node).arg(c.token).arg(ch.line1);
+  if (c.beam >= 0) ch.tip += tr("\ndraft beam %1 of its layer").arg(c.beam);
+  if (c.parent_beam >= 0) ch.tip += tr(", parent beam %1").arg(c.parent_beam);
+  if (!std::isnan(c.accept_prob)) ch.tip += tr("\naccept prob min(1, p/q) = %1, u = %2").arg(num(c.accept_prob, 4), num(c.u, 4));
+  if (!std::isnan(c.p)) ch.tip += tr("\np = %1 (target), q = %2 (draft)").arg(num(c.p, 4), num(c.q, 4));
+  else if (!std::isnan(c.q)) ch.tip += tr("\nq_beam = %1 (draft)").arg(num(c.q, 4));
+  if (!std::isnan(c.prob)) ch.tip += tr("\nprobability of the sampled pair %1").arg(num(c.prob, 4));
+  return ch;
+}
+
+double VerifyCanvas::addRow(const VerifyRow& row, double y, std::set<Decision>& used) {
+  rows_.push_back(Row{y, QString::fromStdString(row.head1), QString::fromStdString(row.head2), QString::fromStdString(row.head3), tag_color(row.tag)});
+  double x = kHead;
+  for (const VerifyRowChip& rc : row.chips) {
+    chips_.push_back(makeChip(rc, x, y));
+    used.insert(rc.chip.decision);
+    x += chips_.back().rect.width() + kGap;
   }
+  return x;
+}
+
+// Only the decisions present in this step, wrapped to the drawing's width.
+void VerifyCanvas::layoutLegend(double y, double maxX, const std::set<Decision>& used) {
+  const QFontMetricsF fm(font());
   legendY_ = y + 4;
   double lx = kPad;
   int lines = 1;
@@ -246,6 +156,26 @@ void VerifyCanvas::relayout() {
     lx += w;
   }
   size_ = QSize(static_cast<int>(std::ceil(maxX + kPad)), static_cast<int>(std::ceil(legendY_ + lines * 20 + 6)));
+}
+
+void VerifyCanvas::relayout() {
+  chips_.clear();
+  rows_.clear();
+  legend_.clear();
+  const VerifyKindSpec* spec = info_ && !info_->empty() && replay_ ? verify_kind_find(info_->kind) : nullptr;
+  if (!spec) {
+    size_ = QSize(200, 40);
+    updateGeometry();
+    return;
+  }
+  // The rows are the kind's (core/analysis/verify_kind.h): the canvas draws any kind alike.
+  std::set<Decision> used;
+  double y = kPad, maxX = kHead;
+  for (const VerifyRow& row : spec->rows(*info_, ctx_.view())) {
+    maxX = std::max(maxX, addRow(row, y, used));
+    y += kRowH;
+  }
+  layoutLegend(y, maxX, used);
   updateGeometry();
   resize(size_.expandedTo(parentWidget() ? parentWidget()->size() : QSize()));
 }
@@ -379,11 +309,8 @@ VerifyPane::~VerifyPane() { ctx_.removeViewer(this); }
 void VerifyPane::onTraceLoaded(TraceContext& ctx) {
   builtDoc_ = nullptr;
   builtStep_ = -1;
-  bool spec = false;
-  for (const StepStat& s : ctx.doc()->stats)
-    if (s.phase == "verify" || s.phase == "draft") spec = true;
-  // A speculative trace: the panes' owner brings this pane to the front.
-  if (spec && ctx.doc()->step_fields.count("verify")) Q_EMIT speculativeTraceLoaded();
+  // A trace whose header names a verify kind: the panes' owner brings this pane to the front.
+  if (!trace_verify_kind(ctx.doc()->replay->header()).empty()) Q_EMIT speculativeTraceLoaded();
 }
 
 void VerifyPane::onStepChanged(TraceContext& ctx) {
@@ -417,61 +344,20 @@ void VerifyPane::ensureUpToDate() {
 
 QString VerifyPane::summaryText() const { return summary_->text(); }
 
+QString VerifyPane::noRecordText() const {
+  const int32_t step = ctx_.step();
+  QString s = tr("Step %1 has no verification record: %2").arg(step).arg(ctx_.loaded() && !ctx_.view().phase.empty()
+                                                                          ? tr("its phase is \"%1\".").arg(QString::fromStdString(ctx_.view().phase))
+                                                                          : tr("not a speculative (draft/verify) step."));
+  if (verifying_trace(ctx_)) s += tr(" Step to a <b>draft</b> or <b>verify</b> step of this trace.");
+  return s;
+}
+
 void VerifyPane::refresh() {
   dirty_ = false;
   const VerifyInfo& I = info_;
-  using K = VerifyInfo::Kind;
-  QString s;
-  const int32_t step = ctx_.step();
-  switch (I.kind) {
-    case K::none:
-      s = tr("Step %1 has no verification record: %2").arg(step).arg(ctx_.loaded() && !ctx_.view().phase.empty()
-                                                                          ? tr("its phase is \"%1\".").arg(QString::fromStdString(ctx_.view().phase))
-                                                                          : tr("not a speculative (draft/verify) step."));
-      if (ctx_.loaded()) {
-        bool spec = false;
-        for (const StepStat& st : ctx_.shownDoc()->stats) spec |= st.phase == "verify" || st.phase == "draft";
-        if (spec) s += tr(" Step to a <b>draft</b> or <b>verify</b> step of this trace.");
-      }
-      break;
-    case K::dsbd_draft:
-    case K::spec_draft:
-      s = tr("<b>Draft</b>, iteration %1: the draft model proposed <b>%2</b> layer(s), %3 draft beam(s) in all (q_beam shown)%4.")
-              .arg(I.iteration)
-              .arg(I.layers.size())
-              .arg(I.total(Decision::drafted))
-              .arg(I.verify_step >= 0 ? tr("; the target verifies them at step %1").arg(I.verify_step) : QString());
-      break;
-    case K::dsbd_verify:
-    case K::spec_verify: {
-      const int32_t verified = static_cast<int32_t>(std::count_if(I.layers.begin(), I.layers.end(), [](const VerifyLayer& l) { return l.verified && !l.extra; }));
-      s = tr("<b>Verify</b>, iteration %1 (%2 draft layer(s), %3 verified): ").arg(I.iteration).arg(I.gamma).arg(verified);
-      if (I.stopped_at_layer > 0) s += tr("<b style='color:#c62828'>stopped at layer %1</b> (fewer than W_L accepted). ").arg(I.stopped_at_layer);
-      else s += tr("<b style='color:#2e7d32'>every layer passed</b>. ");
-      s += tr("Drafts: %1 accepted, %2 rejected, %3 untested, %4 parent rejected, %5 not verified; %6 sampled from the residual, %7 from the target. ")
-               .arg(I.total(Decision::accepted))
-               .arg(I.total(Decision::rejected))
-               .arg(I.total(Decision::untested))
-               .arg(I.total(Decision::parent_rejected))
-               .arg(I.total(Decision::not_verified))
-               .arg(I.total(Decision::sampled_residual))
-               .arg(I.total(Decision::sampled_target));
-      if (I.steps >= 0) s += tr("<b>%1</b> new token(s) per beam this iteration.").arg(I.steps);
-      break;
-    }
-    case K::lookahead:
-      s = tr("<b>Lookahead pass</b> (%1 verification): pending token + W = %2 window guesses + %3 candidate(s); "
-             "<b>%4</b> candidate node(s) computed (independent chains: %5). Accepted <b>%6</b> candidate token(s) + 1 greedy = "
-             "<b>%7</b> token(s) this pass.")
-              .arg(I.mode.empty() ? tr("?") : QString::fromStdString(I.mode))
-              .arg(I.window_nodes.size())
-              .arg(I.candidates.size())
-              .arg(I.candidate_nodes.size())
-              .arg(I.candidate_tokens())
-              .arg(I.accepted_nodes.size())
-              .arg(I.accepted_tokens.size());
-      break;
-  }
+  const VerifyKindSpec* spec = I.empty() ? nullptr : verify_kind_find(I.kind);
+  QString s = spec ? QString::fromStdString(spec->summary(I)) : noRecordText();
   if (!I.error.empty()) s += tr("<br><span style='color:#c62828'>Malformed record: %1</span>").arg(QString::fromStdString(I.error).toHtmlEscaped());
   if (summary_->text() != s) summary_->setText(s);
   canvas_->setInfo(&info_, ctx_.loaded() ? ctx_.shownDoc()->replay.get() : nullptr);

@@ -5,12 +5,16 @@
 // the residual or the target; for lookahead the pending token, the Jacobi
 // window, each pool candidate with the nodes that computed it and the
 // accepted path. A drawing, a table of the same entries and the raw record.
-// Built from core/analysis/verify_info.h (the records as written).
+// Built from core/analysis/verify_info.h (the records as written); the rows
+// and the summary are the verify kind's (core/analysis/verify_kind.h).
 #pragma once
 #include <QWidget>
 
+#include <set>
+
 #include "gui/trace_context.h"
 #include "core/analysis/verify_info.h"
+#include "core/analysis/verify_kind.h"
 
 class QLabel;
 class QTabWidget;
@@ -55,6 +59,7 @@ class VerifyPane final : public QWidget, public ITraceViewer {
 
  private:
   void refresh();
+  QString noRecordText() const;
   void fillTable();
   TraceContext& ctx_;
   QLabel* summary_;
@@ -102,6 +107,10 @@ class VerifyCanvas final : public QWidget {
     QColor tag;
   };
   void relayout();
+  Chip makeChip(const VerifyRowChip& rc, double x, double y) const;
+  // Adds a row at height y and its chips; returns where its last chip ends.
+  double addRow(const VerifyRow& row, double y, std::set<Decision>& used);
+  void layoutLegend(double y, double maxX, const std::set<Decision>& used);
   TraceContext& ctx_;
   const VerifyInfo* info_ = nullptr;
   const TraceReplay* replay_ = nullptr;

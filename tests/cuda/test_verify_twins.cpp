@@ -28,6 +28,7 @@
 #include "core/decode/tree_step.h"
 #include "core/model/synthetic_model.h"
 #include "cuda/cuda_backend.h"
+#include "cuda/device_verifiers.h"
 #include "cuda/cuda_common.cuh"
 #include "cuda/dsbd_verify.h"
 #include "cuda/lookahead_verify.h"
@@ -353,9 +354,8 @@ namespace {
 // Runs one sample on the CPU reference and with the cuda backend's verifiers
 // run on the host; the traces must be identical record for record.
 void check_sample_with_host_verifiers(Sample& cpu, Sample& twin) {
-  twin.options.dsbd_verifier = cuda::make_dsbd_verifier(cuda::VerifyExec::host_twin);
-  twin.options.speculative_verifier = cuda::make_speculative_verifier(cuda::VerifyExec::host_twin);
-  twin.options.lookahead_verifier = cuda::make_lookahead_verifier(cuda::VerifyExec::host_twin);
+  cuda::verifiers_install(twin.options.verifiers, cuda::VerifyExec::host_twin);
+  REQUIRE(twin.options.verifiers.kinds().size() >= 3);  // dsbd_layers, lookahead_candidates, speculative_chain
   MemoryTraceSink a, b;
   std::ostringstream ra, rb;
   run_sample(cpu, &a, ra);
@@ -431,8 +431,9 @@ TEST_CASE("the cuda backend accepts every algorithm and refuses models without a
     if (device) {
       cuda::sample_use_cuda(t);
       CHECK(t.options.backend == cuda::kBackendName);
-      CHECK(t.options.dsbd_verifier);
-      CHECK(t.options.lookahead_verifier);
+      CHECK(t.options.verifiers.find<DsbdLayerVerifier>(kVerifyDsbdLayers));
+      CHECK(t.options.verifiers.find<SpeculativeVerifier>(kVerifySpeculativeChain));
+      CHECK(t.options.verifiers.find<LookaheadVerifier>(kVerifyLookahead));
     } else {
       CHECK_THROWS_WITH(cuda::sample_use_cuda(t), Catch::Contains(e.path().filename().string()) && Catch::Contains("no usable CUDA device"));
     }

@@ -75,7 +75,8 @@ TEST_CASE("a trace file opens streamed and reads as it does in memory", "[gui][l
       CHECK(a.added == b.added);
       CHECK(a.extra == b.extra);
       const VerifyInfo va = verify_info(a, *file->replay), vb = verify_info(b, *memory->replay);
-      CHECK(int(va.kind) == int(vb.kind));
+      CHECK(va.kind == vb.kind);
+      CHECK(va.draft == vb.draft);
       CHECK(va.verify_step == vb.verify_step);
       CHECK(va.error == vb.error);
       CHECK(va.layers.size() == vb.layers.size());

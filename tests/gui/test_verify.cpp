@@ -22,6 +22,7 @@
 #include "gui/panes/trie_view.h"
 #include "gui/panes/verify_pane.h"
 #include "core/analysis/verify_info.h"
+#include "core/trace/trace.h"
 
 using namespace triescope;
 using namespace triescope::gui;
@@ -72,7 +73,7 @@ TEST_CASE("verification pane: DSBD Figure 3, the iteration the paper draws", "[g
     REQUIRE(ctx.view().phase == "verify");
     const VerifyInfo& I = pane->info();
     REQUIRE(I.error.empty());
-    REQUIRE(I.kind == VerifyInfo::Kind::dsbd_verify);
+    REQUIRE((I.kind == kVerifyDsbdLayers && !I.draft));
     CHECK(I.iteration == 2);
     CHECK(I.gamma == 2);
     CHECK(I.stopped_at_layer == 2);
@@ -127,7 +128,7 @@ TEST_CASE("verification pane: DSBD Figure 3, the iteration the paper draws", "[g
   SECTION("draft step 3: two layers of W_S = 3 draft beams, verified at step 4") {
     ctx.setStep(3);
     const VerifyInfo& I = pane->info();
-    REQUIRE(I.kind == VerifyInfo::Kind::dsbd_draft);
+    REQUIRE((I.kind == kVerifyDsbdLayers && I.draft));
     CHECK(I.verify_step == 4);
     REQUIRE(I.layers.size() == 2);
     CHECK(I.layers[0].chips.size() == 3);
@@ -155,7 +156,7 @@ TEST_CASE("verification pane: DSBD synthetic, every verify step agrees with its 
     const VerifyInfo I = verify_info(v, *doc->replay);
     CAPTURE(v.step);
     REQUIRE(I.error.empty());
-    REQUIRE(I.kind == VerifyInfo::Kind::dsbd_verify);
+    REQUIRE((I.kind == kVerifyDsbdLayers && !I.draft));
     const json& ver = r["verify"];
     int acc = 0, rej = 0, tested = 0;
     for (const json& L : ver["layers"])
@@ -218,7 +219,7 @@ TEST_CASE("verification pane: lookahead, window vs candidate nodes and the accep
       const VerifyInfo I = verify_info(v, *doc->replay);
       CAPTURE(s);
       REQUIRE(I.error.empty());
-      REQUIRE(I.kind == VerifyInfo::Kind::lookahead);
+      REQUIRE(I.kind == kVerifyLookahead);
       CHECK(static_cast<int32_t>(I.window_nodes.size()) == W);
       CHECK(I.accepted_tokens.size() == I.accepted_nodes.size() + 1);
       REQUIRE(I.pending_node >= 0);
@@ -284,7 +285,7 @@ TEST_CASE("verification pane: speculative decoding draft chain", "[gui][verify]"
     const VerifyInfo I = verify_info(v, *doc->replay);
     CAPTURE(v.step);
     REQUIRE(I.error.empty());
-    REQUIRE(I.kind == VerifyInfo::Kind::spec_verify);
+    REQUIRE((I.kind == kVerifySpeculativeChain && !I.draft));
     const int accepted = r["verify"]["accepted"].get<int>();
     CHECK(I.total(Decision::accepted) == accepted);
     CHECK(I.steps == accepted + 1);

@@ -13,6 +13,9 @@
 #include "app/commands.h"
 #include "core/analysis/forward_layout.h"
 #include "core/analysis/verify_info.h"
+#include "core/analysis/verify_kind.h"
+#include "core/decode/dsbd.h"
+#include "core/decode/lookahead.h"
 #include "core/common/error.h"
 #include "core/config/json_reader.h"
 #include "core/decode/run_sample.h"
@@ -20,6 +23,7 @@
 #include "core/model/synthetic_model.h"
 #include "core/trace/trace.h"
 #include "core/trace/trace_replay.h"
+#include "tests/registry/toy_drafting.h"
 #include "tests/registry/trace_properties.h"
 
 using namespace triescope;
@@ -50,6 +54,16 @@ json toy_sample() {
   j["name"] = "toy";
   j["toy"] = {{"max_new_tokens", 12}};
   j["trace"] = {{"keyframe_interval", 5}};
+  return j;
+}
+
+// The toy drafting algorithm (toy_drafting.h) on the same repetitive model.
+json toy_guess_sample() {
+  json j = toy_sample();
+  j.erase("toy");
+  j["algorithm"] = "toy_guess";
+  j["name"] = "toy_guess";
+  j["toy_guess"] = {{"iterations", 24}};
   return j;
 }
 
@@ -114,6 +128,7 @@ std::vector<Variant> variants() {
   eos["trace"] = {{"keyframe_interval", 1}};
   out.push_back({"trie b=4 EOS 0.5", eos});
   out.push_back({"toy", toy_sample()});
+  out.push_back({"toy_guess", toy_guess_sample()});
   return out;
 }
 
@@ -279,7 +294,7 @@ TEST_CASE("registry: a version-1 lookahead trace (gc after its pass) reads, veri
       for (int32_t c = 0; c < a.forward->mask.cols; ++c) CHECK(la.node_in_slot(c) == b.slot_to_node.at(static_cast<size_t>(c)));
     }
     const VerifyInfo vi = verify_info(a, old);
-    if (step > 0) CHECK(vi.kind == VerifyInfo::Kind::lookahead);
+    if (step > 0) CHECK(vi.kind == kVerifyLookahead);
     CHECK(vi.error.empty());
   }
   const fs::path d = work_dir("v1_lookahead");
@@ -318,4 +333,171 @@ TEST_CASE("registry: each model of a sample is built once, draft included", "[re
     run_sample(s, nullptr, os);
     CHECK(g_models_built == (j.contains("draft_model") ? 2 : 1));
   }
+}
+
+namespace {
+#ifdef TRIESCOPE_TOY_DEVICE_VERIFIER
+// The records without what may differ between two runs of one decode: the
+// backend's name and the seconds.
+std::vector<json> decode_only(std::vector<json> records) {
+  for (json& r : records) {
+    if (r["kind"] == "header") r.erase("backend");
+    if (r["kind"] == "summary") r.erase("seconds");
+  }
+  return records;
+}
+#endif
+
+std::vector<json> with_verify_kind(std::vector<json> records, const std::string& kind) {
+  for (json& r : records) {
+    if (r["kind"] == "header") r["verify_kind"] = kind;
+    if (r["kind"] == "step" && r.contains("verify")) r["verify"]["kind"] = kind;
+  }
+  return records;
+}
+}  // namespace
+
+TEST_CASE("registry: a toy drafting algorithm with its own verify kind and device verifier runs through the CLI and the analysis",
+          "[registry][cli][verify]") {
+  cli::register_backends();
+  REQUIRE(algorithm_find("toy_guess"));
+  const VerifyKindSpec* kind = verify_kind_find(toy::kToyGuessKind);
+  REQUIRE(kind);
+  CHECK(kind->verifier == std::type_index(typeid(toy::ToyGuessVerifier)));
+  const fs::path d = work_dir("toy_guess_cli");
+  write(d / "toy.json", toy_guess_sample());
+  const std::string a = (d / "a.jsonl").string(), b = (d / "b.jsonl").string();
+  REQUIRE(run_cli({"run", (d / "toy.json").string(), "--out", a, "--quiet"}) == 0);
+  REQUIRE(run_cli({"run", (d / "toy.json").string(), "--out", b, "--quiet"}) == 0);
+  const std::vector<json> records = trace_read(a);
+  testing::check_trace_properties(records, *algorithm_find("toy_guess"), 5, records.back()["metrics"]);
+  CHECK(records.front()["verify_kind"] == toy::kToyGuessKind);
+  CHECK(run_cli({"diff", a, b}) == 0);
+  CHECK(run_cli({"check", a}) == 0);
+  CHECK(run_cli({"inspect", a, "--step", "3"}) == 0);
+
+  // Each verify step reads back through the kind's spec, as recorded.
+  TraceReplay replay(records, a);
+  int32_t accepted = 0, tokens = 0;
+  for (const json& r : records) {
+    if (r["kind"] != "step" || !r.contains("verify")) continue;
+    const int32_t step = r["step"];
+    CAPTURE(step);
+    const VerifyInfo vi = verify_info(replay.at(step), replay);
+    CHECK(vi.error.empty());
+    CHECK(vi.kind == toy::kToyGuessKind);
+    REQUIRE(vi.layers.size() == 1);
+    REQUIRE(vi.layers[0].chips.size() == 1);
+    const bool ok = r["verify"]["accepted"];
+    CHECK(vi.layers[0].chips[0].node == r["verify"]["guess_node"].get<int32_t>());
+    CHECK(vi.layers[0].chips[0].decision == (ok ? Decision::accepted : Decision::rejected));
+    CHECK(vi.steps == (ok ? 2 : 1));
+    const std::vector<VerifyRow> rows = kind->rows(vi, replay.at(step));
+    REQUIRE(rows.size() == 1);
+    CHECK(rows[0].head2 == (ok ? "accepted" : "rejected"));
+    accepted += ok;
+    tokens += vi.steps;
+  }
+  // The repetitive model accepts some guesses and rejects others, so both paths ran.
+  CHECK(accepted > 0);
+  CHECK(accepted < 24);
+  const AcceptanceSeries series = acceptance_series(replay);
+  REQUIRE(series.layers.size() == 1);
+  CHECK(series.layers[0].tested == 24);
+  CHECK(series.layers[0].accepted == accepted);
+  CHECK(series.per_step.size() == 24);
+  int32_t per_step_sum = 0;
+  for (const auto& [step, n] : series.per_step) per_step_sum += n;
+  CHECK(per_step_sum == tokens);
+  CHECK(static_cast<int32_t>(records.back()["outputs"][0]["tokens"].size()) == tokens);
+
+#ifdef TRIESCOPE_TOY_DEVICE_VERIFIER
+  // The cuda-emu backend installs the toy's device verifier by iterating the
+  // registered ones; its kernel decides every guess, and the decode is the CPU's.
+  const int64_t calls = toy::toy_device_verifier_calls();
+  const std::string c = (d / "emu.jsonl").string();
+  REQUIRE(run_cli({"run", (d / "toy.json").string(), "--backend", "cuda-emu", "--out", c, "--quiet"}) == 0);
+  CHECK(toy::toy_device_verifier_calls() - calls == 24);
+  const std::vector<json> emu = trace_read(c);
+  CHECK(emu.front()["backend"] == "cuda-emulated");
+  CHECK(decode_only(emu) == decode_only(records));
+  CHECK(run_cli({"check", c}) == 0);
+#endif
+}
+
+TEST_CASE("registry: an unregistered verify kind is a named error, never read as another kind", "[registry][verify]") {
+  Sample s = sample_parse(toy_guess_sample(), TRIESCOPE_SOURCE_DIR "/samples/toy_guess.json");
+  MemoryTraceSink sink;
+  std::ostringstream os;
+  run_sample(s, &sink, os);
+  for (const std::string& bad : {std::string("no_such_kind"), std::string(kVerifySpeculativeChain) + "_v9"}) {
+    CAPTURE(bad);
+    TraceReplay replay(with_verify_kind(sink.records, bad), "bad.jsonl");
+    const VerifyInfo vi = verify_info(replay.at(1), replay);
+    CHECK(vi.empty());
+    CHECK_THAT(vi.error, Catch::Contains("step 1: verify.kind: unknown verification kind \"" + bad + "\"") && Catch::Contains(toy::kToyGuessKind));
+    CHECK(acceptance_series(replay).per_step.empty());
+    CHECK_THROWS_WITH(verify_kind_of_header(replay.header(), "bad.jsonl"),
+                      Catch::Contains("bad.jsonl: header verify_kind: unknown verification kind \"" + bad + "\""));
+  }
+  // A draft step of a trace whose header names an unknown kind (the old
+  // reader drew it as a speculative chain).
+  std::vector<json> dsbd;
+  {
+    Sample d = sample_load(TRIESCOPE_SOURCE_DIR "/samples/dsbd_figure3.json");
+    MemoryTraceSink ds;
+    run_sample(d, &ds, os);
+    dsbd = with_verify_kind(ds.records, "dsbd_layers_v2");
+  }
+  TraceReplay replay(dsbd, "dsbd.jsonl");
+  int32_t drafts = 0;
+  for (int32_t step : replay.steps()) {
+    const StepView v = replay.at(step);
+    if (v.phase != "draft") continue;
+    ++drafts;
+    const VerifyInfo vi = verify_info(v, replay);
+    CHECK(vi.empty());
+    CHECK_THAT(vi.error, Catch::Contains("header.verify_kind: unknown verification kind \"dsbd_layers_v2\""));
+  }
+  CHECK(drafts > 0);
+  const fs::path d = work_dir("unknown_kind");
+  {
+    std::ofstream f(d / "bad.jsonl");
+    for (const json& r : dsbd) f << r.dump() << "\n";
+  }
+  CHECK(run_cli({"check", (d / "bad.jsonl").string()}) != 0);
+}
+
+namespace {
+struct NoLookahead final : LookaheadVerifier {
+  LookaheadVerifyOutput verify(const Logits&, int32_t, const std::vector<int32_t>&, const std::vector<int32_t>&,
+                               const std::vector<int32_t>&) override {
+    return {};
+  }
+};
+}  // namespace
+
+TEST_CASE("registry: a verifier of another type than its kind accepts is a named error", "[registry][verify]") {
+  VerifierSet set;
+  set.put<LookaheadVerifier>(kVerifyDsbdLayers, std::make_shared<NoLookahead>());
+  CHECK(set.find<LookaheadVerifier>(kVerifyDsbdLayers));
+  CHECK_FALSE(set.find<DsbdLayerVerifier>(kVerifyLookahead));  // none installed: the CPU reference
+  CHECK_THROWS_WITH(set.find<DsbdLayerVerifier>(kVerifyDsbdLayers),
+                    Catch::Contains("verify kind \"dsbd_layers\" holds a triescope::LookaheadVerifier") &&
+                        Catch::Contains("needs a triescope::DsbdLayerVerifier"));
+  CHECK_THROWS_WITH(verifier_set_check(set), Catch::Contains("verify kind \"dsbd_layers\" accepts a triescope::DsbdLayerVerifier") &&
+                                                 Catch::Contains("got a triescope::LookaheadVerifier"));
+  VerifierSet unknown;
+  unknown.put<LookaheadVerifier>("no_such_kind", std::make_shared<NoLookahead>());
+  CHECK_THROWS_WITH(verifier_set_check(unknown), Catch::Contains("unknown verification kind \"no_such_kind\""));
+  // The decoders look theirs up by kind: DSBD refuses the wrong type by name.
+  Sample d = sample_load(TRIESCOPE_SOURCE_DIR "/samples/dsbd_figure3.json");
+  d.options.verifiers = set;
+  std::ostringstream os;
+  CHECK_THROWS_WITH(run_sample(d, nullptr, os), Catch::Contains("dsbd_layers") && Catch::Contains("LookaheadVerifier"));
+  // So does the toy drafting algorithm with its own kind.
+  Sample t = sample_parse(toy_guess_sample(), TRIESCOPE_SOURCE_DIR "/samples/toy_guess.json");
+  t.options.verifiers.put<LookaheadVerifier>(toy::kToyGuessKind, std::make_shared<NoLookahead>());
+  CHECK_THROWS_WITH(run_sample(t, nullptr, os), Catch::Contains("verify kind \"toy_guess\" holds a triescope::LookaheadVerifier") &&
+                                                   Catch::Contains("triescope::toy::ToyGuessVerifier"));
 }
