@@ -15,7 +15,6 @@
 #endif
 #ifdef TRIESCOPE_WITH_CUDA
 #include "cuda/cuda_backend.h"
-#include "cuda/tree_attention.cuh"
 #endif
 
 namespace triescope::cli {
@@ -40,11 +39,7 @@ void usage() {
 
 void register_backends() {
 #ifdef TRIESCOPE_WITH_CUDA
-  cuda::backend_register();
-  // Transformer attention "tree_kernel" / "auto" on device "cuda". The host
-  // runtime's kernel reads CPU tensors, so it is registered only when
-  // --backend cuda-emu builds a model (cuda::model_build), never for --backend cpu.
-  if (!cuda::kEmulated) cuda::tree_attention_register();
+  cuda::backend_register();  // with the tree attention kernel where the backend serves it from the start
 #endif
 #ifdef TRIESCOPE_WITH_TORCH
   torch_models_register();

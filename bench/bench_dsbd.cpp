@@ -19,10 +19,10 @@
 #include "core/common/error.h"
 #include "core/common/file_io.h"
 #include "core/decode/dsbd.h"
-#include "core/decode/philox.h"
 #include "core/decode/sampling.h"
 #include "core/decode/speculative.h"
 #include "core/model/synthetic_model.h"
+#include "core/select/philox.h"
 #include "core/trace/trace.h"
 
 using namespace triescope;

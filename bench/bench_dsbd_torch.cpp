@@ -23,11 +23,11 @@
 #include "core/common/file_io.h"
 #include "bench/bench_llama.h"
 #include "core/decode/dsbd.h"
-#include "core/decode/philox.h"
 #include "core/decode/sampling.h"
 #include "core/decode/speculative.h"
 #include "core/model/model_factory.h"
 #include "core/model/torch/torch_transformer.h"
+#include "core/select/philox.h"
 #include "core/trace/trace.h"
 
 using namespace triescope;

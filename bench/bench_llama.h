@@ -8,7 +8,7 @@
 
 #include "core/model/torch/llama_config.h"
 #ifdef TRIESCOPE_WITH_CUDA
-#include "cuda/tree_attention.cuh"
+#include "cuda/cuda_backend.h"
 #endif
 
 namespace triescope::bench {
@@ -42,7 +42,7 @@ inline bool parse_options(int argc, char** argv, Options& opts, const char* prog
 // (and "auto" on device "cuda"); without, a no-op.
 inline void register_device_kernels() {
 #ifdef TRIESCOPE_WITH_CUDA
-  cuda::tree_attention_register();
+  cuda::backend_tree_attention_register();
 #endif
 }
 

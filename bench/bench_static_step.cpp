@@ -42,9 +42,8 @@
 #include "core/constraint/static_decode.h"
 #include "core/constraint/static_step.h"
 #include "core/constraint/vntk.h"
-#include "core/decode/beam_config.h"
-#include "core/decode/log_normaliser.h"
-#include "core/decode/topk_candidates.h"
+#include "core/select/log_normaliser.h"
+#include "core/select/topk_candidates.h"
 
 using namespace triescope;
 using nlohmann::json;

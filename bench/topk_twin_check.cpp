@@ -3,7 +3,7 @@
 #include <sstream>
 #include <vector>
 
-#include "core/decode/topk_candidates.h"
+#include "core/select/topk_candidates.h"
 
 namespace triescope::bench {
 

@@ -1,3 +1,4 @@
+// CPU twin: core/mask/ancestor_mask.h (ancestor_mask_build, IncrementalAncestorMask::extend, position_ids)
 #include "cuda/ancestor_mask.cuh"
 #include "cuda/detail/device_status.h"
 

@@ -71,7 +71,7 @@ std::unique_ptr<Model> model_build(const JsonObjectReader& obj) {
   const std::string type = model_type(obj.object_json());
   try {
     if (type == "transformer") {
-      tree_attention_register();  // "auto" picks the kernel on "cuda" (registering touches no device)
+      backend_tree_attention_register();  // "auto" picks the kernel on "cuda" (registering touches no device)
       return transformer_build_cuda(obj.object_json(), obj.origin(), field);
     }
     if (type == "synthetic") return model_to_cuda(*model_from_json(obj));
@@ -111,7 +111,10 @@ void sample_use_cuda(Sample& s) {
   sample_install(s);
 }
 
+void backend_tree_attention_register() { tree_attention_register(kEmulated ? TreeAttentionMemory::host : TreeAttentionMemory::device); }
+
 void backend_register() {
+  if (!kEmulated) backend_tree_attention_register();
   if (backend_find(kCliName)) return;
   BackendSpec b;
   b.name = kCliName;

@@ -72,7 +72,16 @@ void sample_install(Sample& s);
 void sample_use_cuda(Sample& s);
 
 // Adds this build's CUDA backend ("cuda" or "cuda-emu") to the backend
-// registry (core/decode/backend.h); calling it again does nothing.
+// registry (core/decode/backend.h); calling it again does nothing. On a GPU
+// it also registers the tree attention kernel, so "auto" attention on device
+// "cuda" uses it from the start; the host runtime's kernel reads CPU tensors,
+// so it is registered only when this backend builds a model (model_build),
+// never for --backend cpu.
 void backend_register();
+
+// Registers the tree attention kernel (cuda/tree_attention.cuh) as this
+// build runs it: on device memory on a GPU, on host memory on the host
+// runtime. Idempotent.
+void backend_tree_attention_register();
 
 }  // namespace triescope::cuda

@@ -1,3 +1,4 @@
+// CPU twin: none (host-side helpers of cuda_common.cuh, no kernel)
 #include "cuda/cuda_common.cuh"
 
 namespace triescope::cuda {

@@ -1,3 +1,4 @@
+// CPU twin: core/decode/dsbd.h (dsbd_verify_layer), core/decode/speculative.h (speculative_verify_chain)
 #include "cuda/cuda_common.cuh"
 #include "cuda/detail/device_block.cuh"
 #include "cuda/dsbd_verify.cuh"

@@ -19,10 +19,13 @@
 //    cannot change a rounding.
 // The draws are cuda/philox.cuh's, on the CPU's counters.
 // Written independently of core/decode/dsbd.cpp (CONVENTIONS: a reference
-// shares no code with what it checks).
+// shares no code with what it checks), except DSBD's scalar formulas (line
+// 17's accept probability, line 22's residual), which both take from
+// core/decode/dsbd_math.h, itself checked against the paper's expressions.
 #pragma once
 #include <cstdint>
 
+#include "core/decode/dsbd_math.h"
 #include "cuda/philox.cuh"
 
 namespace triescope::cuda {
@@ -63,9 +66,6 @@ struct DsbdVerifyArgs {
   int64_t* outputs;        // [width] out: accepted drafts, then one from p', the rest from p_beam
   int32_t* counts;         // [4] out: num_tested, num_outputs, passed, VerifyError
 };
-
-// min(1, r) exactly as std::min(1.0, r): r unless !(r < 1).
-TS_HD inline double verify_min1(double r) { return r < 1.0 ? r : 1.0; }
 
 // Thread 0 only: core's sample_index (inverse CDF over the sequential prefix
 // sums, zero entries skipped, the last positive index when u * total is not
@@ -110,11 +110,7 @@ TS_HD void dsbd_verify_block(const DsbdVerifyArgs& a, VerifyShared& sh, Block& b
         VerifyDecision d;
         d.pair = x;
         d.draft = i;
-        const double px = a.pp[x], qx = a.q[x];
-        double r;  // line 17
-        if (a.ratio_q_over_p) r = px > 0.0 ? qx / px : 1.0;
-        else r = qx > 0.0 ? px / qx : 1.0;
-        d.accept_prob = verify_min1(r);
+        d.accept_prob = dsbd_math::accept_prob(a.pp[x], a.q[x], a.ratio_q_over_p != 0);  // line 17
         d.u = philox_uniform_hd(a.draws, static_cast<uint32_t>(i), kStreamVerifyAccept);
         d.accepted = d.u < d.accept_prob ? 1 : 0;
         a.tested[i] = d;
@@ -138,10 +134,7 @@ TS_HD void dsbd_verify_block(const DsbdVerifyArgs& a, VerifyShared& sh, Block& b
       }
       for (int64_t k = tid; k < a.n; k += nt) a.pp[k] = a.p[k];  // line 19
     } else {
-      for (int64_t k = tid; k < a.n; k += nt) {  // line 22: p' = norm(max(0, p' - q))
-        const double d = a.pp[k] - a.q[k];
-        a.pp[k] = d > 0.0 ? d : 0.0;  // std::max(0.0, d): 0 unless 0 < d
-      }
+      for (int64_t k = tid; k < a.n; k += nt) a.pp[k] = dsbd_math::residual(a.pp[k], a.q[k]);  // line 22: p' = norm(max(0, p' - q))
       blk.sync();
       if (tid == 0) {
         double mass = 0.0;
@@ -150,7 +143,7 @@ TS_HD void dsbd_verify_block(const DsbdVerifyArgs& a, VerifyShared& sh, Block& b
       }
       blk.sync();
       const double mass = sh.mass;
-      if (mass > 1e-300) {
+      if (dsbd_math::residual_has_mass(mass)) {
         for (int64_t k = tid; k < a.n; k += nt) a.pp[k] = a.pp[k] / mass;
       } else {  // p' == q: nothing left to correct
         for (int64_t k = tid; k < a.n; k += nt) a.pp[k] = a.q[k];
@@ -217,7 +210,7 @@ TS_HD void speculative_verify_block(const SpecVerifyArgs& a, VerifyShared& sh, B
       }
       PhiloxCoords c = a.draws;
       c.layer = static_cast<uint32_t>(j);
-      d.accept_prob = verify_min1(a.p[static_cast<int64_t>(j - 1) * V + x] / a.q[static_cast<int64_t>(j - 1) * V + x]);
+      d.accept_prob = dsbd_math::min1(a.p[static_cast<int64_t>(j - 1) * V + x] / a.q[static_cast<int64_t>(j - 1) * V + x]);
       d.u = philox_uniform_hd(c, 0, kStreamVerifyAccept);
       d.accepted = d.u < d.accept_prob ? 1 : 0;
       a.tested[j - 1] = d;

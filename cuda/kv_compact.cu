@@ -1,3 +1,4 @@
+// CPU twin: core/kv/kv_compact.h (kv_compact)
 #include "cuda/kv_compact.cuh"
 #include "cuda/detail/device_status.h"
 

@@ -1,3 +1,4 @@
+// CPU twin: core/decode/lookahead.cpp (the verification: argmax_row rows and the matching walk)
 #include "cuda/cuda_common.cuh"
 #include "cuda/detail/device_block.cuh"
 #include "cuda/lookahead_verify.cuh"

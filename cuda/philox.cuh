@@ -1,5 +1,5 @@
 // Philox4x32-10 for device code, drawing exactly the numbers core's
-// philox_uniform (core/decode/philox.cpp) draws, so a kernel can make the same
+// philox_uniform (core/select/philox.cpp) draws, so a kernel can make the same
 // accept/reject decisions as the CPU reference. Inline __host__ __device__
 // functions, no kernels: a CPU test compiles this header with g++ and compares
 // it bit for bit against core's generator (tests/cuda/test_cpu_twins.cpp).
@@ -16,7 +16,7 @@
 
 namespace triescope::cuda {
 
-// The counter layout is the trace contract of core/decode/philox.h:
+// The counter layout is the trace contract of core/select/philox.h:
 // c0 = draw | stream << 24, c1 = beam, c2 = layer, c3 = step; key = seed (lo, hi).
 enum PhiloxStream : uint32_t {
   kStreamDraftSample = 1,

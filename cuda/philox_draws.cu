@@ -1,3 +1,4 @@
+// CPU twin: core/select/philox.h (philox_uniform)
 #include "cuda/cuda_common.cuh"
 #include "cuda/philox_draws.cuh"
 

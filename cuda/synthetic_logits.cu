@@ -1,3 +1,4 @@
+// CPU twin: core/model/synthetic_model.h (synthetic_logits_fixed, SyntheticModel::forward)
 #include "cuda/synthetic_logits.cuh"
 #include "cuda/detail/device_status.h"
 #include "cuda/detail/launch_shape.h"

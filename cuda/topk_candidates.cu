@@ -1,3 +1,4 @@
+// CPU twin: core/select/topk_candidates.h (topk_candidates), core/select/log_normaliser.h (log_softmax_row)
 #include <math_constants.h>
 
 #include <algorithm>

@@ -1,8 +1,8 @@
 // Beam selection on the device: log-softmax of logits rows and the top 2b
 // (beam, token) candidates with the CPU's exact tie-break (score descending,
 // then flat index beam * vocab + token ascending; torch.topk's order).
-// CPU twins: log_softmax_row (core/decode/beam_config.h) and
-// topk_candidates (core/decode/topk_candidates.h).
+// CPU twins: log_softmax_row (core/select/log_normaliser.h) and
+// topk_candidates (core/select/topk_candidates.h).
 #pragma once
 #include <cuda_runtime_api.h>
 

@@ -1,3 +1,4 @@
+// CPU twin: core/model/tree_attention.h (tree_attention_ref)
 #include "cuda/tree_attention.cuh"
 #include "cuda/detail/device_status.h"
 #include "cuda/tree_attention_math.h"
@@ -574,25 +575,22 @@ void tree_attention(const TreeAttentionArgs& a) {
 
 namespace {
 size_t hook_workspace(const TreeAttentionArgs& a) { return tree_attention_workspace_bytes(a); }
-void hook_launch(const TreeAttentionArgs& a) {
+void hook_launch(const TreeAttentionArgs& a) { tree_attention(a); }
+// Host memory: the caller reads the output buffers right after this call
+// (LibTorch CPU tensors), so the launch waits for the kernel.
+void hook_launch_and_wait(const TreeAttentionArgs& a) {
   tree_attention(a);
-#ifdef TRIESCOPE_CUDA_HOST_RUNTIME
-  // On the host runtime the "device" buffers are LibTorch CPU tensors, which
-  // LibTorch reads right after this call: let the kernel finish first.
-  TS_CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(a.stream)), "tree_attention: synchronise (host runtime)");
-#endif
+  TS_CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(a.stream)), "tree_attention: synchronise (host memory)");
 }
 const char* hook_error(int32_t code) { return kernel_error_name(static_cast<KernelError>(code)); }
 }  // namespace
 
-void tree_attention_register() {
+void tree_attention_register(TreeAttentionMemory memory) {
   TreeAttentionKernel k;
   k.name = "cuda::tree_attention";
-#ifdef TRIESCOPE_CUDA_HOST_RUNTIME
-  k.host_memory = true;
-#endif
+  k.host_memory = memory == TreeAttentionMemory::host;
   k.workspace_bytes = hook_workspace;
-  k.launch = hook_launch;
+  k.launch = k.host_memory ? hook_launch_and_wait : hook_launch;
   k.error_name = hook_error;
   tree_attention_kernel_register(k);
 }

@@ -50,9 +50,15 @@ double tree_attention_kv_bytes(const TreeAttentionArgs& a, const TreeAttentionPl
 void tree_attention(const TreeAttentionArgs& a);
 size_t tree_attention_workspace_bytes(const TreeAttentionArgs& a);
 
+// Where the kernel's buffers live: device memory (a GPU), or host memory
+// (LibTorch CPU tensors; TreeAttentionKernel::host_memory), where each launch
+// returns when the kernel has finished. The backend picks one
+// (cuda::backend_tree_attention_register, cuda/cuda_backend.h).
+enum class TreeAttentionMemory { device, host };
+
 // Fills core's registry (tree_attention_kernel_register) with this kernel, so
-// a TorchTransformer on device "cuda" uses it (attention "tree_kernel", or
-// "auto"). Idempotent; programs built with CUDA call it at start-up.
-void tree_attention_register();
+// a TorchTransformer uses it (attention "tree_kernel", or "auto" on device
+// "cuda"; with host memory also on device "cpu"). Idempotent.
+void tree_attention_register(TreeAttentionMemory memory);
 
 }  // namespace triescope::cuda

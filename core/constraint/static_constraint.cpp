@@ -88,15 +88,6 @@ nlohmann::json StaticConstraint::describe() const {
   return j;
 }
 
-StaticConstraint::Compliance StaticConstraint::compliance(const std::vector<Hypothesis>& hyps) const {
-  Compliance c;
-  for (const auto& h : hyps) {
-    ++c.hypotheses;
-    c.in_set += set_->contains(h.tokens);
-  }
-  return c;
-}
-
 std::shared_ptr<StaticConstraint> static_constraint_from_json(JsonObjectReader r, int32_t vocab_size, const std::string& sample_path) {
   const std::string file = r.get_string("file");
   const std::string format = r.get_string("format", "auto");
@@ -125,12 +116,8 @@ std::shared_ptr<StaticConstraint> static_constraint_from_json(JsonObjectReader r
   }
 }
 
-void static_constraint_report(const StaticConstraint& c, const DecodeResult& r, std::ostream& os) {
-  const auto comp = c.compliance(r.hypotheses);
-  const auto d = c.describe();
-  os << "constraint: " << d.value("name", d.value("impl", std::string("?"))) << " over |C| = " << c.set().size() << " ids (L = "
-     << c.set().length << ", " << c.set().origin << "); compliance " << comp.in_set << "/" << comp.hypotheses
-     << " hypotheses in C" << (comp.in_set == comp.hypotheses ? " (100%)" : " (VIOLATION)") << "\n";
+std::shared_ptr<SampleConstraint> sample_constraint_from_json(JsonObjectReader r, int32_t vocab_size, const std::string& sample_path) {
+  return static_constraint_from_json(std::move(r), vocab_size, sample_path);
 }
 
 }  // namespace triescope

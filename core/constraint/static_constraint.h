@@ -4,17 +4,15 @@
 #pragma once
 #include <cstdint>
 #include <memory>
-#include <ostream>
 #include <string>
 #include <vector>
 
 #include "core/config/json_reader.h"
 #include "core/constraint/constraint_index.h"
 #include "core/constraint/constraint_set.h"
+#include "core/constraint/sample_constraint.h"
 #include "core/constraint/static_step.h"
 #include "core/constraint/transition_matrix.h"
-#include "core/decode/beam_config.h"
-#include "core/decode/logits_constraint.h"
 
 namespace triescope {
 
@@ -24,7 +22,7 @@ std::shared_ptr<ConstraintIndex> constraint_index_make(const std::string& impl, 
                                                        TransitionMatrixOptions opt, int32_t top_k = 50);
 const std::vector<std::string>& constraint_impl_names();
 
-class StaticConstraint final : public LogitsConstraint {
+class StaticConstraint final : public SampleConstraint {
  public:
   // sparse_ranking: rank() ranks only the allowed tokens (core/constraint/
   // static_step.h); needs the CSR index (impl vntk).
@@ -42,13 +40,8 @@ class StaticConstraint final : public LogitsConstraint {
   void set_sample_file(std::string file) { sample_file_ = std::move(file); }
   const std::string& sample_file() const { return sample_file_; }
 
-  const ConstraintSet& set() const { return *set_; }
+  const ConstraintSet& set() const override { return *set_; }
   ConstraintIndex& index() { return *index_; }
-  struct Compliance {
-    int64_t hypotheses = 0;
-    int64_t in_set = 0;
-  };
-  Compliance compliance(const std::vector<Hypothesis>& hyps) const;
 
  private:
   void check_vocab(int32_t vocab) const;
@@ -66,8 +59,5 @@ class StaticConstraint final : public LogitsConstraint {
 // "ranking": "full" (mask every row, rank every token; the default) |
 // "sparse" (rank the allowed tokens only; impl vntk)}.
 std::shared_ptr<StaticConstraint> static_constraint_from_json(JsonObjectReader r, int32_t vocab_size, const std::string& sample_path);
-
-// One report line: implementation, |C|, and how many hypotheses lie in C.
-void static_constraint_report(const StaticConstraint& c, const DecodeResult& r, std::ostream& os);
 
 }  // namespace triescope

@@ -8,7 +8,7 @@
 
 #include "core/common/error.h"
 #include "core/constraint/vntk.h"
-#include "core/decode/log_normaliser.h"
+#include "core/select/log_normaliser.h"
 
 namespace triescope {
 

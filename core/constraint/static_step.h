@@ -18,7 +18,7 @@
 // Equal to the full-vocabulary path (log_softmax_row, dense_lookup /
 // vntk_sparse, topk_candidates per group, static_next_state): the same ids,
 // counts, valid counts and next states; scores differ only by the rounding
-// of the log-normaliser (core/decode/log_normaliser.h), which the tests bound
+// of the log-normaliser (core/select/log_normaliser.h), which the tests bound
 // at 1e-12 relative. States are treated as the mask treats them: dead or out
 // of range states have no candidates, a sparse level reads any state's row.
 #pragma once

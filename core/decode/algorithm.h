@@ -15,6 +15,7 @@
 
 #include "core/config/json_reader.h"
 #include "core/decode/beam_config.h"
+#include "core/decode/decode_result.h"
 #include "core/trace/trace.h"
 
 namespace triescope {

@@ -6,6 +6,8 @@
 #include <numeric>
 
 #include "core/common/error.h"
+#include "core/decode/beam_budget.h"
+#include "core/select/log_normaliser.h"
 #include "core/trace/trace_recorder.h"
 
 namespace triescope {

@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "core/common/error.h"
+#include "core/decode/dsbd_math.h"
 #include "core/trace/trace_recorder.h"
 #include "core/decode/trie_beam_search.h"
 
@@ -60,16 +61,14 @@ nlohmann::json DsbdStats::to_json() const {
 
 namespace {
 
-inline double accept_ratio(double p, double q, AcceptRatio r) {
-  if (r == AcceptRatio::p_over_q) return q > 0.0 ? p / q : 1.0;
-  return p > 0.0 ? q / p : 1.0;  // the paper's printed line 17 (negative control)
-}
+// min(1, line 17's ratio) (core/decode/dsbd_math.h).
+double accept_prob(double p, double q, AcceptRatio r) { return dsbd_math::accept_prob(p, q, r == AcceptRatio::q_over_p); }
 
 // norm(max(0, a - q)); false when nothing is left (a == q).
 bool residual_update(std::vector<double>& a, const std::vector<double>& q) {
   double mass = 0.0;
-  for (size_t i = 0; i < a.size(); ++i) mass += (a[i] = std::max(0.0, a[i] - q[i]));
-  if (!(mass > 1e-300)) return false;
+  for (size_t i = 0; i < a.size(); ++i) mass += (a[i] = dsbd_math::residual(a[i], q[i]));
+  if (!dsbd_math::residual_has_mass(mass)) return false;
   for (double& x : a) x /= mass;
   return true;
 }
@@ -88,7 +87,7 @@ std::vector<double> dsbd_alphas(const std::vector<double>& p, const std::vector<
     }
     double a = 0.0;
     for (size_t x = 0; x < q.size(); ++x)
-      if (q[x] > 0.0) a += q[x] * std::min(1.0, accept_ratio(pj[x], q[x], ratio));
+      if (q[x] > 0.0) a += q[x] * accept_prob(pj[x], q[x], ratio);
     alphas.push_back(std::min(1.0, a));
     exhausted = !residual_update(pj, q);
   }
@@ -146,7 +145,7 @@ LayerResult dsbd_verify_layer(const std::vector<double>& p, const std::vector<do
     LayerDecision d;
     d.pair = drafts[i];
     d.draft = static_cast<int32_t>(i);
-    d.accept_prob = std::min(1.0, accept_ratio(pp[x], q[x], ratio));  // line 17
+    d.accept_prob = accept_prob(pp[x], q[x], ratio);  // line 17
     d.u = uniform(RandStream::verify_accept, static_cast<uint32_t>(i));
     d.accepted = d.u < d.accept_prob;
     res.tested.push_back(d);

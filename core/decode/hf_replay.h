@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/decode/beam_config.h"
+#include "core/decode/decode_result.h"
 #include "core/kv/kv_cache.h"
 #include "core/trace/trace.h"
 

@@ -16,7 +16,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/decode/beam_config.h"
+#include "core/decode/decode_options.h"
 #include "core/model/model.h"
 #include "core/trace/trace.h"
 

@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "core/common/error.h"
+#include "core/select/log_normaliser.h"
 #include "core/trace/trace_recorder.h"
 #include "core/decode/tree_step.h"
 #include "core/decode/trie_beam_search.h"

@@ -4,7 +4,7 @@
 
 #include "core/common/error.h"
 #include "core/config/json_reader.h"
-#include "core/constraint/static_constraint.h"
+#include "core/constraint/sample_constraint.h"
 #include "core/model/model_factory.h"
 
 namespace triescope {
@@ -70,7 +70,7 @@ static Sample sample_parse_checked(const json& j, const std::string& origin, con
     s.options.keyframe_interval = static_cast<int32_t>(t.get_int("keyframe_interval", 0, 1 << 20, 16));
     t.finish();
   }
-  if (r.has("constraint")) s.constraint = static_constraint_from_json(r.object("constraint"), V, origin);
+  if (r.has("constraint")) s.constraint = sample_constraint_from_json(r.object("constraint"), V, origin);
   s.config = s.spec->parse(r, s);
   r.finish();
   backend.prepare(s);

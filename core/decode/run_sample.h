@@ -10,15 +10,14 @@
 #include <vector>
 
 #include "core/common/error.h"
+#include "core/constraint/sample_constraint.h"
 #include "core/decode/algorithm.h"
 #include "core/decode/backend.h"
-#include "core/decode/beam_config.h"
+#include "core/decode/decode_options.h"
 #include "core/model/model.h"
 #include "core/trace/trace.h"
 
 namespace triescope {
-
-class StaticConstraint;
 
 inline constexpr const char* kSampleFormat = "triescope.sample";
 inline constexpr int kSampleVersion = 1;
@@ -35,7 +34,7 @@ struct Sample {
   std::vector<int32_t> prompt;
   std::shared_ptr<const AlgorithmConfig> config;  // the algorithm's parsed sections
   DecodeOptions options;
-  std::shared_ptr<StaticConstraint> constraint;  // the sample's "constraint" object (STATIC), if any
+  std::shared_ptr<SampleConstraint> constraint;  // the sample's "constraint" object (STATIC), if any
 
   // The algorithm's config as its own type (throws Error on a mismatch).
   template <class T>

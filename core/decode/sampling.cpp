@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "core/common/error.h"
+#include "core/select/log_normaliser.h"
 #include "core/trace/trace_recorder.h"
 #include "core/decode/trie_beam_search.h"
 #include "core/mask/ancestor_mask.h"

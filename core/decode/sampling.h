@@ -10,8 +10,10 @@
 
 #include "core/config/json_reader.h"
 #include "core/decode/beam_config.h"
-#include "core/decode/philox.h"
+#include "core/decode/decode_options.h"
+#include "core/decode/decode_result.h"
 #include "core/model/model.h"
+#include "core/select/philox.h"
 #include "core/trace/trace.h"
 
 namespace triescope {

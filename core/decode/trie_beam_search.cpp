@@ -5,8 +5,10 @@
 #include <cmath>
 
 #include "core/common/error.h"
-#include "core/decode/topk_candidates.h"
+#include "core/decode/beam_budget.h"
 #include "core/decode/tree_step.h"
+#include "core/select/log_normaliser.h"
+#include "core/select/topk_candidates.h"
 #include "core/trace/trace_recorder.h"
 
 namespace triescope {

@@ -6,8 +6,10 @@
 #include <vector>
 
 #include "core/decode/beam_config.h"
-#include "core/decode/logits_constraint.h"
+#include "core/decode/decode_options.h"
+#include "core/decode/decode_result.h"
 #include "core/model/model.h"
+#include "core/select/logits_constraint.h"
 #include "core/trace/trace.h"
 
 namespace triescope {

@@ -180,7 +180,8 @@ void StaticIndexCuda::trace_extra(int64_t state, int32_t step, nlohmann::json& r
   rec["slice"] = last_.bt;
 }
 
-std::shared_ptr<StaticConstraint> static_constraint_to_cuda(const std::shared_ptr<StaticConstraint>& c, VerifyExec exec) {
+std::shared_ptr<StaticConstraint> static_constraint_to_cuda(const std::shared_ptr<SampleConstraint>& sample, VerifyExec exec) {
+  const auto c = std::dynamic_pointer_cast<StaticConstraint>(sample);
   if (!c) return nullptr;
   auto* vntk = dynamic_cast<VntkIndex*>(&c->index());
   if (!vntk) return nullptr;

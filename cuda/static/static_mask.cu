@@ -1,3 +1,4 @@
+// CPU twin: core/constraint/vntk.h (dense_lookup, vntk_sparse, static_next_state)
 #include <math_constants.h>
 
 #include "core/common/error.h"

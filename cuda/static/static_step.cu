@@ -1,3 +1,4 @@
+// CPU twin: core/constraint/static_step.h (StaticStep)
 #include <math_constants.h>
 
 #include <algorithm>

@@ -9,9 +9,11 @@
 #include "core/common/sha256.h"
 #include "core/constraint/static_constraint.h"
 #include "core/decode/batch_beam_search.h"
+#include "core/decode/constraint_report.h"
 #include "core/decode/run_sample.h"
 #include "core/decode/trie_beam_search.h"
 #include "core/model/synthetic_model.h"
+#include "core/select/log_normaliser.h"
 
 using namespace triescope;
 
@@ -74,7 +76,7 @@ TEST_CASE("constrained beam search: every output is an id in C, for every implem
     CAPTURE(h.tokens);
     CHECK(set->contains(h.tokens));
   }
-  const auto comp = sc.compliance(r.hypotheses);
+  const auto comp = constraint_compliance(sc, r.hypotheses);
   CHECK(comp.in_set == comp.hypotheses);
   // The trace records every beam's state, valid count and path at every expand step.
   int32_t steps_with_constraint = 0;

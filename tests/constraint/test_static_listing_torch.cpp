@@ -12,8 +12,8 @@
 #include "bench/static_listing_torch.h"
 #include "core/constraint/transition_matrix.h"
 #include "core/constraint/vntk.h"
-#include "core/decode/beam_config.h"
-#include "core/decode/topk_candidates.h"
+#include "core/select/log_normaliser.h"
+#include "core/select/topk_candidates.h"
 
 using namespace triescope;
 

@@ -4,6 +4,7 @@
 #include "core/decode/run_sample.h"
 #include "core/decode/trie_beam_search.h"
 #include "core/model/synthetic_model.h"
+#include "core/select/log_normaliser.h"
 
 using namespace triescope;
 

@@ -1,4 +1,4 @@
-// core/decode/log_normaliser.h against log_softmax_row's normaliser (glibc
+// core/select/log_normaliser.h against log_softmax_row's normaliser (glibc
 // exp, one sequential sum): within 2e-15 relative on the sum (an FMA exp a
 // few ulp from glibc's near the maximum, 32 partial sums instead of one);
 // every path this machine has (AVX-512, AVX2, portable) bit-identical; the allowed-token variant
@@ -10,8 +10,7 @@
 #include <random>
 #include <vector>
 
-#include "core/decode/beam_config.h"
-#include "core/decode/log_normaliser.h"
+#include "core/select/log_normaliser.h"
 
 using namespace triescope;
 

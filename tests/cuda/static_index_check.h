@@ -17,6 +17,7 @@
 #include "core/constraint/static_constraint.h"
 #include "core/constraint/vntk.h"
 #include "core/decode/batch_beam_search.h"
+#include "core/decode/constraint_report.h"
 #include "core/decode/trie_beam_search.h"
 #include "core/model/synthetic_model.h"
 #include "core/trace/trace.h"
@@ -139,7 +140,7 @@ inline void check_static_decodes(cuda::VerifyExec exec, uint64_t seed) {
     bool seen = false;
     for (const auto& rec : s2.records) seen = seen || (rec.value("kind", std::string()) == "step" && rec.contains("constraint"));
     REQUIRE(seen);
-    REQUIRE(cpu->compliance(r2.hypotheses).in_set == static_cast<int64_t>(r2.hypotheses.size()));
+    REQUIRE(constraint_compliance(*cpu, r2.hypotheses).in_set == static_cast<int64_t>(r2.hypotheses.size()));
   }
   REQUIRE(dynamic_cast<cuda::StaticIndexCuda&>(dev->index()).fallback_runs() == 0);
 }

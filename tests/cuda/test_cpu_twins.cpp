@@ -1,4 +1,4 @@
-// The CPU twins added for the CUDA kernels (core/decode/topk_candidates.h,
+// The CPU twins added for the CUDA kernels (core/select/topk_candidates.h,
 // core/kv/kv_compact.h) and the host half of cuda::IncrementalAncestorMask,
 // checked on the CPU against independent oracles, so they are verified on
 // machines without a GPU too.
@@ -10,9 +10,9 @@
 #include <set>
 
 #include "core/common/error.h"
-#include "core/decode/topk_candidates.h"
 #include "core/kv/kv_compact.h"
 #include "core/mask/ancestor_mask.h"
+#include "core/select/topk_candidates.h"
 #include "cuda/mask_row_planner.h"
 #include "test_util.h"
 

@@ -15,7 +15,7 @@
 #include "core/constraint/static_step.h"
 #include "core/constraint/transition_matrix.h"
 #include "core/constraint/vntk.h"
-#include "core/decode/topk_candidates.h"
+#include "core/select/topk_candidates.h"
 #include "cuda/static/static_constraint_cuda.h"
 #include "cuda/static/static_step.cuh"
 #include "cuda/topk_candidates.cuh"

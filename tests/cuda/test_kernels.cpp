@@ -9,11 +9,11 @@
 #include <limits>
 #include <random>
 
-#include "core/decode/beam_config.h"
-#include "core/decode/topk_candidates.h"
 #include "core/kv/kv_compact.h"
 #include "core/mask/ancestor_mask.h"
 #include "core/model/synthetic_model.h"
+#include "core/select/log_normaliser.h"
+#include "core/select/topk_candidates.h"
 #include "cuda/ancestor_mask.cuh"
 #include "cuda/topk_candidates.cuh"
 #include "cuda/cuda_synthetic_model.h"

@@ -47,7 +47,9 @@ TEST_CASE("cuda backend: a STATIC sample masks on the device and its trace equal
         cpu.algorithm = gpu.algorithm = algorithm;
         cuda::sample_use_cuda(gpu);
         const bool vntk = j["constraint"].value("impl", std::string("vntk")) == "vntk";
-        auto* idx = dynamic_cast<cuda::StaticIndexCuda*>(&gpu.constraint->index());
+        auto* sc = dynamic_cast<StaticConstraint*>(gpu.constraint.get());
+        REQUIRE(sc);
+        auto* idx = dynamic_cast<cuda::StaticIndexCuda*>(&sc->index());
         REQUIRE((idx != nullptr) == vntk);
         check_equivalent(run_trace(cpu), run_trace(gpu));
         if (idx) {

@@ -58,7 +58,7 @@ TEST_CASE("static index (cuda, host run): every STATIC sample's trace equals the
         REQUIRE(strip_seconds(a.records) == strip_seconds(b.records));
         REQUIRE(ra.str() == rb.str());  // the compliance line included
         REQUIRE(ra.str().find("(100%)") != std::string::npos);
-        auto& idx = dynamic_cast<cuda::StaticIndexCuda&>(twin.constraint->index());
+        auto& idx = dynamic_cast<cuda::StaticIndexCuda&>(dynamic_cast<StaticConstraint&>(*twin.constraint).index());
         REQUIRE(idx.kernel_runs() > 0);
         REQUIRE(idx.fallback_runs() == 0);
       }

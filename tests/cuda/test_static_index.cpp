@@ -13,8 +13,8 @@
 
 #include "core/constraint/transition_matrix.h"
 #include "core/constraint/vntk.h"
-#include "core/decode/beam_config.h"
-#include "core/decode/topk_candidates.h"
+#include "core/select/log_normaliser.h"
+#include "core/select/topk_candidates.h"
 #include "cuda/static/static_constraint_cuda.h"
 #include "cuda/static/static_step_index.h"
 #include "test_util.h"

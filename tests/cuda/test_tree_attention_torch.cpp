@@ -17,6 +17,7 @@
 #include "core/decode/batch_beam_search.h"
 #include "core/decode/trie_beam_search.h"
 #include "core/mask/ancestor_mask.h"
+#include "cuda/cuda_backend.h"
 #include "cuda/cuda_common.cuh"
 #include "cuda/tree_attention.cuh"
 #include "test_util.h"
@@ -138,7 +139,7 @@ int main(int argc, char** argv) {
     return 77;
   }
 #endif
-  cuda::tree_attention_register();
+  cuda::backend_tree_attention_register();
   std::cout << argv[0] << ": base seed " << testing::base_seed() << " (rerun with TRIESCOPE_TEST_SEED=<seed>)\n";
   const int failed = Catch::Session().run(argc, argv);
 #ifdef TRIESCOPE_CUDA_HOST_RUNTIME

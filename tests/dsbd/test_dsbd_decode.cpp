@@ -9,6 +9,7 @@
 #include "core/decode/speculative.h"
 #include "core/model/scripted_model.h"
 #include "core/model/synthetic_model.h"
+#include "core/select/log_normaliser.h"
 #include "core/trace/trace_diff.h"
 #include "tests/common/model_contract.h"
 #include "core/trace/trace_replay.h"

@@ -5,6 +5,7 @@
 
 #include "core/decode/dsbd.h"
 #include "core/model/synthetic_model.h"
+#include "core/select/log_normaliser.h"
 #include "stats_util.h"
 
 using namespace triescope;

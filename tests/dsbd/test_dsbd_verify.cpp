@@ -3,9 +3,10 @@
 #include <cmath>
 
 #include "core/decode/dsbd.h"
-#include "core/decode/philox.h"
 #include "core/decode/sampling.h"
 #include "core/model/synthetic_model.h"
+#include "core/select/log_normaliser.h"
+#include "core/select/philox.h"
 #include "stats_util.h"
 
 using namespace triescope;

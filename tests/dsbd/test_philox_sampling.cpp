@@ -4,10 +4,10 @@
 #include <set>
 
 #include "core/decode/beam_config.h"
-#include "core/decode/philox.h"
 #include "core/decode/sampling.h"
 #include "core/decode/trie_beam_search.h"
 #include "core/model/synthetic_model.h"
+#include "core/select/philox.h"
 #include "stats_util.h"
 
 using namespace triescope;

@@ -11,6 +11,7 @@
 #include "core/decode/dsbd.h"
 #include "core/decode/run_sample.h"
 #include "core/model/model_factory.h"
+#include "core/select/log_normaliser.h"
 #include "core/trace/trace_diff.h"
 #include "core/trace/trace_replay.h"
 #include "tests/common/model_contract.h"

@@ -1,8 +1,8 @@
 // batch_beam_search: Hugging Face's layout (every beam a full row of the KV
 // cache), the baseline the trie paper compares with.
-#include "core/constraint/static_constraint.h"
 #include "core/decode/algorithms/sample_report.h"
 #include "core/decode/batch_beam_search.h"
+#include "core/decode/constraint_report.h"
 
 namespace triescope {
 namespace {

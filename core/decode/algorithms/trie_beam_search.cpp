@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <iomanip>
 
-#include "core/constraint/static_constraint.h"
 #include "core/decode/algorithms/sample_report.h"
 #include "core/decode/batch_beam_search.h"
+#include "core/decode/constraint_report.h"
 #include "core/decode/trie_beam_search.h"
 
 namespace triescope {

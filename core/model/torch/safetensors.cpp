@@ -14,7 +14,6 @@
 #include "core/common/error.h"
 #include "core/common/file_io.h"
 #include "core/config/json_reader.h"
-#include "core/trace/trace.h"
 
 namespace triescope {
 

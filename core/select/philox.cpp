@@ -1,4 +1,4 @@
-#include "core/decode/philox.h"
+#include "core/select/philox.h"
 
 #include "core/common/error.h"
 

@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/decode/topk_candidates.h"
+#include "core/select/topk_candidates.h"
 
 namespace triescope {
 

@@ -41,4 +41,9 @@ const char* log_normaliser_isa();
 // the path asked for (a lower one runs instead).
 bool log_normaliser_use(const std::string& path);
 
+// Log-softmax of one logits row in double: the reference the beam decoders
+// use (glibc exp, one sequential sum, two passes; its own tests check it
+// against a direct formula).
+void log_softmax_row(const float* logits, int32_t vocab, double* out);
+
 }  // namespace triescope

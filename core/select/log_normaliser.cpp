@@ -1,4 +1,4 @@
-#include "core/decode/log_normaliser.h"
+#include "core/select/log_normaliser.h"
 
 #include <algorithm>
 #include <atomic>
@@ -385,6 +385,15 @@ bool log_normaliser_use(const std::string& path) {
   TS_CHECK(cap >= 0, "log normaliser: no path \"" << path << "\" (best, avx512, avx2, portable)");
   g_isa_cap.store(cap, std::memory_order_relaxed);
   return path == "best" || path == log_normaliser_isa();
+}
+
+void log_softmax_row(const float* logits, int32_t vocab, double* out) {
+  double mx = -INFINITY;
+  for (int32_t v = 0; v < vocab; ++v) mx = std::max(mx, static_cast<double>(logits[v]));
+  double sum = 0.0;
+  for (int32_t v = 0; v < vocab; ++v) sum += std::exp(static_cast<double>(logits[v]) - mx);
+  const double lse = mx + std::log(sum);
+  for (int32_t v = 0; v < vocab; ++v) out[v] = static_cast<double>(logits[v]) - lse;
 }
 
 }  // namespace triescope

@@ -1,4 +1,4 @@
-#include "core/decode/topk_candidates.h"
+#include "core/select/topk_candidates.h"
 
 #include <algorithm>
 #include <cmath>

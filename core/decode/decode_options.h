@@ -1,0 +1,26 @@
+// How a decoder runs, apart from what it decodes: the trace's keyframe
+// interval, the backend's name, and where mask rows and verification run.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "core/decode/verifier_set.h"
+#include "core/mask/ancestor_mask.h"
+
+namespace triescope {
+
+struct DecodeOptions {
+  int32_t keyframe_interval = 16;  // steps between full-tree keyframes in the trace
+  std::string backend = "cpu-reference";
+  // Builds the trie decoder's mask rows; empty: the CPU reference
+  // (IncrementalAncestorMask). The cuda backend installs its device builder.
+  std::function<std::unique_ptr<MaskRowBuilder>()> make_mask;
+  // Where verification runs, by verify kind; a kind with none: the CPU
+  // reference. The cuda backend installs its device verifiers, which draw
+  // the same Philox numbers.
+  VerifierSet verifiers;
+};
+
+}  // namespace triescope
