@@ -7,8 +7,9 @@
 #include <unordered_map>
 
 #include "core/common/error.h"
+#include "core/decode/decoder_trace.h"
+#include "core/decode/prompt_check.h"
 #include "core/trace/trace_recorder.h"
-#include "core/decode/trie_beam_search.h"
 
 namespace triescope {
 
@@ -606,7 +607,7 @@ void DsbdDecoder::record_verify(const Iteration& it) {
   json chosen = json::array();
   for (size_t i = 0; i < beams_.size(); ++i)
     chosen.push_back({{"beam", i}, {"node", beams_[i]}, {"token", tree_.node(beams_[i]).token}, {"score", node_tlp_[static_cast<size_t>(beams_[i])]}});
-  json verify = {{"kind", kVerifyDsbdLayers}, {"iteration", iteration_}, {"gamma", it.g}, {"layers", it.vlayers}, {"steps", it.l_last},
+  json verify = {{"kind", rec_.verify_kind()}, {"iteration", iteration_}, {"gamma", it.g}, {"layers", it.vlayers}, {"steps", it.l_last},
                  {"stopped_at_layer", it.l_last <= it.g ? json(it.l_last) : json()}, {"extra_layer", it.extra}};
   rec_.step(step_, "verify",
             {{"iteration", iteration_}, {"added", it.added}, {"status", it.status}, {"chosen", chosen}, {"forward", it.forward},
@@ -629,12 +630,7 @@ DsbdResult DsbdDecoder::run() {
   st.layer_verified.assign(static_cast<size_t>(cfg_.gamma), 0);
   st.layer_accepted.assign(static_cast<size_t>(cfg_.gamma), 0);
   result_.out.decode.metrics.prompt_len = n_;
-  if (rec_.on()) {
-    json config = cfg_.to_json();
-    config["prompt"] = prompt_;
-    config["draft_model"] = draft_.describe();
-    rec_.header("dsbd", opt_.backend, config, target_.describe(), target_.vocab_strings(), kVerifyDsbdLayers);
-  }
+  record_header(rec_, dsbd_spec(), opt_, target_, [&] { return drafting_config(cfg_.to_json(), prompt_, draft_); });
   prefill();
   int32_t generated = 0;
   while (generated < cfg_.max_new_tokens) {
@@ -704,12 +700,10 @@ DsbdResult DsbdDecoder::finish(double seconds) {
   m.batch_mem_per_token = mem_per_token(m.batch_peak_bytes, n_, m.output_len);
   m.seconds = seconds;
   if (rec_.on()) {
-    json outs = json::array();
-    for (auto& h : res.decode.hypotheses) outs.push_back({{"tokens", h.tokens}, {"score", h.score}, {"sum_logprobs", h.sum_logprobs}});
     json metrics = m.to_json();
     metrics["sampling"] = res.sampling.to_json();
     metrics["dsbd"] = st.to_json();
-    rec_.summary(std::move(outs), std::move(metrics), m.seconds, tree_, slots_.num_slots());
+    rec_.summary(hypotheses_json(res.decode.hypotheses), std::move(metrics), m.seconds, tree_, slots_.num_slots());
   }
   return result_;
 }

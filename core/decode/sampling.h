@@ -16,6 +16,11 @@
 
 namespace triescope {
 
+struct AlgorithmSpec;
+// Its registered spec (core/decode/algorithms/beam_sampling.cpp), whose name and
+// verify kind head the trace.
+const AlgorithmSpec& beam_sampling_spec();
+
 // The warp T of the paper, applied to the joint beam distribution.
 struct SamplingConfig {
   double temperature = 1.0;  // > 0

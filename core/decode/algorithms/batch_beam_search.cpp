@@ -34,5 +34,11 @@ AlgorithmSpec spec() {
 }
 
 }  // namespace
-TRIESCOPE_REGISTER_ALGORITHM(spec());
+
+const AlgorithmSpec& batch_beam_search_spec() {
+  static const AlgorithmSpec s = spec();
+  return s;
+}
+
+TRIESCOPE_REGISTER_ALGORITHM(batch_beam_search_spec());
 }  // namespace triescope

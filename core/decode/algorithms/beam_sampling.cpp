@@ -40,5 +40,11 @@ AlgorithmSpec spec() {
 }
 
 }  // namespace
-TRIESCOPE_REGISTER_ALGORITHM(spec());
+
+const AlgorithmSpec& beam_sampling_spec() {
+  static const AlgorithmSpec s = spec();
+  return s;
+}
+
+TRIESCOPE_REGISTER_ALGORITHM(beam_sampling_spec());
 }  // namespace triescope

@@ -55,5 +55,11 @@ AlgorithmSpec spec() {
 }
 
 }  // namespace
-TRIESCOPE_REGISTER_ALGORITHM(spec());
+
+const AlgorithmSpec& dsbd_spec() {
+  static const AlgorithmSpec s = spec();
+  return s;
+}
+
+TRIESCOPE_REGISTER_ALGORITHM(dsbd_spec());
 }  // namespace triescope

@@ -1,6 +1,7 @@
 // greedy: argmax decoding, one token per forward pass (the reference
 // lookahead decoding must reproduce token for token).
 #include "core/decode/algorithms/sample_report.h"
+#include "core/decode/greedy_decode.h"
 #include "core/decode/lookahead.h"
 
 namespace triescope {
@@ -36,5 +37,11 @@ AlgorithmSpec spec() {
 }
 
 }  // namespace
-TRIESCOPE_REGISTER_ALGORITHM(spec());
+
+const AlgorithmSpec& greedy_spec() {
+  static const AlgorithmSpec s = spec();
+  return s;
+}
+
+TRIESCOPE_REGISTER_ALGORITHM(greedy_spec());
 }  // namespace triescope

@@ -61,5 +61,11 @@ AlgorithmSpec spec() {
 }
 
 }  // namespace
-TRIESCOPE_REGISTER_ALGORITHM(spec());
+
+const AlgorithmSpec& multigen_spec() {
+  static const AlgorithmSpec s = spec();
+  return s;
+}
+
+TRIESCOPE_REGISTER_ALGORITHM(multigen_spec());
 }  // namespace triescope

@@ -51,5 +51,11 @@ AlgorithmSpec spec() {
 }
 
 }  // namespace
-TRIESCOPE_REGISTER_ALGORITHM(spec());
+
+const AlgorithmSpec& trie_beam_search_spec() {
+  static const AlgorithmSpec s = spec();
+  return s;
+}
+
+TRIESCOPE_REGISTER_ALGORITHM(trie_beam_search_spec());
 }  // namespace triescope
