@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "core/common/error.h"
+#include "core/decode/decoder_call.h"
 #include "core/decode/decoder_trace.h"
 #include "core/decode/prompt_check.h"
 #include "core/trace/trace_recorder.h"
@@ -48,13 +49,12 @@ struct BeamHyps {
 
 // One search over B full rows (HF generate with num_beams): rank, select,
 // reorder the rows and their cache in one gather, feed, record.
-class BatchSearch {
+class BatchSearch : DecoderCall<BeamConfig> {
  public:
   BatchSearch(Model& model, const std::vector<int32_t>& prompt, const BeamConfig& cfg, TraceSink* trace, const DecodeOptions& opt,
               LogitsConstraint* constraint)
-      : model_(model), prompt_(prompt), cfg_(cfg), opt_(opt), constraint_(constraint), V_(model.vocab_size()), B_(cfg.num_beams),
-        n_(static_cast<int32_t>(prompt.size())), cap_(n_ + cfg.max_new_tokens), bps_(model.kv_shape().bytes_per_slot()),
-        rec_(trace, opt.keyframe_interval), hyps_{B_, cfg.length_penalty, 1e9, {}} {}
+      : DecoderCall(model, prompt, cfg, trace, opt), constraint_(constraint), B_(cfg.num_beams), cap_(n_ + cfg.max_new_tokens),
+        bps_(model.kv_shape().bytes_per_slot()), hyps_{B_, cfg.length_penalty, 1e9, {}} {}
 
   DecodeResult run();
 
@@ -73,14 +73,9 @@ class BatchSearch {
   void reorder(int32_t cur, const Next& next);
   void finish();
 
-  Model& model_;
-  const std::vector<int32_t>& prompt_;
-  const BeamConfig& cfg_;
-  const DecodeOptions& opt_;
   LogitsConstraint* constraint_;
-  const int32_t V_, B_, n_, cap_;  // cap_: slots per beam region
+  const int32_t B_, cap_;  // cap_: slots per beam region
   const int64_t bps_;
-  TraceRecorder rec_;
   DecodeResult res_;
   Logits logits_;
   std::vector<std::vector<int32_t>> input_ids_;  // [B] the prompt, then each row's generated tokens

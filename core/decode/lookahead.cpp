@@ -9,6 +9,7 @@
 
 #include "core/common/error.h"
 #include "core/common/hash.h"
+#include "core/decode/decoder_call.h"
 #include "core/decode/decoder_trace.h"
 #include "core/decode/prompt_check.h"
 #include "core/decode/tree_step.h"
@@ -185,11 +186,10 @@ struct Verified {
   std::function<int32_t(int32_t)> greedy_after;
 };
 
-class LookaheadSearch {
+class LookaheadSearch : DecoderCall<LookaheadConfig> {
  public:
   LookaheadSearch(Model& model, const std::vector<int32_t>& prompt, const LookaheadConfig& cfg, TraceSink* trace, const DecodeOptions& opt)
-      : model_(model), prompt_(prompt), cfg_(cfg), opt_(opt), V_(model.vocab_size()), N_(cfg.ngram), W_(cfg.window),
-        pool_(cfg.pool_per_key), rec_(trace, opt.keyframe_interval) {}
+      : DecoderCall(model, prompt, cfg, trace, opt), N_(cfg.ngram), W_(cfg.window), pool_(cfg.pool_per_key) {}
 
   LookaheadResult run();
 
@@ -202,15 +202,10 @@ class LookaheadSearch {
   std::vector<int32_t> accept(const StepTree& st, const Verified& v);
   void record(int32_t step, const StepTree& st, const Verified& v, const std::vector<int32_t>& accepted);
 
-  Model& model_;
-  const std::vector<int32_t>& prompt_;
-  const LookaheadConfig& cfg_;
-  const DecodeOptions& opt_;
-  const int32_t V_, N_, W_;
+  const int32_t N_, W_;
   LookaheadResult res_;
   Fed f_;
   NgramPool pool_;
-  TraceRecorder rec_;
   int32_t last_ = kNoNode;  // the last node whose KV is in the cache
   int32_t pending_ = 0;     // accepted, not yet fed
   bool stop_ = false;

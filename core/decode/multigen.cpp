@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "core/common/error.h"
+#include "core/decode/decoder_call.h"
 #include "core/decode/decoder_trace.h"
 #include "core/decode/prompt_check.h"
 #include "core/decode/tree_step.h"
@@ -53,11 +54,10 @@ void count_cells(MultiGenMetrics& m, const StepInput& in) {
 
 // k samples of one prompt, on the copy layout (Method 1) or one star tree
 // (Methods 2 and 3); every step draws each live sample's next token.
-class MultiGenRun {
+class MultiGenRun : DecoderCall<MultiGenConfig> {
  public:
   MultiGenRun(Model& model, const std::vector<int32_t>& prompt, const MultiGenConfig& cfg, TraceSink* trace, const DecodeOptions& opt)
-      : model_(model), prompt_(prompt), cfg_(cfg), opt_(opt), V_(model.vocab_size()), k_(cfg.num_samples),
-        n_(static_cast<int32_t>(prompt.size())), rec_(trace, opt.keyframe_interval), done_(static_cast<size_t>(cfg.num_samples), 0),
+      : DecoderCall(model, prompt, cfg, trace, opt), k_(cfg.num_samples), done_(static_cast<size_t>(cfg.num_samples), 0),
         tip_(static_cast<size_t>(cfg.num_samples), kNoNode), row_of_(static_cast<size_t>(cfg.num_samples), 0) {}
 
   MultiGenResult run();
@@ -72,12 +72,7 @@ class MultiGenRun {
   void draw_all(int32_t step, StepRecord& ev, Place&& place);
   void forward(const StepInput& in);
 
-  Model& model_;
-  const std::vector<int32_t>& prompt_;
-  const MultiGenConfig& cfg_;
-  const DecodeOptions& opt_;
-  const int32_t V_, k_, n_;
-  TraceRecorder rec_;
+  const int32_t k_;
   MultiGenResult res_;
   std::vector<char> done_;       // [k]
   std::vector<int32_t> tip_;     // [k] each sample's last node

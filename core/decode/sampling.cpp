@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "core/common/error.h"
+#include "core/decode/decoder_call.h"
 #include "core/decode/decoder_trace.h"
 #include "core/decode/prompt_check.h"
 #include "core/mask/ancestor_mask.h"
@@ -148,18 +149,26 @@ nlohmann::json TreeFeeder::feed(const TokenTree& tree, int32_t num_slots, const 
   return {{"queries", q}, {"positions", in.positions}, {"slots", in.slots}, {"mask", trace_mask(in.mask)}};
 }
 
+void feeder_counts(const TreeFeeder& target, const TreeFeeder& draft, SamplingDecodeMetrics& s, DecodeMetrics& m) {
+  s.target_calls = target.calls;
+  s.draft_calls = draft.calls;
+  s.target_tokens = target.tokens;
+  s.draft_tokens = draft.tokens;
+  m.model_calls = target.calls;
+  m.computed_tokens = target.tokens;
+}
+
 namespace {
 
 // Beam sampling (DSBD paper Eq. 1): each step draws W (beam, token) pairs
 // from the warped joint distribution over every beam's continuations, on one
 // token tree; equal draws share a node.
-class BeamSampler {
+class BeamSampler : DecoderCall<BeamConfig> {
  public:
   BeamSampler(Model& model, const std::vector<int32_t>& prompt, const BeamConfig& cfg, const SamplingConfig& sampling, TraceSink* trace,
               const DecodeOptions& opt)
-      : model_(model), prompt_(prompt), cfg_(cfg), sampling_(sampling), opt_(opt), V_(model.vocab_size()), W_(cfg.num_beams),
-        n_(static_cast<int32_t>(prompt.size())), bps_(model.kv_shape().bytes_per_slot()), feeder_(model), key_{sampling.seed},
-        rec_(trace, opt.keyframe_interval) {}
+      : DecoderCall(model, prompt, cfg, trace, opt), sampling_(sampling), W_(cfg.num_beams), bps_(model.kv_shape().bytes_per_slot()),
+        feeder_(model), key_{sampling.seed} {}
 
   SamplingDecodeResult run();
 
@@ -178,18 +187,13 @@ class BeamSampler {
   json kv_json(int32_t step, int32_t live);
   void finish();
 
-  Model& model_;
-  const std::vector<int32_t>& prompt_;
-  const BeamConfig& cfg_;
   const SamplingConfig& sampling_;
-  const DecodeOptions& opt_;
-  const int32_t V_, W_, n_;
+  const int32_t W_;
   const int64_t bps_;
   TokenTree tree_;
   KvSlots slots_;
   TreeFeeder feeder_;
   const PhiloxKey key_;
-  TraceRecorder rec_;
   SamplingDecodeResult res_;
   std::vector<double> lp_;       // [fed rows * V] the last pass's log-probs
   std::vector<int32_t> row_of_;  // [nodes] their rows

@@ -103,4 +103,8 @@ class TreeFeeder {
   Logits logits_;
 };
 
+// A drafting decode's pass and token counts from its two feeders; the
+// target's are also the decode's model calls and computed tokens.
+void feeder_counts(const TreeFeeder& target, const TreeFeeder& draft, SamplingDecodeMetrics& s, DecodeMetrics& m);
+
 }  // namespace triescope

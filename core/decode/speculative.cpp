@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "core/common/error.h"
+#include "core/decode/decoder_call.h"
 #include "core/decode/decoder_trace.h"
 #include "core/decode/prompt_check.h"
 #include "core/trace/trace_recorder.h"
@@ -54,13 +55,12 @@ namespace {
 // One speculative decode: per iteration a draft chain of g tokens (one draft
 // pass each), then one target pass over cur and the chain, and the chain
 // verified (speculative_verify_chain or the installed verifier).
-class SpeculativeSearch {
+class SpeculativeSearch : DecoderCall<SpeculativeConfig> {
  public:
   SpeculativeSearch(Model& target, Model& draft, const std::vector<int32_t>& prompt, const SpeculativeConfig& cfg, TraceSink* trace,
                     const DecodeOptions& opt)
-      : target_(target), draft_(draft), prompt_(prompt), cfg_(cfg), opt_(opt), V_(target.vocab_size()),
-        n_(static_cast<int32_t>(prompt.size())), bps_(target.kv_shape().bytes_per_slot()), tf_(target), df_(draft),
-        key_{cfg.sampling.seed}, rec_(trace, opt.keyframe_interval) {}
+      : DecoderCall(target, prompt, cfg, trace, opt), draft_(draft), bps_(target.kv_shape().bytes_per_slot()), tf_(target), df_(draft),
+        key_{cfg.sampling.seed} {}
 
   SamplingDecodeResult run();
 
@@ -74,18 +74,12 @@ class SpeculativeSearch {
   json kv_json() const { return {{"slots", slots_.num_slots()}, {"peak", slots_.peak()}, {"bytes", slots_.num_slots() * bps_}}; }
   void finish();
 
-  Model& target_;
-  Model& draft_;
-  const std::vector<int32_t>& prompt_;
-  const SpeculativeConfig& cfg_;
-  const DecodeOptions& opt_;
-  const int32_t V_, n_;
+  Model& draft_;  // the target is model_
   const int64_t bps_;
   TokenTree tree_;
   KvSlots slots_;
   TreeFeeder tf_, df_;
   const PhiloxKey key_;
-  TraceRecorder rec_;
   SamplingDecodeResult res_;
   std::vector<double> tlp_, dlp_;
   std::vector<int32_t> trow_, drow_;
@@ -126,7 +120,7 @@ void SpeculativeSearch::prefill() {
 // The rejected drafts of the last iteration: keep cur's ancestors.
 void SpeculativeSearch::collect_garbage() {
   const CompactionPlan plan = kv_collect_garbage(tree_, {cur_}, slots_.num_slots());
-  target_.compact(plan);
+  model_.compact(plan);
   draft_.compact(plan);
   slots_.apply(plan);
   ++res_.decode.metrics.gc_runs;
@@ -183,12 +177,12 @@ void SpeculativeSearch::verify_chain(const std::vector<int32_t>& chain, const st
       tree_.node(node).status = NodeStatus::accepted;
       tree_.node(node).logprob = cur_lp_ + lps[static_cast<size_t>(j - 1)][static_cast<size_t>(tokens[i])];
       cur_lp_ = tree_.node(node).logprob;
-      ev.status(node, "accepted");
+      ev.status(node, NodeStatus::accepted);
       continue;
     }
     for (int32_t k = j; k <= g; ++k) {
       tree_.node(chain[static_cast<size_t>(k)]).status = NodeStatus::rejected;
-      ev.status(chain[static_cast<size_t>(k)], "rejected");
+      ev.status(chain[static_cast<size_t>(k)], NodeStatus::rejected);
     }
   }
   cur_lp_ += lps[static_cast<size_t>(accepted)][static_cast<size_t>(vr.next_token)];
@@ -221,17 +215,11 @@ void SpeculativeSearch::finish() {
   h.sum_logprobs = cur_lp_;
   h.score = cur_lp_ / static_cast<double>(h.tokens.size());
   res_.decode.hypotheses.push_back(h);
-  SamplingDecodeMetrics& s = res_.sampling;
-  s.iterations = iteration_;
-  s.target_calls = tf_.calls;
-  s.draft_calls = df_.calls;
-  s.target_tokens = tf_.tokens;
-  s.draft_tokens = df_.tokens;
-  s.log_likelihood = cur_lp_;
   DecodeMetrics& m = res_.decode.metrics;
+  res_.sampling.iterations = iteration_;
+  res_.sampling.log_likelihood = cur_lp_;
+  feeder_counts(tf_, df_, res_.sampling, m);
   m.steps = step_;
-  m.model_calls = tf_.calls;
-  m.computed_tokens = tf_.tokens;
   m.final_slots = slots_.num_slots();
   m.peak_slots = slots_.peak();
   m.peak_bytes = m.peak_slots * bps_;
@@ -242,10 +230,10 @@ void SpeculativeSearch::finish() {
 SamplingDecodeResult SpeculativeSearch::run() {
   const auto t0 = std::chrono::steady_clock::now();
   check();
-  target_.reset();
+  model_.reset();
   draft_.reset();
   res_.decode.metrics.prompt_len = n_;
-  record_header(rec_, speculative_spec(), opt_, target_, [&] { return drafting_config(cfg_.to_json(), prompt_, draft_); });
+  record_header(rec_, speculative_spec(), opt_, model_, [&] { return drafting_config(cfg_.to_json(), prompt_, draft_); });
   prefill();
   while (generated_ < cfg_.max_new_tokens) {
     ++iteration_;

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "core/common/error.h"
+#include "core/decode/decoder_call.h"
 #include "core/decode/decoder_trace.h"
 #include "core/decode/prompt_check.h"
 #include "core/decode/topk_candidates.h"
@@ -65,12 +66,11 @@ bool search_done(const BeamConfig& cfg, const FinishedSet& finished, const std::
 
 // One search: the trie, its cache and the beams, advanced a step at a time
 // (Alg. 2): rank, select, collect garbage, grow, feed, record.
-class TrieSearch {
+class TrieSearch : DecoderCall<BeamConfig> {
  public:
   TrieSearch(Model& model, const std::vector<int32_t>& prompt, const BeamConfig& cfg, TraceSink* trace, const DecodeOptions& opt,
              LogitsConstraint* constraint)
-      : model_(model), prompt_(prompt), cfg_(cfg), opt_(opt), constraint_(constraint), V_(model.vocab_size()), b_(cfg.num_beams),
-        n_(static_cast<int32_t>(prompt.size())), bps_(model.kv_shape().bytes_per_slot()), rec_(trace, opt.keyframe_interval),
+      : DecoderCall(model, prompt, cfg, trace, opt), constraint_(constraint), b_(cfg.num_beams), bps_(model.kv_shape().bytes_per_slot()),
         finished_(cfg.num_beams, cfg.length_penalty) {}
 
   DecodeResult run();
@@ -98,14 +98,9 @@ class TrieSearch {
   json kv_json(int32_t step, int32_t live_beams) const;
   void finish();
 
-  Model& model_;
-  const std::vector<int32_t>& prompt_;
-  const BeamConfig& cfg_;
-  const DecodeOptions& opt_;
   LogitsConstraint* constraint_;
-  const int32_t V_, b_, n_;
+  const int32_t b_;
   const int64_t bps_;
-  TraceRecorder rec_;
   TokenTree tree_;
   KvSlots slots_;
   std::unique_ptr<MaskRowBuilder> mask_;

@@ -32,12 +32,12 @@ class StepRecord {
   void added(const TokenTree& tree, const std::vector<int32_t>& nodes) {
     for (int32_t id : nodes) added(tree, id);
   }
-  // A node's status changed ("status": pruned, accepted, rejected).
-  void status(int32_t node, const char* status) {
-    if (on_) fields_["status"].push_back({{"node", node}, {"status", status}});
+  // A node's status changed ("status").
+  void status(int32_t node, NodeStatus s) {
+    if (on_) fields_["status"].push_back({{"node", node}, {"status", std::string(node_status_name(s))}});
   }
   void pruned(const std::vector<int32_t>& nodes) {
-    for (int32_t id : nodes) status(id, "pruned");
+    for (int32_t id : nodes) status(id, NodeStatus::pruned);
   }
   // One entry of the array field `key` ("chosen", "draft_forwards", ...).
   template <class F>
@@ -49,7 +49,8 @@ class StepRecord {
   void set(const char* key, F&& value) {
     if (on_) fields_[key] = value();
   }
-  // The verification result: its fields; "kind" is the header's verify kind.
+  // The verification result ("verify"; its "kind" is the header's verify
+  // kind): all its fields at once, one field, or one entry of an array field.
   template <class F>
   void verify(F&& fields) {
     if (!on_) return;
@@ -57,11 +58,25 @@ class StepRecord {
     v["kind"] = verify_kind_;
     fields_["verify"] = std::move(v);
   }
+  template <class F>
+  void verify_set(const char* key, F&& value) {
+    if (on_) verify_object()[key] = value();
+  }
+  template <class F>
+  void verify_push(const char* key, F&& entry) {
+    if (on_) verify_object()[key].push_back(entry());
+  }
 
   // The fields built so far (null when nothing is recorded).
   json take() { return std::move(fields_); }
 
  private:
+  json& verify_object() {
+    json& v = fields_["verify"];
+    v["kind"] = verify_kind_;
+    return v;
+  }
+
   bool on_;
   std::string verify_kind_;
   json fields_;
