@@ -1,7 +1,7 @@
 // The one writer of trace records (docs/trace-format.md). Decoders describe
 // what happened (a step's events through StepRecord, a compaction plan, the
-// tree after the step, the outputs); the recorder writes header, gc, step, keyframe and summary
-// records in the documented order:
+// tree after the step, the outputs); the recorder writes header, gc, step,
+// keyframe and summary records in the documented order:
 //   header, then per step: gc (if one ran), step, keyframe (if due), and at
 //   the end a keyframe (unless the last step had one) and the summary.
 // Keyframes are written every `keyframe_interval` steps and after the last
