@@ -265,6 +265,9 @@ class DsbdDecoder : DecoderCall<DsbdConfig> {
   void draft_forest(Iteration& it);                      // Section 3.1, Figure 2a
   void score_forest(Iteration& it);                      // Section 3.3, Figure 3: one target pass
   bool verify_layer(Iteration& it, int32_t l);           // Algorithm 1 lines 10-31; false: stop
+  void layer_distributions(const std::vector<Accepted>& A, const DraftLayer& L, std::vector<double>& token_lp, std::vector<double>& q,
+                           std::vector<double>& p) const;  // line 12
+  void mark_tested(Iteration& it, const DraftLayer& L, const std::vector<int32_t>& draft_of, const LayerResult& lr);
   void extra_layer(Iteration& it);                       // lines 32-34
   void choose_outputs(Iteration& it);                    // Section 3.4, and pruning the dead
   void record_layer(Iteration& it, int32_t l, const LayerOutcome& o, size_t first_output);
@@ -459,18 +462,16 @@ void DsbdDecoder::score_forest(Iteration& it) {
     it.accepted.push_back({beams_[i], static_cast<int32_t>(i), node_tlp_[static_cast<size_t>(beams_[i])]});
 }
 
-bool DsbdDecoder::verify_layer(Iteration& it, int32_t l) {
-  DsbdStats& st = result_.stats;
-  std::vector<Accepted>& A = it.accepted;
-  const DraftLayer& L = it.layers[static_cast<size_t>(l)];
-  const size_t prev_w = it.layers[static_cast<size_t>(l - 1)].nodes.size();
-  std::vector<int32_t> pos_in_A(prev_w, -1);
-  for (size_t k = 0; k < A.size(); ++k) pos_in_A[static_cast<size_t>(A[k].s_idx)] = static_cast<int32_t>(k);
-  // p_beam^(l) over the accepted parents (line 12), q_beam^(l) restricted
-  // to the same parents and renormalised: the surviving drafts are iid
-  // draws from exactly that distribution (docs/dsbd.md).
+// p_beam^(l) over the accepted parents A (line 12), q_beam^(l) restricted to
+// the same parents and renormalised: the surviving drafts are iid draws from
+// exactly that distribution (docs/dsbd.md). token_lp: [|A| x V] the parents'
+// target rows.
+void DsbdDecoder::layer_distributions(const std::vector<Accepted>& A, const DraftLayer& L, std::vector<double>& token_lp,
+                                      std::vector<double>& q, std::vector<double>& p) const {
   const size_t na = A.size();
-  std::vector<double> beam_lp(na), token_lp(na * static_cast<size_t>(V_)), q(na * static_cast<size_t>(V_));
+  std::vector<double> beam_lp(na);
+  token_lp.assign(na * static_cast<size_t>(V_), 0.0);
+  q.assign(na * static_cast<size_t>(V_), 0.0);
   double qmass = 0.0;
   for (size_t k = 0; k < na; ++k) {
     beam_lp[k] = A[k].tlp;
@@ -480,7 +481,38 @@ bool DsbdDecoder::verify_layer(Iteration& it, int32_t l) {
   }
   if (cfg_.renormalize_q)
     for (double& x : q) x /= qmass;
-  const std::vector<double> p = beam_distribution(beam_lp, token_lp, V_, cfg_.sampling);
+  p = beam_distribution(beam_lp, token_lp, V_, cfg_.sampling);
+}
+
+// The decisions of one layer on the tree: tested drafts accepted or
+// rejected, the untested rest of a full layer rejected (lines 23-24).
+void DsbdDecoder::mark_tested(Iteration& it, const DraftLayer& L, const std::vector<int32_t>& draft_of, const LayerResult& lr) {
+  DsbdStats& st = result_.stats;
+  std::vector<char> tested(draft_of.size(), 0);
+  for (const LayerDecision& d : lr.tested) {
+    tested[static_cast<size_t>(d.draft)] = 1;
+    ++st.draft_beams_tested;
+    st.draft_beams_accepted += d.accepted;
+    const int32_t node = L.nodes[static_cast<size_t>(draft_of[static_cast<size_t>(d.draft)])];
+    if (d.accepted) set_status(it, node, NodeStatus::accepted);
+    else if (tree_.node(node).status != NodeStatus::accepted) set_status(it, node, NodeStatus::rejected);
+  }
+  for (size_t i = 0; i < draft_of.size(); ++i)
+    if (!tested[i]) {
+      const int32_t node = L.nodes[static_cast<size_t>(draft_of[i])];
+      if (tree_.node(node).status == NodeStatus::live) set_status(it, node, NodeStatus::rejected);
+    }
+}
+
+bool DsbdDecoder::verify_layer(Iteration& it, int32_t l) {
+  DsbdStats& st = result_.stats;
+  std::vector<Accepted>& A = it.accepted;
+  const DraftLayer& L = it.layers[static_cast<size_t>(l)];
+  const size_t prev_w = it.layers[static_cast<size_t>(l - 1)].nodes.size();
+  std::vector<int32_t> pos_in_A(prev_w, -1);
+  for (size_t k = 0; k < A.size(); ++k) pos_in_A[static_cast<size_t>(A[k].s_idx)] = static_cast<int32_t>(k);
+  std::vector<double> token_lp, q, p;
+  layer_distributions(A, L, token_lp, q, p);
   std::vector<int64_t> drafts;
   std::vector<int32_t> draft_of;  // surviving draft -> index in L
   std::vector<int32_t> parent_rejected;
@@ -513,20 +545,7 @@ bool DsbdDecoder::verify_layer(Iteration& it, int32_t l) {
   st.predicted_accept_sum += predicted;
   st.width_sum += width;
   if (lr.passed) ++st.layer_accepted[static_cast<size_t>(l - 1)];
-  std::vector<char> tested(drafts.size(), 0);
-  for (const LayerDecision& d : lr.tested) {
-    tested[static_cast<size_t>(d.draft)] = 1;
-    ++st.draft_beams_tested;
-    st.draft_beams_accepted += d.accepted;
-    const int32_t node = L.nodes[static_cast<size_t>(draft_of[static_cast<size_t>(d.draft)])];
-    if (d.accepted) set_status(it, node, NodeStatus::accepted);
-    else if (tree_.node(node).status != NodeStatus::accepted) set_status(it, node, NodeStatus::rejected);
-  }
-  for (size_t i = 0; i < drafts.size(); ++i)  // lines 23-24: the rest of a full layer
-    if (!tested[i]) {
-      const int32_t node = L.nodes[static_cast<size_t>(draft_of[i])];
-      if (tree_.node(node).status == NodeStatus::live) set_status(it, node, NodeStatus::rejected);
-    }
+  mark_tested(it, L, draft_of, lr);
   const LayerOutcome outcome{L, p, q, draft_of, parent_rejected, lr, width, ms, predicted};
   const size_t first_output = it.outputs.size();
   if (lr.passed) {

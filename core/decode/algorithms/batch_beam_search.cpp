@@ -34,11 +34,5 @@ AlgorithmSpec spec() {
 }
 
 }  // namespace
-
-const AlgorithmSpec& batch_beam_search_spec() {
-  static const AlgorithmSpec s = spec();
-  return s;
-}
-
-TRIESCOPE_REGISTER_ALGORITHM(batch_beam_search_spec());
+TRIESCOPE_DEFINE_ALGORITHM(batch_beam_search_spec, spec());
 }  // namespace triescope

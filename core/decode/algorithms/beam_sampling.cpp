@@ -40,11 +40,5 @@ AlgorithmSpec spec() {
 }
 
 }  // namespace
-
-const AlgorithmSpec& beam_sampling_spec() {
-  static const AlgorithmSpec s = spec();
-  return s;
-}
-
-TRIESCOPE_REGISTER_ALGORITHM(beam_sampling_spec());
+TRIESCOPE_DEFINE_ALGORITHM(beam_sampling_spec, spec());
 }  // namespace triescope

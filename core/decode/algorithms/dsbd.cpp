@@ -55,11 +55,5 @@ AlgorithmSpec spec() {
 }
 
 }  // namespace
-
-const AlgorithmSpec& dsbd_spec() {
-  static const AlgorithmSpec s = spec();
-  return s;
-}
-
-TRIESCOPE_REGISTER_ALGORITHM(dsbd_spec());
+TRIESCOPE_DEFINE_ALGORITHM(dsbd_spec, spec());
 }  // namespace triescope

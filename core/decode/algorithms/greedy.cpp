@@ -37,11 +37,5 @@ AlgorithmSpec spec() {
 }
 
 }  // namespace
-
-const AlgorithmSpec& greedy_spec() {
-  static const AlgorithmSpec s = spec();
-  return s;
-}
-
-TRIESCOPE_REGISTER_ALGORITHM(greedy_spec());
+TRIESCOPE_DEFINE_ALGORITHM(greedy_spec, spec());
 }  // namespace triescope

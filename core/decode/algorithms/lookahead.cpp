@@ -64,11 +64,5 @@ AlgorithmSpec spec() {
 }
 
 }  // namespace
-
-const AlgorithmSpec& lookahead_spec() {
-  static const AlgorithmSpec s = spec();
-  return s;
-}
-
-TRIESCOPE_REGISTER_ALGORITHM(lookahead_spec());
+TRIESCOPE_DEFINE_ALGORITHM(lookahead_spec, spec());
 }  // namespace triescope

@@ -61,11 +61,5 @@ AlgorithmSpec spec() {
 }
 
 }  // namespace
-
-const AlgorithmSpec& multigen_spec() {
-  static const AlgorithmSpec s = spec();
-  return s;
-}
-
-TRIESCOPE_REGISTER_ALGORITHM(multigen_spec());
+TRIESCOPE_DEFINE_ALGORITHM(multigen_spec, spec());
 }  // namespace triescope

@@ -46,11 +46,5 @@ AlgorithmSpec spec() {
 }
 
 }  // namespace
-
-const AlgorithmSpec& speculative_spec() {
-  static const AlgorithmSpec s = spec();
-  return s;
-}
-
-TRIESCOPE_REGISTER_ALGORITHM(speculative_spec());
+TRIESCOPE_DEFINE_ALGORITHM(speculative_spec, spec());
 }  // namespace triescope

@@ -51,11 +51,5 @@ AlgorithmSpec spec() {
 }
 
 }  // namespace
-
-const AlgorithmSpec& trie_beam_search_spec() {
-  static const AlgorithmSpec s = spec();
-  return s;
-}
-
-TRIESCOPE_REGISTER_ALGORITHM(trie_beam_search_spec());
+TRIESCOPE_DEFINE_ALGORITHM(trie_beam_search_spec, spec());
 }  // namespace triescope
