@@ -272,7 +272,8 @@ DecodeResult BatchSearch::run() {
   }
   finish();
   res_.metrics.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  rec_.summary(hypotheses_json(res_.hypotheses), res_.metrics.to_json(), res_.metrics.seconds);
+  record_summary(rec_, [&] { return hypotheses_json(res_.hypotheses); }, [&] { return res_.metrics.to_json(); }, res_.metrics.seconds,
+                 nullptr, 0);
   return res_;
 }
 

@@ -19,6 +19,15 @@ void record_header(TraceRecorder& rec, const AlgorithmSpec& spec, const DecodeOp
   if (rec.on()) rec.header(spec.name, opt.backend, config(), model.describe(), model.vocab_strings(), spec.verify_kind);
 }
 
+// The summary: `outputs()` and `metrics()` (the decoder's own figures) built
+// only when recorded; `tree` null for a decoder without a token tree.
+template <class O, class M>
+void record_summary(TraceRecorder& rec, O&& outputs, M&& metrics, double seconds, const TokenTree* tree, int32_t num_slots) {
+  if (!rec.on()) return;
+  if (tree) rec.summary(outputs(), metrics(), seconds, *tree, num_slots);
+  else rec.summary(outputs(), metrics(), seconds);
+}
+
 // The header config of a drafting decoder: its settings, the prompt and the
 // draft model's description.
 json drafting_config(json settings, const std::vector<int32_t>& prompt, const Model& draft);

@@ -752,12 +752,13 @@ DsbdResult DsbdDecoder::finish(double seconds) {
   m.mem_per_token = mem_per_token(m.peak_bytes, n_, m.output_len);
   m.batch_mem_per_token = mem_per_token(m.batch_peak_bytes, n_, m.output_len);
   m.seconds = seconds;
-  if (rec_.on()) {
-    json metrics = m.to_json();
-    metrics["sampling"] = res.sampling.to_json();
-    metrics["dsbd"] = st.to_json();
-    rec_.summary(hypotheses_json(res.decode.hypotheses), std::move(metrics), m.seconds, tree_, slots_.num_slots());
-  }
+  auto metrics = [&] {
+    json j = m.to_json();
+    j["sampling"] = res.sampling.to_json();
+    j["dsbd"] = st.to_json();
+    return j;
+  };
+  record_summary(rec_, [&] { return hypotheses_json(res.decode.hypotheses); }, metrics, m.seconds, &tree_, slots_.num_slots());
   return result_;
 }
 

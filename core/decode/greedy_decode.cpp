@@ -69,7 +69,7 @@ LookaheadResult greedy_decode(Model& model, const std::vector<int32_t>& prompt, 
   m.computed_decode = f.computed - m.prompt_len;
   m.peak_slots = f.slots.peak();
   m.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  rec.summary(sequences_json({res.tokens}), m.to_json(), m.seconds, f.tree, f.slots.num_slots());
+  record_summary(rec, [&] { return sequences_json({res.tokens}); }, [&] { return m.to_json(); }, m.seconds, &f.tree, f.slots.num_slots());
   return res;
 }
 

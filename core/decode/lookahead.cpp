@@ -381,7 +381,7 @@ LookaheadResult LookaheadSearch::run() {
   m.computed_tokens = f_.computed;
   m.computed_decode = f_.computed - m.prompt_len;
   m.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  rec_.summary(sequences_json({res_.tokens}), m.to_json(), m.seconds, f_.tree, f_.slots.num_slots());
+  record_summary(rec_, [&] { return sequences_json({res_.tokens}); }, [&] { return m.to_json(); }, m.seconds, &f_.tree, f_.slots.num_slots());
   return res_;
 }
 

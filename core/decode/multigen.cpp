@@ -232,7 +232,7 @@ MultiGenResult MultiGenRun::run() {
   else run_tree();
   m.peak_bytes = m.peak_slots * model_.kv_shape().bytes_per_slot();
   m.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  rec_.summary(sequences_json(res_.samples), m.to_json(), m.seconds, tree_, num_slots_);
+  record_summary(rec_, [&] { return sequences_json(res_.samples); }, [&] { return m.to_json(); }, m.seconds, &tree_, num_slots_);
   return res_;
 }
 

@@ -354,11 +354,12 @@ SamplingDecodeResult BeamSampler::run() {
   }
   finish();
   m.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (rec_.on()) {
-    json metrics = m.to_json();
-    metrics["sampling"] = res_.sampling.to_json();
-    rec_.summary(hypotheses_json(res_.decode.hypotheses), std::move(metrics), m.seconds, tree_, slots_.num_slots());
-  }
+  auto metrics = [&] {
+    json j = m.to_json();
+    j["sampling"] = res_.sampling.to_json();
+    return j;
+  };
+  record_summary(rec_, [&] { return hypotheses_json(res_.decode.hypotheses); }, metrics, m.seconds, &tree_, slots_.num_slots());
   return res_;
 }
 

@@ -284,7 +284,8 @@ DecodeResult TrieSearch::run() {
   }
   finish();
   res_.metrics.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  rec_.summary(hypotheses_json(res_.hypotheses), res_.metrics.to_json(), res_.metrics.seconds, tree_, slots_.num_slots());
+  record_summary(rec_, [&] { return hypotheses_json(res_.hypotheses); }, [&] { return res_.metrics.to_json(); }, res_.metrics.seconds,
+                 &tree_, slots_.num_slots());
   return res_;
 }
 
