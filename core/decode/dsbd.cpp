@@ -753,8 +753,7 @@ DsbdResult DsbdDecoder::finish(double seconds) {
   m.batch_mem_per_token = mem_per_token(m.batch_peak_bytes, n_, m.output_len);
   m.seconds = seconds;
   auto metrics = [&] {
-    json j = m.to_json();
-    j["sampling"] = res.sampling.to_json();
+    json j = res.summary_metrics();
     j["dsbd"] = st.to_json();
     return j;
   };

@@ -149,6 +149,12 @@ nlohmann::json TreeFeeder::feed(const TokenTree& tree, int32_t num_slots, const 
   return {{"queries", q}, {"positions", in.positions}, {"slots", in.slots}, {"mask", trace_mask(in.mask)}};
 }
 
+nlohmann::json SamplingDecodeResult::summary_metrics() const {
+  nlohmann::json j = decode.metrics.to_json();
+  j["sampling"] = sampling.to_json();
+  return j;
+}
+
 void feeder_counts(const TreeFeeder& target, const TreeFeeder& draft, SamplingDecodeMetrics& s, DecodeMetrics& m) {
   s.target_calls = target.calls;
   s.draft_calls = draft.calls;
@@ -354,12 +360,8 @@ SamplingDecodeResult BeamSampler::run() {
   }
   finish();
   m.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  auto metrics = [&] {
-    json j = m.to_json();
-    j["sampling"] = res_.sampling.to_json();
-    return j;
-  };
-  record_summary(rec_, [&] { return hypotheses_json(res_.decode.hypotheses); }, metrics, m.seconds, &tree_, slots_.num_slots());
+  record_summary(rec_, [&] { return hypotheses_json(res_.decode.hypotheses); }, [&] { return res_.summary_metrics(); }, m.seconds, &tree_,
+                 slots_.num_slots());
   return res_;
 }
 

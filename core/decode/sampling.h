@@ -64,6 +64,8 @@ struct SamplingDecodeMetrics {
 struct SamplingDecodeResult {
   DecodeResult decode;  // hypotheses: the final beams, best (highest target log-likelihood) first
   SamplingDecodeMetrics sampling;
+  // The trace summary's metrics: decode's, with the sampling figures under "sampling".
+  nlohmann::json summary_metrics() const;
 };
 
 // Beam sampling (the paper's baseline): W beams drawn iid from T o p_beam

@@ -246,12 +246,8 @@ SamplingDecodeResult SpeculativeSearch::run() {
   finish();
   DecodeMetrics& m = res_.decode.metrics;
   m.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  auto metrics = [&] {
-    json j = m.to_json();
-    j["sampling"] = res_.sampling.to_json();
-    return j;
-  };
-  record_summary(rec_, [&] { return hypotheses_json(res_.decode.hypotheses); }, metrics, m.seconds, &tree_, slots_.num_slots());
+  record_summary(rec_, [&] { return hypotheses_json(res_.decode.hypotheses); }, [&] { return res_.summary_metrics(); }, m.seconds, &tree_,
+                 slots_.num_slots());
   return res_;
 }
 
