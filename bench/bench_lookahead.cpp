@@ -6,6 +6,7 @@
 // the prefill (lookahead branch included), verification tokens.
 #include <benchmark/benchmark.h>
 
+#include "core/decode/greedy_decode.h"
 #include "core/decode/lookahead.h"
 #include "core/model/synthetic_model.h"
 

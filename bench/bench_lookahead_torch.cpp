@@ -10,6 +10,7 @@
 #include <map>
 #include <string>
 
+#include "core/decode/greedy_decode.h"
 #include "core/decode/lookahead.h"
 #include "bench/bench_llama.h"
 #include "core/model/torch/torch_transformer.h"

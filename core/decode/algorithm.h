@@ -97,3 +97,13 @@ struct AlgorithmRegistrar {
 // At namespace scope in the algorithm's file: TRIESCOPE_REGISTER_ALGORITHM(spec_function());
 #define TRIESCOPE_REGISTER_ALGORITHM(spec) \
   static const ::triescope::AlgorithmRegistrar TRIESCOPE_ALGORITHM_CAT(triescope_algorithm_registrar_, __LINE__)(spec)
+// The same for a built-in decoder, whose header declares `accessor` (the
+// decoder heads its trace with the spec's name and verify kind): defines it
+// in namespace triescope and registers what it returns.
+//   TRIESCOPE_DEFINE_ALGORITHM(trie_beam_search_spec, spec());
+#define TRIESCOPE_DEFINE_ALGORITHM(accessor, spec)    \
+  const ::triescope::AlgorithmSpec& accessor() {      \
+    static const ::triescope::AlgorithmSpec s = spec; \
+    return s;                                         \
+  }                                                   \
+  TRIESCOPE_REGISTER_ALGORITHM(accessor())

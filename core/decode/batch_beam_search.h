@@ -15,6 +15,11 @@
 
 namespace triescope {
 
+struct AlgorithmSpec;
+// Its registered spec (core/decode/algorithms/batch_beam_search.cpp), whose name and
+// verify kind head the trace.
+const AlgorithmSpec& batch_beam_search_spec();
+
 DecodeResult batch_beam_search(Model& model, const std::vector<int32_t>& prompt, const BeamConfig& cfg,
                                TraceSink* trace = nullptr, const DecodeOptions& opt = {},
                                LogitsConstraint* constraint = nullptr);

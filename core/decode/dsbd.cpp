@@ -8,8 +8,10 @@
 
 #include "core/common/error.h"
 #include "core/decode/dsbd_math.h"
+#include "core/decode/decoder_call.h"
+#include "core/decode/decoder_trace.h"
+#include "core/decode/prompt_check.h"
 #include "core/trace/trace_recorder.h"
-#include "core/decode/trie_beam_search.h"
 
 namespace triescope {
 
@@ -209,12 +211,11 @@ json kv_record(const KvSlots& slots, int64_t bps, int64_t paper, int32_t live) {
 // the state the phases share; the math the CUDA backend twins (beam
 // distributions, the width rule, layer verification) stays in the plain
 // functions above.
-class DsbdDecoder {
+class DsbdDecoder : DecoderCall<DsbdConfig> {
  public:
   DsbdDecoder(Model& target, Model& draft, const std::vector<int32_t>& prompt, const DsbdConfig& cfg, TraceSink* trace,
               const DecodeOptions& opt)
-      : target_(target), draft_(draft), prompt_(prompt), cfg_(cfg), opt_(opt), V_(target.vocab_size()),
-        n_(static_cast<int32_t>(prompt.size())), tf_(target), df_(draft), key_{cfg.sampling.seed}, rec_(trace, opt.keyframe_interval),
+      : DecoderCall(target, prompt, cfg, trace, opt), draft_(draft), tf_(target), df_(draft), key_{cfg.sampling.seed},
         bps_(target.kv_shape().bytes_per_slot()) {}
 
   DsbdResult run();
@@ -222,18 +223,34 @@ class DsbdDecoder {
  private:
   // What one draft/verify iteration builds and decides.
   struct Iteration {
+    // The draft step's and the verify step's events; the verify object's
+    // layers and extra layer start empty (no layer verified, none extra).
+    explicit Iteration(const TraceRecorder& rec) : draft(rec, {"added", "draft_layers", "draft_forwards"}), verify(rec, {"added", "status"}) {
+      verify.verify_set("layers", [] { return json::array(); });
+      verify.verify_set("extra_layer", [] { return json(); });
+    }
     uint32_t it32 = 0;
     int32_t g = 0;                        // draft layers this iteration (gamma, or fewer near the end)
     std::vector<int32_t> distinct_beams;  // the input beams without repeats
     std::vector<DraftLayer> layers;       // [g + 1]: layer 0 = the input beams
     std::vector<char> in_forest;          // [nodes] drafted this iteration, or an input beam
     int64_t paper = 0;                    // the paper's layout: one cache per input beam
-    json forward, target_lp;              // the forest pass (trace)
     std::vector<Accepted> accepted;       // A: the accepted beams of the last layer verified
     std::vector<int32_t> outputs;         // the next input beams
     int32_t l_last = 0;                   // tokens this iteration produced
     std::map<std::pair<int32_t, int32_t>, int32_t> sampled_made;  // (parent, token) -> sampled node
-    json status = json::array(), added = json::array(), vlayers = json::array(), extra;
+    StepRecord draft, verify;
+  };
+  // One verified layer, for its record in verify.layers.
+  struct LayerOutcome {
+    const DraftLayer& layer;
+    const std::vector<double>& p;
+    const std::vector<double>& q;
+    const std::vector<int32_t>& draft_of;         // surviving draft -> index in the layer
+    const std::vector<int32_t>& parent_rejected;  // drafts whose parent was rejected
+    const LayerResult& result;
+    int32_t width, surviving;
+    double predicted;
   };
 
   void grow();
@@ -247,22 +264,20 @@ class DsbdDecoder {
   void draft_forest(Iteration& it);                      // Section 3.1, Figure 2a
   void score_forest(Iteration& it);                      // Section 3.3, Figure 3: one target pass
   bool verify_layer(Iteration& it, int32_t l);           // Algorithm 1 lines 10-31; false: stop
+  void layer_distributions(const std::vector<Accepted>& A, const DraftLayer& L, std::vector<double>& token_lp, std::vector<double>& q,
+                           std::vector<double>& p) const;  // line 12
+  void mark_tested(Iteration& it, const DraftLayer& L, const std::vector<int32_t>& draft_of, const LayerResult& lr);
   void extra_layer(Iteration& it);                       // lines 32-34
   void choose_outputs(Iteration& it);                    // Section 3.4, and pruning the dead
-  void record_verify(const Iteration& it);
+  void record_layer(Iteration& it, int32_t l, const LayerOutcome& o, size_t first_output);
+  void record_verify(Iteration& it);
   DsbdResult finish(double seconds);
 
-  Model& target_;
-  Model& draft_;
-  const std::vector<int32_t>& prompt_;
-  const DsbdConfig& cfg_;
-  const DecodeOptions& opt_;
-  const int32_t V_, n_;
+  Model& draft_;  // the target is model_
   TokenTree tree_;
   KvSlots slots_;
   TreeFeeder tf_, df_;
   const PhiloxKey key_;
-  TraceRecorder rec_;
   const int64_t bps_;
   DsbdResult result_;
   // Per-node joint log-likelihoods: under the target (known once the parent's
@@ -297,7 +312,7 @@ double DsbdDecoder::dlp_of(int32_t node) {
 
 void DsbdDecoder::set_status(Iteration& it, int32_t node, NodeStatus s) {
   tree_.node(node).status = s;
-  if (rec_.on()) it.status.push_back({{"node", node}, {"status", std::string(node_status_name(s))}});
+  it.verify.status(node, s);
 }
 
 int32_t DsbdDecoder::child_for(Iteration& it, int32_t parent, int32_t tok, double tl) {
@@ -315,7 +330,7 @@ int32_t DsbdDecoder::child_for(Iteration& it, int32_t parent, int32_t tok, doubl
     grow();
     node_tlp_[static_cast<size_t>(sit->second)] = tl;
     if (drafted_rows_.count(parent) && has_dlp_[static_cast<size_t>(parent)]) dlp_of(sit->second);
-    if (rec_.on()) it.added.push_back(trace_node(tree_.node(sit->second)));
+    it.verify.added(tree_, sit->second);
   }
   return sit->second;
 }
@@ -334,18 +349,16 @@ void DsbdDecoder::prefill() {
   // Prefill all but the last prompt token: that token is the root of the
   // first forest and is scored by the first forest pass.
   const std::vector<int32_t> pre(prompt_nodes.begin(), prompt_nodes.end() - 1);
-  json fields = json::object();
+  StepRecord ev(rec_);
   if (!pre.empty()) {
-    fields["forward"] = tf_.feed(tree_, slots_.num_slots(), pre, tlp_rows_, trow_, rec_.on());
-    fields["draft_forward"] = df_.feed(tree_, slots_.num_slots(), pre, dlp_rows_, drow_, rec_.on());
+    json fwd = tf_.feed(tree_, slots_.num_slots(), pre, tlp_rows_, trow_, rec_.on());
+    json dfwd = df_.feed(tree_, slots_.num_slots(), pre, dlp_rows_, drow_, rec_.on());
+    ev.set("forward", [&] { return std::move(fwd); });
+    ev.set("draft_forward", [&] { return std::move(dfwd); });
   }
-  if (rec_.on()) {
-    json added = json::array();
-    for (int32_t id : prompt_nodes) added.push_back(trace_node(tree_.node(id)));
-    fields["added"] = added;
-    fields["kv"] = kv_record(slots_, bps_, n_, 1);
-    rec_.step(0, "prefill", std::move(fields), tree_, slots_.num_slots());
-  }
+  ev.added(tree_, prompt_nodes);
+  ev.set("kv", [&] { return kv_record(slots_, bps_, n_, 1); });
+  rec_.step(0, "prefill", ev, tree_, slots_.num_slots());
   beams_ = {prompt_nodes.back()};
 }
 
@@ -353,7 +366,7 @@ void DsbdDecoder::collect_garbage(const Iteration& it) {
   // Rejected branches and dropped beams give their slots back: keep the
   // input beams' ancestors only (trie paper 3.5, one gather per model).
   const CompactionPlan plan = kv_collect_garbage(tree_, it.distinct_beams, slots_.num_slots());
-  target_.compact(plan);
+  model_.compact(plan);
   draft_.compact(plan);
   slots_.apply(plan);
   ++result_.out.decode.metrics.gc_runs;
@@ -364,7 +377,6 @@ void DsbdDecoder::draft_forest(Iteration& it) {
   drafted_rows_.clear();
   it.layers.assign(static_cast<size_t>(it.g) + 1, DraftLayer{});
   it.layers[0].nodes = beams_;
-  json draft_added = json::array(), draft_fw = json::array(), draft_layers = json::array();
   it.in_forest.assign(static_cast<size_t>(tree_.size()), 0);
   for (int32_t b : beams_) it.in_forest[static_cast<size_t>(b)] = 1;
   for (int32_t j = 1; j <= it.g; ++j) {
@@ -373,7 +385,7 @@ void DsbdDecoder::draft_forest(Iteration& it) {
     for (int32_t b : prev.nodes)
       if (std::find(q_nodes.begin(), q_nodes.end(), b) == q_nodes.end()) q_nodes.push_back(b);
     json f = df_.feed(tree_, slots_.num_slots(), q_nodes, dlp_rows_, drow_, rec_.on());
-    if (rec_.on()) draft_fw.push_back(f);
+    it.draft.push("draft_forwards", [&] { return std::move(f); });
     for (int32_t id = 0; id < tree_.size(); ++id) {
       const int32_t r = drow_[static_cast<size_t>(id)];
       if (r >= 0)
@@ -389,7 +401,6 @@ void DsbdDecoder::draft_forest(Iteration& it) {
     DraftLayer& cur = it.layers[static_cast<size_t>(j)];
     cur.q_full = beam_distribution(beam_lp, token_lp, V_, cfg_.sampling);  // q_beam (Section 3.1)
     std::map<std::pair<int32_t, int32_t>, int32_t> made;
-    json lj = json::array();
     for (int32_t i = 0; i < cfg_.draft_width; ++i) {
       const int64_t pair = sample_index(cur.q_full, philox_uniform(key_, it.it32, static_cast<uint32_t>(j), 0, static_cast<uint32_t>(i),
                                                                    RandStream::draft_sample));
@@ -406,14 +417,20 @@ void DsbdDecoder::draft_forest(Iteration& it) {
         it.in_forest[static_cast<size_t>(mit->second)] = 1;
         node_dlp_[static_cast<size_t>(mit->second)] = dl;
         has_dlp_[static_cast<size_t>(mit->second)] = 1;
-        if (rec_.on()) draft_added.push_back(trace_node(tree_.node(mit->second)));
+        it.draft.added(tree_, mit->second);
       }
       cur.nodes.push_back(mit->second);
       cur.parent.push_back(pi);
-      if (rec_.on())
-        lj.push_back({{"beam", i}, {"node", mit->second}, {"parent_beam", pi}, {"token", tok}, {"q_beam", cur.q_full[static_cast<size_t>(pair)]}});
     }
-    if (rec_.on()) draft_layers.push_back({{"layer", j}, {"beams", lj}});
+    it.draft.push("draft_layers", [&] {
+      json lj = json::array();
+      for (size_t i = 0; i < cur.nodes.size(); ++i) {
+        const int32_t tok = tree_.node(cur.nodes[i]).token;
+        lj.push_back({{"beam", i}, {"node", cur.nodes[i]}, {"parent_beam", cur.parent[i]}, {"token", tok},
+                      {"q_beam", cur.q_full[static_cast<size_t>(cur.parent[i]) * V_ + static_cast<size_t>(tok)]}});
+      }
+      return json{{"layer", j}, {"beams", lj}};
+    });
   }
   // Paper layout (Section 3.3): one cache per input beam holding its whole
   // path, plus its draft tree. Counted at the same moment as ours.
@@ -424,38 +441,36 @@ void DsbdDecoder::draft_forest(Iteration& it) {
       ++it.paper;
   DsbdStats& st = result_.stats;
   st.paper_peak_slots = std::max(st.paper_peak_slots, it.paper);
-  ++step_;
-  if (rec_.on())
-    rec_.step(step_, "draft",
-              {{"iteration", iteration_}, {"added", draft_added}, {"draft_layers", draft_layers}, {"draft_forwards", draft_fw},
-               {"kv", kv_record(slots_, bps_, it.paper, static_cast<int32_t>(beams_.size()))}},
-              tree_, slots_.num_slots());
+  it.draft.set("iteration", [&] { return iteration_; });
+  it.draft.set("kv", [&] { return kv_record(slots_, bps_, it.paper, static_cast<int32_t>(beams_.size())); });
+  rec_.step(++step_, "draft", it.draft, tree_, slots_.num_slots());
 }
 
 void DsbdDecoder::score_forest(Iteration& it) {
   const std::vector<int32_t> order = dsbd_forest_order(tree_, beams_, it.in_forest);
-  it.forward = tf_.feed(tree_, slots_.num_slots(), order, tlp_rows_, trow_, rec_.on());
-  it.target_lp = json::array();
-  if (rec_.on())
+  json fwd = tf_.feed(tree_, slots_.num_slots(), order, tlp_rows_, trow_, rec_.on());
+  it.verify.set("forward", [&] { return std::move(fwd); });
+  it.verify.set("target_logprob", [&] {
+    json lp = json::array();
     for (int32_t id : order)
       if (std::find(it.distinct_beams.begin(), it.distinct_beams.end(), id) == it.distinct_beams.end())
-        it.target_lp.push_back({id, target_row(tree_.node(id).parent)[tree_.node(id).token]});
+        lp.push_back({id, target_row(tree_.node(id).parent)[tree_.node(id).token]});
+    return lp;
+  });
   for (size_t i = 0; i < beams_.size(); ++i)
     it.accepted.push_back({beams_[i], static_cast<int32_t>(i), node_tlp_[static_cast<size_t>(beams_[i])]});
 }
 
-bool DsbdDecoder::verify_layer(Iteration& it, int32_t l) {
-  DsbdStats& st = result_.stats;
-  std::vector<Accepted>& A = it.accepted;
-  const DraftLayer& L = it.layers[static_cast<size_t>(l)];
-  const size_t prev_w = it.layers[static_cast<size_t>(l - 1)].nodes.size();
-  std::vector<int32_t> pos_in_A(prev_w, -1);
-  for (size_t k = 0; k < A.size(); ++k) pos_in_A[static_cast<size_t>(A[k].s_idx)] = static_cast<int32_t>(k);
-  // p_beam^(l) over the accepted parents (line 12), q_beam^(l) restricted
-  // to the same parents and renormalised: the surviving drafts are iid
-  // draws from exactly that distribution (docs/dsbd.md).
+// p_beam^(l) over the accepted parents A (line 12), q_beam^(l) restricted to
+// the same parents and renormalised: the surviving drafts are iid draws from
+// exactly that distribution (docs/dsbd.md). token_lp: [|A| x V] the parents'
+// target rows.
+void DsbdDecoder::layer_distributions(const std::vector<Accepted>& A, const DraftLayer& L, std::vector<double>& token_lp,
+                                      std::vector<double>& q, std::vector<double>& p) const {
   const size_t na = A.size();
-  std::vector<double> beam_lp(na), token_lp(na * static_cast<size_t>(V_)), q(na * static_cast<size_t>(V_));
+  std::vector<double> beam_lp(na);
+  token_lp.assign(na * static_cast<size_t>(V_), 0.0);
+  q.assign(na * static_cast<size_t>(V_), 0.0);
   double qmass = 0.0;
   for (size_t k = 0; k < na; ++k) {
     beam_lp[k] = A[k].tlp;
@@ -465,15 +480,46 @@ bool DsbdDecoder::verify_layer(Iteration& it, int32_t l) {
   }
   if (cfg_.renormalize_q)
     for (double& x : q) x /= qmass;
-  const std::vector<double> p = beam_distribution(beam_lp, token_lp, V_, cfg_.sampling);
+  p = beam_distribution(beam_lp, token_lp, V_, cfg_.sampling);
+}
+
+// The decisions of one layer on the tree: tested drafts accepted or
+// rejected, the untested rest of a full layer rejected (lines 23-24).
+void DsbdDecoder::mark_tested(Iteration& it, const DraftLayer& L, const std::vector<int32_t>& draft_of, const LayerResult& lr) {
+  DsbdStats& st = result_.stats;
+  std::vector<char> tested(draft_of.size(), 0);
+  for (const LayerDecision& d : lr.tested) {
+    tested[static_cast<size_t>(d.draft)] = 1;
+    ++st.draft_beams_tested;
+    st.draft_beams_accepted += d.accepted;
+    const int32_t node = L.nodes[static_cast<size_t>(draft_of[static_cast<size_t>(d.draft)])];
+    if (d.accepted) set_status(it, node, NodeStatus::accepted);
+    else if (tree_.node(node).status != NodeStatus::accepted) set_status(it, node, NodeStatus::rejected);
+  }
+  for (size_t i = 0; i < draft_of.size(); ++i)
+    if (!tested[i]) {
+      const int32_t node = L.nodes[static_cast<size_t>(draft_of[i])];
+      if (tree_.node(node).status == NodeStatus::live) set_status(it, node, NodeStatus::rejected);
+    }
+}
+
+bool DsbdDecoder::verify_layer(Iteration& it, int32_t l) {
+  DsbdStats& st = result_.stats;
+  std::vector<Accepted>& A = it.accepted;
+  const DraftLayer& L = it.layers[static_cast<size_t>(l)];
+  const size_t prev_w = it.layers[static_cast<size_t>(l - 1)].nodes.size();
+  std::vector<int32_t> pos_in_A(prev_w, -1);
+  for (size_t k = 0; k < A.size(); ++k) pos_in_A[static_cast<size_t>(A[k].s_idx)] = static_cast<int32_t>(k);
+  std::vector<double> token_lp, q, p;
+  layer_distributions(A, L, token_lp, q, p);
   std::vector<int64_t> drafts;
   std::vector<int32_t> draft_of;  // surviving draft -> index in L
-  json parent_rejected = json::array();
+  std::vector<int32_t> parent_rejected;
   for (size_t i = 0; i < L.nodes.size(); ++i) {
     const int32_t k = pos_in_A[static_cast<size_t>(L.parent[i])];
     if (k < 0) {  // line 10: children of rejected beams are rejected
       if (tree_.node(L.nodes[i]).status == NodeStatus::live) set_status(it, L.nodes[i], NodeStatus::rejected);
-      if (rec_.on()) parent_rejected.push_back(L.nodes[i]);
+      parent_rejected.push_back(L.nodes[i]);
       continue;
     }
     drafts.push_back(int64_t{k} * V_ + tree_.node(L.nodes[i]).token);
@@ -499,26 +545,9 @@ bool DsbdDecoder::verify_layer(Iteration& it, int32_t l) {
   st.predicted_accept_sum += predicted;
   st.width_sum += width;
   if (lr.passed) ++st.layer_accepted[static_cast<size_t>(l - 1)];
-  std::vector<char> tested(drafts.size(), 0);
-  json dj = json::array();
-  for (const LayerDecision& d : lr.tested) {
-    tested[static_cast<size_t>(d.draft)] = 1;
-    ++st.draft_beams_tested;
-    st.draft_beams_accepted += d.accepted;
-    const int32_t node = L.nodes[static_cast<size_t>(draft_of[static_cast<size_t>(d.draft)])];
-    if (d.accepted) set_status(it, node, NodeStatus::accepted);
-    else if (tree_.node(node).status != NodeStatus::accepted) set_status(it, node, NodeStatus::rejected);
-    if (rec_.on())
-      dj.push_back({{"beam", draft_of[static_cast<size_t>(d.draft)]}, {"node", node}, {"accept_prob", d.accept_prob}, {"u", d.u},
-                    {"accepted", d.accepted}, {"p", p[static_cast<size_t>(d.pair)]}, {"q", q[static_cast<size_t>(d.pair)]}});
-  }
-  for (size_t i = 0; i < drafts.size(); ++i)  // lines 23-24: the rest of a full layer
-    if (!tested[i]) {
-      const int32_t node = L.nodes[static_cast<size_t>(draft_of[i])];
-      if (tree_.node(node).status == NodeStatus::live) set_status(it, node, NodeStatus::rejected);
-    }
-  json lrec = {{"layer", l}, {"width", width}, {"surviving_drafts", ms}, {"predicted_accept", predicted},
-               {"drafts", dj}, {"parent_rejected", parent_rejected}, {"passed", lr.passed}};
+  mark_tested(it, L, draft_of, lr);
+  const LayerOutcome outcome{L, p, q, draft_of, parent_rejected, lr, width, ms, predicted};
+  const size_t first_output = it.outputs.size();
   if (lr.passed) {
     std::vector<Accepted> next;
     for (const LayerDecision& d : lr.tested)
@@ -532,11 +561,10 @@ bool DsbdDecoder::verify_layer(Iteration& it, int32_t l) {
         next.push_back({node, li, tl});
       }
     A = std::move(next);
-    if (rec_.on()) it.vlayers.push_back(lrec);
+    record_layer(it, l, outcome, first_output);
     return true;
   }
   // Lines 26-31: the layer is short; accepted drafts plus sampled beams are the output.
-  json sampled = json::array();
   size_t from_draft = 0;
   for (const LayerDecision& d : lr.tested) from_draft += d.accepted;
   for (size_t o = 0; o < lr.outputs.size(); ++o) {
@@ -545,14 +573,10 @@ bool DsbdDecoder::verify_layer(Iteration& it, int32_t l) {
     const auto tok = static_cast<int32_t>(pair % V_);
     const double tl = A[k].tlp + token_lp[static_cast<size_t>(pair)];
     const int32_t node = child_for(it, A[k].node, tok, tl);
-    if (o >= from_draft) {
-      if (tree_.node(node).status != NodeStatus::live) set_status(it, node, NodeStatus::live);
-      if (rec_.on()) sampled.push_back({{"node", node}, {"from", o == from_draft ? "residual" : "p_beam"}, {"prob", p[static_cast<size_t>(pair)]}});
-    }
+    if (o >= from_draft && tree_.node(node).status != NodeStatus::live) set_status(it, node, NodeStatus::live);
     it.outputs.push_back(node);
   }
-  lrec["sampled"] = sampled;
-  if (rec_.on()) it.vlayers.push_back(lrec);
+  record_layer(it, l, outcome, first_output);
   it.l_last = l;
   return false;
 }
@@ -568,15 +592,21 @@ void DsbdDecoder::extra_layer(Iteration& it) {
   }
   const std::vector<double> p = beam_distribution(beam_lp, token_lp, V_, cfg_.sampling);
   const int32_t w = (it.g == 0 || !cfg_.dynamic) ? cfg_.width : static_cast<int32_t>(na);
-  it.extra = {{"layer", it.g + 1}, {"width", w}, {"sampled", json::array()}};
+  std::vector<int64_t> pairs;  // [w] the (beam, token) pairs drawn
   for (int32_t k = 0; k < w; ++k) {
     const int64_t pair = sample_index(p, philox_uniform(key_, it.it32, static_cast<uint32_t>(it.g + 1), 0, static_cast<uint32_t>(k),
                                                         RandStream::target_sample));
     const size_t a = static_cast<size_t>(pair / V_);
     const int32_t node = child_for(it, A[a].node, static_cast<int32_t>(pair % V_), A[a].tlp + token_lp[static_cast<size_t>(pair)]);
     it.outputs.push_back(node);
-    if (rec_.on()) it.extra["sampled"].push_back({{"node", node}, {"prob", p[static_cast<size_t>(pair)]}});
+    pairs.push_back(pair);
   }
+  it.verify.verify_set("extra_layer", [&] {
+    json sampled = json::array();
+    for (size_t k = 0; k < pairs.size(); ++k)
+      sampled.push_back({{"node", it.outputs[it.outputs.size() - pairs.size() + k]}, {"prob", p[static_cast<size_t>(pairs[k])]}});
+    return json{{"layer", it.g + 1}, {"width", w}, {"sampled", sampled}};
+  });
 }
 
 void DsbdDecoder::choose_outputs(Iteration& it) {
@@ -601,17 +631,46 @@ void DsbdDecoder::choose_outputs(Iteration& it) {
   beams_ = it.outputs;
 }
 
-void DsbdDecoder::record_verify(const Iteration& it) {
-  if (!rec_.on()) return;
-  json chosen = json::array();
-  for (size_t i = 0; i < beams_.size(); ++i)
-    chosen.push_back({{"beam", i}, {"node", beams_[i]}, {"token", tree_.node(beams_[i]).token}, {"score", node_tlp_[static_cast<size_t>(beams_[i])]}});
-  json verify = {{"kind", kVerifyDsbdLayers}, {"iteration", iteration_}, {"gamma", it.g}, {"layers", it.vlayers}, {"steps", it.l_last},
-                 {"stopped_at_layer", it.l_last <= it.g ? json(it.l_last) : json()}, {"extra_layer", it.extra}};
-  rec_.step(step_, "verify",
-            {{"iteration", iteration_}, {"added", it.added}, {"status", it.status}, {"chosen", chosen}, {"forward", it.forward},
-             {"verify", verify}, {"target_logprob", it.target_lp}, {"kv", kv_record(slots_, bps_, it.paper, static_cast<int32_t>(beams_.size()))}},
-            tree_, slots_.num_slots());
+// Layer l's entry in verify.layers: its width rule, every draft tested, the
+// drafts under rejected parents and (a short layer) the beams sampled after
+// the accepted drafts, outputs first_output.. of the iteration.
+void DsbdDecoder::record_layer(Iteration& it, int32_t l, const LayerOutcome& o, size_t first_output) {
+  it.verify.verify_push("layers", [&] {
+    json dj = json::array();
+    for (const LayerDecision& d : o.result.tested) {
+      const int32_t li = o.draft_of[static_cast<size_t>(d.draft)];
+      dj.push_back({{"beam", li}, {"node", o.layer.nodes[static_cast<size_t>(li)]}, {"accept_prob", d.accept_prob}, {"u", d.u},
+                    {"accepted", d.accepted}, {"p", o.p[static_cast<size_t>(d.pair)]}, {"q", o.q[static_cast<size_t>(d.pair)]}});
+    }
+    json rec = {{"layer", l}, {"width", o.width}, {"surviving_drafts", o.surviving}, {"predicted_accept", o.predicted},
+                {"drafts", dj}, {"parent_rejected", o.parent_rejected}, {"passed", o.result.passed}};
+    if (o.result.passed) return rec;
+    size_t from_draft = 0;
+    for (const LayerDecision& d : o.result.tested) from_draft += d.accepted;
+    json sampled = json::array();
+    for (size_t k = from_draft; k < o.result.outputs.size(); ++k)
+      sampled.push_back({{"node", it.outputs[first_output + k]}, {"from", k == from_draft ? "residual" : "p_beam"},
+                         {"prob", o.p[static_cast<size_t>(o.result.outputs[k])]}});
+    rec["sampled"] = sampled;
+    return rec;
+  });
+}
+
+void DsbdDecoder::record_verify(Iteration& it) {
+  StepRecord& ev = it.verify;
+  ev.set("iteration", [&] { return iteration_; });
+  ev.set("chosen", [&] {
+    json chosen = json::array();
+    for (size_t i = 0; i < beams_.size(); ++i)
+      chosen.push_back({{"beam", i}, {"node", beams_[i]}, {"token", tree_.node(beams_[i]).token}, {"score", node_tlp_[static_cast<size_t>(beams_[i])]}});
+    return chosen;
+  });
+  ev.verify_set("iteration", [&] { return iteration_; });
+  ev.verify_set("gamma", [&] { return it.g; });
+  ev.verify_set("steps", [&] { return it.l_last; });
+  ev.verify_set("stopped_at_layer", [&] { return it.l_last <= it.g ? json(it.l_last) : json(); });
+  ev.set("kv", [&] { return kv_record(slots_, bps_, it.paper, static_cast<int32_t>(beams_.size())); });
+  rec_.step(step_, "verify", ev, tree_, slots_.num_slots());
 }
 
 DsbdResult DsbdDecoder::run() {
@@ -623,22 +682,17 @@ DsbdResult DsbdDecoder::run() {
   TS_CHECK(cfg_.max_new_tokens >= 1, "dsbd: max_new_tokens must be >= 1, got " << cfg_.max_new_tokens);
   TS_CHECK(!cfg_.sampling.deterministic, "dsbd: sampling.deterministic is not supported (verification is stochastic)");
   TS_CHECK(cfg_.threshold >= 0.0 && cfg_.threshold <= 1.0, "dsbd: threshold must be in [0, 1], got " << cfg_.threshold);
-  target_.reset();
+  model_.reset();
   draft_.reset();
   DsbdStats& st = result_.stats;
   st.layer_verified.assign(static_cast<size_t>(cfg_.gamma), 0);
   st.layer_accepted.assign(static_cast<size_t>(cfg_.gamma), 0);
   result_.out.decode.metrics.prompt_len = n_;
-  if (rec_.on()) {
-    json config = cfg_.to_json();
-    config["prompt"] = prompt_;
-    config["draft_model"] = draft_.describe();
-    rec_.header("dsbd", opt_.backend, config, target_.describe(), target_.vocab_strings(), kVerifyDsbdLayers);
-  }
+  record_header(rec_, dsbd_spec(), opt_, model_, [&] { return drafting_config(cfg_.to_json(), prompt_, draft_); });
   prefill();
   int32_t generated = 0;
   while (generated < cfg_.max_new_tokens) {
-    Iteration it;
+    Iteration it(rec_);
     it.it32 = static_cast<uint32_t>(++iteration_);
     it.g = std::min(cfg_.gamma, cfg_.max_new_tokens - generated - 1);
     it.l_last = it.g + 1;
@@ -683,17 +737,12 @@ DsbdResult DsbdDecoder::finish(double seconds) {
     res.decode.hypotheses.push_back(std::move(h));
   }
   res.sampling.iterations = st.iterations;
-  res.sampling.target_calls = tf_.calls;
-  res.sampling.draft_calls = df_.calls;
-  res.sampling.target_tokens = tf_.tokens;
-  res.sampling.draft_tokens = df_.tokens;
+  feeder_counts(tf_, df_, res.sampling, m);
   for (int64_t x : st.layer_verified) res.sampling.layers_verified += x;
   for (int64_t x : st.layer_accepted) res.sampling.layers_accepted += x;
   res.sampling.log_likelihood = res.decode.hypotheses.front().sum_logprobs;
   st.shared_peak_slots = slots_.peak();
   m.steps = step_;
-  m.model_calls = tf_.calls;
-  m.computed_tokens = tf_.tokens;
   m.final_slots = slots_.num_slots();
   m.peak_slots = slots_.peak();
   m.peak_bytes = m.peak_slots * bps_;
@@ -703,14 +752,12 @@ DsbdResult DsbdDecoder::finish(double seconds) {
   m.mem_per_token = mem_per_token(m.peak_bytes, n_, m.output_len);
   m.batch_mem_per_token = mem_per_token(m.batch_peak_bytes, n_, m.output_len);
   m.seconds = seconds;
-  if (rec_.on()) {
-    json outs = json::array();
-    for (auto& h : res.decode.hypotheses) outs.push_back({{"tokens", h.tokens}, {"score", h.score}, {"sum_logprobs", h.sum_logprobs}});
-    json metrics = m.to_json();
-    metrics["sampling"] = res.sampling.to_json();
-    metrics["dsbd"] = st.to_json();
-    rec_.summary(std::move(outs), std::move(metrics), m.seconds, tree_, slots_.num_slots());
-  }
+  auto metrics = [&] {
+    json j = res.summary_metrics();
+    j["dsbd"] = st.to_json();
+    return j;
+  };
+  record_summary(rec_, [&] { return hypotheses_json(res.decode.hypotheses); }, metrics, m.seconds, &tree_, slots_.num_slots());
   return result_;
 }
 

@@ -22,6 +22,11 @@
 
 namespace triescope {
 
+struct AlgorithmSpec;
+// Its registered spec (core/decode/algorithms/dsbd.cpp), whose name and
+// verify kind head the trace.
+const AlgorithmSpec& dsbd_spec();
+
 // Algorithm 1 line 17. The paper's prose and line 17 print q/p; the standard
 // speculative rule (and the authors' code) is p/q. q_over_p exists only as
 // the negative control of the distribution test (docs/dsbd.md).

@@ -9,10 +9,12 @@
 
 #include "core/common/error.h"
 #include "core/common/hash.h"
-#include "core/trace/trace_recorder.h"
+#include "core/decode/decoder_call.h"
+#include "core/decode/decoder_trace.h"
+#include "core/decode/prompt_check.h"
 #include "core/decode/tree_step.h"
-#include "core/decode/trie_beam_search.h"
 #include "core/kv/kv_cache.h"
+#include "core/trace/trace_recorder.h"
 
 namespace triescope {
 
@@ -75,12 +77,6 @@ json feed(Model& model, Fed& f, const std::vector<int32_t>& nodes, bool want_jso
 }
 
 json kv_json(const KvSlots& slots) { return {{"slots", slots.num_slots()}, {"peak", slots.peak()}}; }
-
-json added_json(const TokenTree& t, const std::vector<int32_t>& nodes) {
-  json a = json::array();
-  for (int32_t id : nodes) a.push_back(trace_node(t.node(id)));
-  return a;
-}
 
 // The verification branch under the pending token `root` (Alg. 1 line 1):
 // independent chains, one per candidate, or the candidates merged into one
@@ -171,199 +167,229 @@ void collect_ngrams(const std::deque<std::map<int32_t, int32_t>>& history, const
   }
 }
 
-}  // namespace
 
-LookaheadResult greedy_decode(Model& model, const std::vector<int32_t>& prompt, int32_t max_new_tokens,
-                              int32_t eos_token, TraceSink* trace, const DecodeOptions& opt) {
-  const auto t0 = std::chrono::steady_clock::now();
-  const int32_t V = model.vocab_size();
-  prompt_check(prompt, V, "greedy decoding");
-  TS_CHECK(max_new_tokens >= 1, "greedy decoding: max_new_tokens must be >= 1, got " << max_new_tokens);
-  model.reset();
-  LookaheadResult res;
-  Fed f;
-  TraceRecorder rec(trace, opt.keyframe_interval);
-  rec.header("greedy", opt.backend, {{"max_new_tokens", max_new_tokens}, {"eos_token", eos_token}, {"prompt", prompt}},
-             model.describe(), model.vocab_strings());
-  std::vector<int32_t> nodes = f.tree.add_chain(kNoNode, prompt);
-  json fwd = feed(model, f, nodes, rec.on());
-  if (rec.on()) rec.step(0, "prefill", {{"added", added_json(f.tree, nodes)}, {"forward", fwd}, {"kv", kv_json(f.slots)}}, f.tree, f.slots.num_slots());
-  int32_t last = nodes.back(), row = f.logits.rows - 1;
-  res.metrics.prompt_len = static_cast<int32_t>(prompt.size());
-  for (int32_t step = 1;; ++step) {
-    // the argmax runs where verification runs (a lookahead verifier with no candidates)
-    const auto verifier = opt.verifiers.find<LookaheadVerifier>(kVerifyLookahead);
-    const int32_t tok = verifier ? verifier->verify(f.logits, row, {}, {}, {}).greedy[static_cast<size_t>(row)] : argmax_row(f.logits.row(row), V);
-    res.tokens.push_back(tok);
-    if (tok == eos_token || static_cast<int32_t>(res.tokens.size()) >= max_new_tokens) break;
-    last = f.tree.add_child(last, tok, 0.0);
-    fwd = feed(model, f, {last}, rec.on());
-    row = 0;
-    res.metrics.steps = step;
-    if (rec.on())
-      rec.step(step, "decode", {{"added", added_json(f.tree, {last})}, {"forward", fwd}, {"kv", kv_json(f.slots)}}, f.tree, f.slots.num_slots());
-  }
-  auto& m = res.metrics;
-  m.generated = static_cast<int32_t>(res.tokens.size());
-  m.computed_tokens = f.computed;
-  m.computed_decode = f.computed - m.prompt_len;
-  m.peak_slots = f.slots.peak();
-  m.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (rec.on()) rec.summary({{{"tokens", res.tokens}}}, m.to_json(), m.seconds, f.tree, f.slots.num_slots());
-  return res;
+// One step's tree under the pending token: the Jacobi window chain and the
+// verification branch, fed in one pass (Alg. 1 lines 1-4).
+struct StepTree {
+  int32_t p = 0;     // position of the pending token
+  int32_t root = 0;  // the pending token's node
+  std::vector<int32_t> fed, win_nodes;
+  std::vector<std::vector<int32_t>> cands;
+  VerifyBranch branch;
+  json forward;
+};
+
+// What verification (Alg. 1 line 5) found: the accepted candidate nodes and
+// every fed node's greedy successor.
+struct Verified {
+  std::vector<int32_t> matched;  // candidate nodes accepted, in order
+  std::function<int32_t(int32_t)> greedy_after;
+};
+
+class LookaheadSearch : DecoderCall<LookaheadConfig> {
+ public:
+  LookaheadSearch(Model& model, const std::vector<int32_t>& prompt, const LookaheadConfig& cfg, TraceSink* trace, const DecodeOptions& opt)
+      : DecoderCall(model, prompt, cfg, trace, opt), N_(cfg.ngram), W_(cfg.window), pool_(cfg.pool_per_key) {}
+
+  LookaheadResult run();
+
+ private:
+  void check() const;
+  void prefill();
+  StepTree build_step();
+  void verify(const StepTree& st, Verified& v);
+  void jacobi_update(const StepTree& st, const Verified& v);
+  std::vector<int32_t> accept(const StepTree& st, const Verified& v);
+  void record(int32_t step, const StepTree& st, const Verified& v, const std::vector<int32_t>& accepted);
+
+  const int32_t N_, W_;
+  LookaheadResult res_;
+  Fed f_;
+  NgramPool pool_;
+  int32_t last_ = kNoNode;  // the last node whose KV is in the cache
+  int32_t pending_ = 0;     // accepted, not yet fed
+  bool stop_ = false;
+  // The Jacobi window: guesses for the W positions after the pending token.
+  std::vector<int32_t> window_;
+  // Trajectory: the last N - 1 window states, each as position -> token.
+  std::deque<std::map<int32_t, int32_t>> history_;
+  std::map<int32_t, int32_t> jac_;  // this step's predictions, position -> token
+};
+
+void LookaheadSearch::check() const {
+  prompt_check(prompt_, V_, "lookahead decoding");
+  TS_CHECK(cfg_.max_new_tokens >= 1, "lookahead: max_new_tokens must be >= 1, got " << cfg_.max_new_tokens);
+  TS_CHECK(cfg_.window >= 0 && cfg_.ngram >= 2 && cfg_.max_candidates >= 0 && cfg_.pool_per_key >= 1 &&
+               cfg_.trie_depth >= 1 && cfg_.trie_nodes >= 1,
+           "lookahead: need window >= 0, ngram >= 2, candidates >= 0, pool_per_key >= 1, trie depth/nodes >= 1");
 }
 
-LookaheadResult lookahead_decode(Model& model, const std::vector<int32_t>& prompt, const LookaheadConfig& cfg,
-                                 TraceSink* trace, const DecodeOptions& opt) {
-  const auto t0 = std::chrono::steady_clock::now();
-  const int32_t V = model.vocab_size();
-  prompt_check(prompt, V, "lookahead decoding");
-  TS_CHECK(cfg.max_new_tokens >= 1, "lookahead: max_new_tokens must be >= 1, got " << cfg.max_new_tokens);
-  TS_CHECK(cfg.window >= 0 && cfg.ngram >= 2 && cfg.max_candidates >= 0 && cfg.pool_per_key >= 1 &&
-               cfg.trie_depth >= 1 && cfg.trie_nodes >= 1,
-           "lookahead: need window >= 0, ngram >= 2, candidates >= 0, pool_per_key >= 1, trie depth/nodes >= 1");
-  const int32_t N = cfg.ngram, W = cfg.window;
-  model.reset();
-  LookaheadResult res;
-  auto& m = res.metrics;
-  m.prompt_len = static_cast<int32_t>(prompt.size());
-  Fed f;
-  NgramPool pool(cfg.pool_per_key);
-  TraceRecorder rec(trace, opt.keyframe_interval);
-  if (rec.on()) {
-    json c = {{"max_new_tokens", cfg.max_new_tokens}, {"eos_token", cfg.eos_token}, {"window", W}, {"ngram", N},
-              {"max_candidates", cfg.max_candidates}, {"pool_per_key", cfg.pool_per_key}, {"trie_depth", cfg.trie_depth},
-              {"trie_nodes", cfg.trie_nodes}, {"seed", cfg.seed}, {"verify", lookahead_verify_name(cfg.verify)}, {"prompt", prompt}};
-    rec.header("lookahead", opt.backend, c, model.describe(), model.vocab_strings(), kVerifyLookahead);
+void LookaheadSearch::prefill() {
+  std::vector<int32_t> prompt_nodes = f_.tree.add_chain(kNoNode, prompt_);
+  json fwd = feed(model_, f_, prompt_nodes, rec_.on());
+  StepRecord ev(rec_);
+  ev.added(f_.tree, prompt_nodes);
+  ev.set("forward", [&] { return std::move(fwd); });
+  ev.set("kv", [&] { return kv_json(f_.slots); });
+  rec_.step(0, "prefill", ev, f_.tree, f_.slots.num_slots());
+  last_ = prompt_nodes.back();
+  const int32_t last_row = f_.logits.rows - 1;
+  const auto verifier = opt_.verifiers.find<LookaheadVerifier>(kVerifyLookahead);
+  pending_ = verifier ? verifier->verify(f_.logits, last_row, {}, {}, {}).greedy[static_cast<size_t>(last_row)] : argmax_row(f_.logits.row(last_row), V_);
+  // The window is seeded with prompt tokens (as the official implementation does).
+  window_.resize(static_cast<size_t>(W_));
+  for (int32_t i = 0; i < W_; ++i)
+    window_[static_cast<size_t>(i)] = prompt_[splitmix64(cfg_.seed ^ static_cast<uint64_t>(i)) % prompt_.size()];
+}
+
+StepTree LookaheadSearch::build_step() {
+  StepTree st;
+  st.p = f_.tree.node(last_).depth + 1;
+  st.root = f_.tree.add_child(last_, pending_, 0.0);
+  st.fed = {st.root};
+  // Lookahead branch: the window as a chain under the pending token.
+  for (int32_t i = 0, parent = st.root; i < W_; ++i) {
+    parent = f_.tree.add_child(parent, window_[static_cast<size_t>(i)], 0.0);
+    st.win_nodes.push_back(parent);
+    st.fed.push_back(parent);
   }
+  if (cfg_.verify != LookaheadVerify::greedy_only) st.cands = pool_.get(pending_, cfg_.max_candidates);
+  st.branch = add_verify_branch(f_.tree, st.root, st.cands, cfg_);
+  st.fed.insert(st.fed.end(), st.branch.nodes.begin(), st.branch.nodes.end());
+  // Alg. 1 lines 2-4: every node once, parents before children, one forward pass.
+  st.forward = feed(model_, f_, st.fed, rec_.on());
+  res_.metrics.lookahead_tokens += W_;
+  res_.metrics.verify_tokens += static_cast<int64_t>(st.branch.nodes.size());
+  return st;
+}
 
-  std::vector<int32_t> prompt_nodes = f.tree.add_chain(kNoNode, prompt);
-  json fwd = feed(model, f, prompt_nodes, rec.on());
-  if (rec.on())
-    rec.step(0, "prefill", {{"added", added_json(f.tree, prompt_nodes)}, {"forward", fwd}, {"kv", kv_json(f.slots)}}, f.tree,
-             f.slots.num_slots());
-  int32_t last = prompt_nodes.back();  // the last node whose KV is in the cache
-  const int32_t last_row = f.logits.rows - 1;
-  const auto verifier = opt.verifiers.find<LookaheadVerifier>(kVerifyLookahead);
-  int32_t pending = verifier ? verifier->verify(f.logits, last_row, {}, {}, {}).greedy[static_cast<size_t>(last_row)]
-                             : argmax_row(f.logits.row(last_row), V);  // accepted, not yet fed
+void LookaheadSearch::verify(const StepTree& st, Verified& v) {
+  const std::vector<int32_t>& fed = st.fed;
+  const std::vector<int32_t>& cand_nodes = st.branch.nodes;
+  const int32_t root = st.root;
+  auto row_of = std::make_shared<std::unordered_map<int32_t, int32_t>>();
+  for (size_t i = 0; i < fed.size(); ++i) (*row_of)[fed[i]] = static_cast<int32_t>(i);
+  std::vector<int32_t>& matched = v.matched;
+  if (const auto verifier = opt_.verifiers.find<LookaheadVerifier>(kVerifyLookahead)) {
+    // Alg. 1 line 5 where verification runs: every row's greedy token and the path.
+    std::vector<int32_t> cand_row, cand_parent, cand_token;
+    std::unordered_map<int32_t, int32_t> cand_index;
+    for (int32_t nd : cand_nodes) {
+      const int32_t par = f_.tree.node(nd).parent;
+      cand_parent.push_back(par == root ? -1 : cand_index.at(par));
+      cand_index[nd] = static_cast<int32_t>(cand_row.size());
+      cand_row.push_back(row_of->at(nd));
+      cand_token.push_back(f_.tree.node(nd).token);
+    }
+    LookaheadVerifyOutput vo = verifier->verify(f_.logits, row_of->at(root), cand_row, cand_parent, cand_token);
+    TS_CHECK(vo.greedy.size() == fed.size(), "lookahead: the verifier returned " << vo.greedy.size() << " greedy tokens for " << fed.size() << " rows");
+    auto device_greedy = std::make_shared<std::vector<int32_t>>(std::move(vo.greedy));
+    for (int32_t c : vo.matched) matched.push_back(cand_nodes.at(static_cast<size_t>(c)));
+    v.greedy_after = [device_greedy, row_of](int32_t node) { return (*device_greedy)[static_cast<size_t>(row_of->at(node))]; };
+  } else {
+    v.greedy_after = [this, row_of](int32_t node) { return argmax_row(f_.logits.row(row_of->at(node)), V_); };
+    matched = longest_greedy_path(f_.tree, root, st.branch, cfg_.verify, v.greedy_after);
+  }
+}
 
-  // The Jacobi window: guesses for the W positions after the pending token,
-  // seeded with prompt tokens (as the official implementation does).
-  std::vector<int32_t> window(static_cast<size_t>(W));
-  for (int32_t i = 0; i < W; ++i)
-    window[static_cast<size_t>(i)] = prompt[splitmix64(cfg.seed ^ static_cast<uint64_t>(i)) % prompt.size()];
-  // Trajectory: the last N - 1 window states, each as position -> token.
-  std::deque<std::map<int32_t, int32_t>> history;
+// The predictions for positions p+1 .. p+W+1 join the trajectory; its
+// diagonal n-grams join the pool.
+void LookaheadSearch::jacobi_update(const StepTree& st, const Verified& v) {
+  jac_.clear();
+  jac_[st.p + 1] = v.greedy_after(st.root);
+  for (int32_t i = 0; i < W_; ++i) jac_[st.p + 2 + i] = v.greedy_after(st.win_nodes[static_cast<size_t>(i)]);
+  std::map<int32_t, int32_t> state;
+  for (int32_t i = 0; i < W_; ++i) state[st.p + 1 + i] = window_[static_cast<size_t>(i)];
+  history_.push_back(std::move(state));
+  while (static_cast<int32_t>(history_.size()) > N_ - 1) history_.pop_front();
+  if (static_cast<int32_t>(history_.size()) == N_ - 1) collect_ngrams(history_, jac_, N_, pool_);
+}
 
-  res.tokens.push_back(pending);
-  bool stop = pending == cfg.eos_token || cfg.max_new_tokens == 1;
-  for (int32_t step = 1; !stop; ++step) {
+// Context update (Alg. 1 line 6): the accepted path is kept (the next step's
+// gc drops the rest), its tokens are output, and the window moves on.
+std::vector<int32_t> LookaheadSearch::accept(const StepTree& st, const Verified& v) {
+  std::vector<int32_t> accepted;
+  for (int32_t nd : v.matched) accepted.push_back(f_.tree.node(nd).token);
+  const int32_t tail = v.matched.empty() ? st.root : v.matched.back();
+  accepted.push_back(v.greedy_after(tail));
+  res_.metrics.accepted_from_candidates += static_cast<int64_t>(v.matched.size());
+  jacobi_update(st, v);
+  for (int32_t nd : st.fed) f_.tree.node(nd).status = NodeStatus::rejected;
+  f_.tree.node(st.root).status = NodeStatus::accepted;
+  for (int32_t nd : v.matched) f_.tree.node(nd).status = NodeStatus::accepted;
+  res_.metrics.peak_slots = std::max<int64_t>(res_.metrics.peak_slots, f_.slots.num_slots());
+  last_ = tail;
+  for (int32_t t : accepted) {
+    if (stop_) break;
+    res_.tokens.push_back(t);
+    stop_ = t == cfg_.eos_token || static_cast<int32_t>(res_.tokens.size()) >= cfg_.max_new_tokens;
+  }
+  pending_ = accepted.back();
+  // The next window starts after the new pending token.
+  const int32_t np = st.p + static_cast<int32_t>(accepted.size());
+  for (int32_t i = 0; i < W_; ++i) {
+    auto it = jac_.find(np + 1 + i);
+    window_[static_cast<size_t>(i)] = it != jac_.end() ? it->second : window_[static_cast<size_t>(std::max(0, W_ - 1))];
+  }
+  return accepted;
+}
+
+void LookaheadSearch::record(int32_t step, const StepTree& st, const Verified& v, const std::vector<int32_t>& accepted) {
+  StepRecord ev(rec_);
+  ev.added(f_.tree, st.fed);
+  ev.set("forward", [&] { return st.forward; });
+  ev.verify([&] {
+    return json{{"candidates", st.cands}, {"candidate_nodes", st.branch.nodes}, {"window_nodes", st.win_nodes},
+                {"accepted_nodes", v.matched}, {"accepted_tokens", accepted}};
+  });
+  ev.set("kv", [&] { return kv_json(f_.slots); });
+  rec_.step(step, "verify", ev, f_.tree, f_.slots.num_slots());
+}
+
+LookaheadResult LookaheadSearch::run() {
+  const auto t0 = std::chrono::steady_clock::now();
+  check();
+  model_.reset();
+  auto& m = res_.metrics;
+  m.prompt_len = static_cast<int32_t>(prompt_.size());
+  record_header(rec_, lookahead_spec(), opt_, model_, [&] {
+    return json{{"max_new_tokens", cfg_.max_new_tokens}, {"eos_token", cfg_.eos_token}, {"window", W_}, {"ngram", N_},
+                {"max_candidates", cfg_.max_candidates}, {"pool_per_key", cfg_.pool_per_key}, {"trie_depth", cfg_.trie_depth},
+                {"trie_nodes", cfg_.trie_nodes}, {"seed", cfg_.seed}, {"verify", lookahead_verify_name(cfg_.verify)}, {"prompt", prompt_}};
+  });
+  prefill();
+  res_.tokens.push_back(pending_);
+  stop_ = pending_ == cfg_.eos_token || cfg_.max_new_tokens == 1;
+  for (int32_t step = 1; !stop_; ++step) {
     if (step > 1) {
       // Alg. 1 line 6, KV side: keep the accepted path (the last step's
       // tail), drop the rest in one compaction before this step's pass.
-      const CompactionPlan plan = kv_collect_garbage(f.tree, {last}, f.slots.num_slots());
-      model.compact(plan);
-      f.slots.apply(plan);
-      rec.gc(step, plan);
+      const CompactionPlan plan = kv_collect_garbage(f_.tree, {last_}, f_.slots.num_slots());
+      model_.compact(plan);
+      f_.slots.apply(plan);
+      rec_.gc(step, plan);
     }
-    const int32_t p = f.tree.node(last).depth + 1;  // position of the pending token
-    const int32_t root = f.tree.add_child(last, pending, 0.0);
-    std::vector<int32_t> fed = {root};
-    // Lookahead branch: the window as a chain under the pending token.
-    std::vector<int32_t> win_nodes;
-    for (int32_t i = 0, parent = root; i < W; ++i) {
-      parent = f.tree.add_child(parent, window[static_cast<size_t>(i)], 0.0);
-      win_nodes.push_back(parent);
-      fed.push_back(parent);
-    }
-    // Verification branch.
-    const auto cands = cfg.verify == LookaheadVerify::greedy_only ? std::vector<std::vector<int32_t>>{}
-                                                                  : pool.get(pending, cfg.max_candidates);
-    const VerifyBranch branch = add_verify_branch(f.tree, root, cands, cfg);
-    const std::vector<int32_t>& cand_nodes = branch.nodes;
-    fed.insert(fed.end(), cand_nodes.begin(), cand_nodes.end());
-    // Alg. 1 lines 2-4: every node once, parents before children, one forward pass.
-    fwd = feed(model, f, fed, rec.on());
-    m.lookahead_tokens += W;
-    m.verify_tokens += static_cast<int64_t>(cand_nodes.size());
-    std::unordered_map<int32_t, int32_t> row_of;
-    for (size_t i = 0; i < fed.size(); ++i) row_of[fed[i]] = static_cast<int32_t>(i);
-    std::vector<int32_t> matched;  // candidate nodes accepted, in order
-    std::function<int32_t(int32_t)> greedy_after;
-    std::vector<int32_t> device_greedy;
-    if (verifier) {
-      // Alg. 1 line 5 where verification runs: every row's greedy token and the path.
-      std::vector<int32_t> cand_row, cand_parent, cand_token;
-      std::unordered_map<int32_t, int32_t> cand_index;
-      for (int32_t nd : cand_nodes) {
-        const int32_t par = f.tree.node(nd).parent;
-        cand_parent.push_back(par == root ? -1 : cand_index.at(par));
-        cand_index[nd] = static_cast<int32_t>(cand_row.size());
-        cand_row.push_back(row_of.at(nd));
-        cand_token.push_back(f.tree.node(nd).token);
-      }
-      LookaheadVerifyOutput vo = verifier->verify(f.logits, row_of.at(root), cand_row, cand_parent, cand_token);
-      TS_CHECK(vo.greedy.size() == fed.size(), "lookahead: the verifier returned " << vo.greedy.size() << " greedy tokens for " << fed.size() << " rows");
-      device_greedy = std::move(vo.greedy);
-      for (int32_t c : vo.matched) matched.push_back(cand_nodes.at(static_cast<size_t>(c)));
-      greedy_after = [&](int32_t node) { return device_greedy[static_cast<size_t>(row_of.at(node))]; };
-    } else {
-      greedy_after = [&](int32_t node) { return argmax_row(f.logits.row(row_of.at(node)), V); };
-      matched = longest_greedy_path(f.tree, root, branch, cfg.verify, greedy_after);
-    }
-    std::vector<int32_t> accepted;
-    for (int32_t nd : matched) accepted.push_back(f.tree.node(nd).token);
-    const int32_t tail = matched.empty() ? root : matched.back();
-    accepted.push_back(greedy_after(tail));
-    m.accepted_from_candidates += static_cast<int64_t>(matched.size());
-
-    // Jacobi update: predictions for positions p+1 .. p+W+1.
-    std::map<int32_t, int32_t> jac;
-    jac[p + 1] = greedy_after(root);
-    for (int32_t i = 0; i < W; ++i) jac[p + 2 + i] = greedy_after(win_nodes[static_cast<size_t>(i)]);
-    std::map<int32_t, int32_t> state;
-    for (int32_t i = 0; i < W; ++i) state[p + 1 + i] = window[static_cast<size_t>(i)];
-    history.push_back(std::move(state));
-    while (static_cast<int32_t>(history.size()) > N - 1) history.pop_front();
-    if (static_cast<int32_t>(history.size()) == N - 1) collect_ngrams(history, jac, N, pool);
-
-    // Context update (Alg. 1 line 6): the accepted path is kept; the next step's gc drops the rest.
-    for (int32_t nd : fed) f.tree.node(nd).status = NodeStatus::rejected;
-    f.tree.node(root).status = NodeStatus::accepted;
-    for (int32_t nd : matched) f.tree.node(nd).status = NodeStatus::accepted;
-    m.peak_slots = std::max<int64_t>(m.peak_slots, f.slots.num_slots());
-    last = tail;
-    for (int32_t t : accepted) {
-      if (stop) break;
-      res.tokens.push_back(t);
-      stop = t == cfg.eos_token || static_cast<int32_t>(res.tokens.size()) >= cfg.max_new_tokens;
-    }
-    pending = accepted.back();
-    // The next window starts after the new pending token.
-    const int32_t np = p + static_cast<int32_t>(accepted.size());
-    for (int32_t i = 0; i < W; ++i) {
-      auto it = jac.find(np + 1 + i);
-      window[static_cast<size_t>(i)] =
-          it != jac.end() ? it->second : window[static_cast<size_t>(std::max(0, W - 1))];
-    }
+    const StepTree st = build_step();
+    Verified v;
+    verify(st, v);
+    const std::vector<int32_t> accepted = accept(st, v);
     m.steps = step;
-    if (rec.on())
-      rec.step(step, "verify",
-               {{"added", added_json(f.tree, fed)},
-                {"forward", fwd},
-                {"verify", {{"kind", kVerifyLookahead}, {"candidates", cands}, {"candidate_nodes", cand_nodes}, {"window_nodes", win_nodes},
-                            {"accepted_nodes", matched}, {"accepted_tokens", accepted}}},
-                {"kv", kv_json(f.slots)}},
-               f.tree, f.slots.num_slots());
+    record(step, st, v, accepted);
   }
-  if (static_cast<int32_t>(res.tokens.size()) > cfg.max_new_tokens) res.tokens.resize(static_cast<size_t>(cfg.max_new_tokens));
-  m.generated = static_cast<int32_t>(res.tokens.size());
-  m.computed_tokens = f.computed;
-  m.computed_decode = f.computed - m.prompt_len;
+  if (static_cast<int32_t>(res_.tokens.size()) > cfg_.max_new_tokens) res_.tokens.resize(static_cast<size_t>(cfg_.max_new_tokens));
+  m.generated = static_cast<int32_t>(res_.tokens.size());
+  m.computed_tokens = f_.computed;
+  m.computed_decode = f_.computed - m.prompt_len;
   m.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (rec.on()) rec.summary({{{"tokens", res.tokens}}}, m.to_json(), m.seconds, f.tree, f.slots.num_slots());
-  return res;
+  record_summary(rec_, [&] { return sequences_json({res_.tokens}); }, [&] { return m.to_json(); }, m.seconds, &f_.tree, f_.slots.num_slots());
+  return res_;
+}
+
+}  // namespace
+
+LookaheadResult lookahead_decode(Model& model, const std::vector<int32_t>& prompt, const LookaheadConfig& cfg,
+                                 TraceSink* trace, const DecodeOptions& opt) {
+  return LookaheadSearch(model, prompt, cfg, trace, opt).run();
 }
 
 }  // namespace triescope

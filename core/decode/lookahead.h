@@ -22,6 +22,11 @@
 
 namespace triescope {
 
+struct AlgorithmSpec;
+// Its registered spec (core/decode/algorithms/lookahead.cpp), whose name and
+// verify kind head the trace.
+const AlgorithmSpec& lookahead_spec();
+
 enum class LookaheadVerify { greedy_only, independent, trie };
 
 const char* lookahead_verify_name(LookaheadVerify v);  // trie, independent, greedy_only
@@ -75,11 +80,6 @@ class LookaheadVerifier {
   virtual LookaheadVerifyOutput verify(const Logits& logits, int32_t root_row, const std::vector<int32_t>& cand_row,
                                        const std::vector<int32_t>& cand_parent, const std::vector<int32_t>& cand_token) = 0;
 };
-
-// Plain greedy decoding, one token per forward pass: the reference output.
-// opt: the trace's backend, and where the argmax runs (its verifier in opt.verifiers).
-LookaheadResult greedy_decode(Model& model, const std::vector<int32_t>& prompt, int32_t max_new_tokens,
-                              int32_t eos_token = -1, TraceSink* trace = nullptr, const DecodeOptions& opt = {});
 
 LookaheadResult lookahead_decode(Model& model, const std::vector<int32_t>& prompt, const LookaheadConfig& cfg,
                                  TraceSink* trace = nullptr, const DecodeOptions& opt = {});

@@ -20,6 +20,11 @@
 
 namespace triescope {
 
+struct AlgorithmSpec;
+// Its registered spec (core/decode/algorithms/multigen.cpp), whose name and
+// verify kind head the trace.
+const AlgorithmSpec& multigen_spec();
+
 enum class MultiGenMethod { copy, structured, hybrid };
 const char* multigen_method_name(MultiGenMethod m);
 

@@ -8,9 +8,11 @@
 
 #include "core/common/error.h"
 #include "core/select/log_normaliser.h"
-#include "core/trace/trace_recorder.h"
-#include "core/decode/trie_beam_search.h"
+#include "core/decode/decoder_call.h"
+#include "core/decode/decoder_trace.h"
+#include "core/decode/prompt_check.h"
 #include "core/mask/ancestor_mask.h"
+#include "core/trace/trace_recorder.h"
 
 namespace triescope {
 
@@ -148,155 +150,227 @@ nlohmann::json TreeFeeder::feed(const TokenTree& tree, int32_t num_slots, const 
   return {{"queries", q}, {"positions", in.positions}, {"slots", in.slots}, {"mask", trace_mask(in.mask)}};
 }
 
-SamplingDecodeResult beam_sampling(Model& model, const std::vector<int32_t>& prompt, const BeamConfig& cfg,
-                                   const SamplingConfig& sampling, TraceSink* trace, const DecodeOptions& opt) {
-  const auto t0 = std::chrono::steady_clock::now();
-  const int32_t V = model.vocab_size();
-  const int32_t W = cfg.num_beams;
-  const int32_t n = static_cast<int32_t>(prompt.size());
-  prompt_check(prompt, V, "beam sampling");
-  TS_CHECK(W >= 1, "beam sampling: num_beams must be >= 1, got " << W);
-  TS_CHECK(cfg.eos_token < 0, "beam sampling: eos_token is not supported (runs max_new_tokens steps), got " << cfg.eos_token);
-  model.reset();
-  TokenTree tree;
-  KvSlots slots;
-  TreeFeeder feeder(model);
-  const PhiloxKey key{sampling.seed};
-  SamplingDecodeResult res;
-  DecodeMetrics& m = res.decode.metrics;
-  m.prompt_len = n;
-  const int64_t bps = model.kv_shape().bytes_per_slot();
-  TraceRecorder rec(trace, opt.keyframe_interval);
-  if (rec.on()) {
-    json config = {{"beam", cfg.to_json()}, {"sampling", sampling.to_json()}, {"prompt", prompt}};
-    rec.header("beam_sampling", opt.backend, config, model.describe(), model.vocab_strings());
-  }
-  std::vector<double> lp;
-  std::vector<int32_t> row_of;
-  const std::vector<int32_t> prompt_nodes = tree.add_chain(kNoNode, prompt);
-  for (int32_t id : prompt_nodes) tree.node(id).slot = slots.allocate();
-  json fwd = feeder.feed(tree, slots.num_slots(), prompt_nodes, lp, row_of, rec.on());
-  auto kv_json = [&](int32_t step, int32_t live) {
-    // The batch layout holds W rows from the prefill on (every beam a copy of
-    // the prompt), as trie beam search counts it.
-    const int64_t batch = batch_baseline_slots(W, n, step);
-    m.batch_peak_slots = std::max(m.batch_peak_slots, batch);
-    return json{{"slots", slots.num_slots()}, {"peak", slots.peak()}, {"bytes", slots.num_slots() * bps},
-                {"batch_slots", batch},       {"batch_bytes", batch * bps}, {"live_beams", live}};
+nlohmann::json SamplingDecodeResult::summary_metrics() const {
+  nlohmann::json j = decode.metrics.to_json();
+  j["sampling"] = sampling.to_json();
+  return j;
+}
+
+void feeder_counts(const TreeFeeder& target, const TreeFeeder& draft, SamplingDecodeMetrics& s, DecodeMetrics& m) {
+  s.target_calls = target.calls;
+  s.draft_calls = draft.calls;
+  s.target_tokens = target.tokens;
+  s.draft_tokens = draft.tokens;
+  m.model_calls = target.calls;
+  m.computed_tokens = target.tokens;
+}
+
+namespace {
+
+// Beam sampling (DSBD paper Eq. 1): each step draws W (beam, token) pairs
+// from the warped joint distribution over every beam's continuations, on one
+// token tree; equal draws share a node.
+class BeamSampler : DecoderCall<BeamConfig> {
+ public:
+  BeamSampler(Model& model, const std::vector<int32_t>& prompt, const BeamConfig& cfg, const SamplingConfig& sampling, TraceSink* trace,
+              const DecodeOptions& opt)
+      : DecoderCall(model, prompt, cfg, trace, opt), sampling_(sampling), W_(cfg.num_beams), bps_(model.kv_shape().bytes_per_slot()),
+        feeder_(model), key_{sampling.seed} {}
+
+  SamplingDecodeResult run();
+
+ private:
+  struct Beam {
+    int32_t node;
+    double lp;
   };
-  if (rec.on()) {
-    json added = json::array();
-    for (int32_t id : prompt_nodes) added.push_back(trace_node(tree.node(id)));
-    rec.step(0, "prefill", {{"added", added}, {"forward", fwd}, {"kv", kv_json(0, 1)}}, tree, slots.num_slots());
-  } else {
-    kv_json(0, 1);
+
+  void prefill();
+  std::vector<double> distribution();  // Eq. 1 over every (beam, token)
+  std::vector<int64_t> draw(int32_t step, const std::vector<double>& prob) const;
+  void prune(const std::vector<int64_t>& picks, StepRecord& ev);
+  void collect_garbage(int32_t step, const std::vector<int64_t>& picks);
+  std::vector<int32_t> grow(const std::vector<int64_t>& picks, const std::vector<double>& prob, StepRecord& ev);
+  json kv_json(int32_t step, int32_t live);
+  void finish();
+
+  const SamplingConfig& sampling_;
+  const int32_t W_;
+  const int64_t bps_;
+  TokenTree tree_;
+  KvSlots slots_;
+  TreeFeeder feeder_;
+  const PhiloxKey key_;
+  SamplingDecodeResult res_;
+  std::vector<double> lp_;       // [fed rows * V] the last pass's log-probs
+  std::vector<int32_t> row_of_;  // [nodes] their rows
+  std::vector<Beam> beams_;
+  std::vector<double> token_lp_;  // [beams * V] each beam's continuation log-probs
+};
+
+// The batch layout holds W rows from the prefill on (every beam a copy of
+// the prompt), as trie beam search counts it.
+json BeamSampler::kv_json(int32_t step, int32_t live) {
+  const int64_t batch = batch_baseline_slots(W_, n_, step);
+  DecodeMetrics& m = res_.decode.metrics;
+  m.batch_peak_slots = std::max(m.batch_peak_slots, batch);
+  return json{{"slots", slots_.num_slots()}, {"peak", slots_.peak()}, {"bytes", slots_.num_slots() * bps_},
+              {"batch_slots", batch},        {"batch_bytes", batch * bps_}, {"live_beams", live}};
+}
+
+void BeamSampler::prefill() {
+  const std::vector<int32_t> prompt_nodes = tree_.add_chain(kNoNode, prompt_);
+  for (int32_t id : prompt_nodes) tree_.node(id).slot = slots_.allocate();
+  json fwd = feeder_.feed(tree_, slots_.num_slots(), prompt_nodes, lp_, row_of_, rec_.on());
+  json kv = kv_json(0, 1);
+  StepRecord ev(rec_);
+  ev.added(tree_, prompt_nodes);
+  ev.set("forward", [&] { return std::move(fwd); });
+  ev.set("kv", [&] { return std::move(kv); });
+  rec_.step(0, "prefill", ev, tree_, slots_.num_slots());
+  beams_ = {{prompt_nodes.back(), 0.0}};
+}
+
+std::vector<double> BeamSampler::distribution() {
+  const size_t nb = beams_.size();
+  std::vector<double> beam_lp(nb);
+  token_lp_.resize(nb * static_cast<size_t>(V_));
+  for (size_t i = 0; i < nb; ++i) {
+    beam_lp[i] = beams_[i].lp;
+    const int32_t r = row_of_[static_cast<size_t>(beams_[i].node)];
+    TS_CHECK(r >= 0, "beam sampling: beam node " << beams_[i].node << " was not scored");
+    std::copy_n(lp_.data() + static_cast<size_t>(r) * V_, V_, token_lp_.data() + i * V_);
   }
-  struct Beam { int32_t node; double lp; };
-  std::vector<Beam> beams = {{prompt_nodes.back(), 0.0}};
-  std::vector<double> beam_lp, token_lp;
-  for (int32_t step = 1; step <= cfg.max_new_tokens; ++step) {
-    const size_t nb = beams.size();
-    beam_lp.resize(nb);
-    token_lp.resize(nb * static_cast<size_t>(V));
-    for (size_t i = 0; i < nb; ++i) {
-      beam_lp[i] = beams[i].lp;
-      const int32_t r = row_of[static_cast<size_t>(beams[i].node)];
-      TS_CHECK(r >= 0, "beam sampling: beam node " << beams[i].node << " was not scored");
-      std::copy_n(lp.data() + static_cast<size_t>(r) * V, V, token_lp.data() + i * V);
-    }
-    const std::vector<double> prob = beam_distribution(beam_lp, token_lp, V, sampling);  // Eq. 1
-    std::vector<int64_t> picks;
-    if (sampling.deterministic) {
-      picks = top_indices(prob, W);
-    } else {
-      for (int32_t i = 0; i < W; ++i)
-        picks.push_back(sample_index(prob, philox_uniform(key, static_cast<uint32_t>(step), 0, 0, static_cast<uint32_t>(i),
-                                                          RandStream::target_sample)));
-    }
-    const bool feeds = step < cfg.max_new_tokens;
-    std::vector<int32_t> kept_parents;
-    for (int64_t pk : picks) kept_parents.push_back(beams[static_cast<size_t>(pk / V)].node);
-    json status = json::array(), added = json::array(), chosen = json::array();
-    for (size_t i = 0; i < nb; ++i) {
-      const int32_t node = beams[i].node;
-      if (tree.node(node).depth < n || tree.node(node).status != NodeStatus::live ||
-          std::find(kept_parents.begin(), kept_parents.end(), node) != kept_parents.end())
-        continue;  // the prompt is never pruned; a beam drawn again lives on
-      for (int32_t id : tree.prune_upwards(node, n))
-        if (rec.on()) status.push_back({{"node", id}, {"status", "pruned"}});
-    }
-    if (feeds && cfg.gc_interval > 0 && step % cfg.gc_interval == 0) {
-      std::vector<int32_t> live;
-      for (int64_t pk : picks) live.push_back(beams[static_cast<size_t>(pk / V)].node);
-      const CompactionPlan plan = kv_collect_garbage(tree, live, slots.num_slots());
-      model.compact(plan);
-      slots.apply(plan);
-      ++m.gc_runs;
-      rec.gc(step, plan);
-    }
-    std::map<std::pair<int32_t, int32_t>, int32_t> made;  // (parent node, token) -> node: equal beams share a node
-    std::vector<Beam> next;
-    std::vector<int32_t> new_nodes;
-    for (size_t k = 0; k < picks.size(); ++k) {
-      const size_t bi = static_cast<size_t>(picks[k] / V);
-      const int32_t tok = static_cast<int32_t>(picks[k] % V);
-      const double l = beams[bi].lp + token_lp[bi * V + static_cast<size_t>(tok)];
-      auto [it, fresh] = made.try_emplace({beams[bi].node, tok}, -1);
-      if (fresh) {
-        it->second = tree.add_child(beams[bi].node, tok, l);
-        tree.node(it->second).slot = slots.allocate();
-        new_nodes.push_back(it->second);
-        if (rec.on()) added.push_back(trace_node(tree.node(it->second)));
-      }
-      next.push_back({it->second, l});
-      if (rec.on()) chosen.push_back({{"beam", k}, {"from_beam", bi}, {"node", it->second}, {"token", tok}, {"score", l},
-                                   {"prob", prob[static_cast<size_t>(picks[k])]}});
-    }
-    beams = std::move(next);
-    m.steps = step;
-    if (feeds) fwd = feeder.feed(tree, slots.num_slots(), new_nodes, lp, row_of, rec.on());
-    json kv = kv_json(step, static_cast<int32_t>(beams.size()));
-    if (rec.on()) {
-      json fields = {{"added", added}, {"status", status}, {"chosen", chosen}, {"kv", kv}};
-      if (feeds) fields["forward"] = fwd;
-      rec.step(step, "sample", std::move(fields), tree, slots.num_slots());
-    }
+  return beam_distribution(beam_lp, token_lp_, V_, sampling_);  // Eq. 1
+}
+
+std::vector<int64_t> BeamSampler::draw(int32_t step, const std::vector<double>& prob) const {
+  if (sampling_.deterministic) return top_indices(prob, W_);
+  std::vector<int64_t> picks;
+  for (int32_t i = 0; i < W_; ++i)
+    picks.push_back(sample_index(prob, philox_uniform(key_, static_cast<uint32_t>(step), 0, 0, static_cast<uint32_t>(i), RandStream::target_sample)));
+  return picks;
+}
+
+// Beams no pick continues are pruned; the prompt is never pruned, and a beam
+// drawn again lives on.
+void BeamSampler::prune(const std::vector<int64_t>& picks, StepRecord& ev) {
+  std::vector<int32_t> kept_parents;
+  for (int64_t pk : picks) kept_parents.push_back(beams_[static_cast<size_t>(pk / V_)].node);
+  for (const Beam& b : beams_) {
+    if (tree_.node(b.node).depth < n_ || tree_.node(b.node).status != NodeStatus::live ||
+        std::find(kept_parents.begin(), kept_parents.end(), b.node) != kept_parents.end())
+      continue;
+    ev.pruned(tree_.prune_upwards(b.node, n_));
   }
-  // Hypotheses: the distinct final beams, highest target log-likelihood first.
-  std::vector<Beam> fin = beams;
+}
+
+void BeamSampler::collect_garbage(int32_t step, const std::vector<int64_t>& picks) {
+  std::vector<int32_t> live;
+  for (int64_t pk : picks) live.push_back(beams_[static_cast<size_t>(pk / V_)].node);
+  const CompactionPlan plan = kv_collect_garbage(tree_, live, slots_.num_slots());
+  model_.compact(plan);
+  slots_.apply(plan);
+  ++res_.decode.metrics.gc_runs;
+  rec_.gc(step, plan);
+}
+
+// A node per distinct (parent, token) drawn; returns the new nodes.
+std::vector<int32_t> BeamSampler::grow(const std::vector<int64_t>& picks, const std::vector<double>& prob, StepRecord& ev) {
+  std::map<std::pair<int32_t, int32_t>, int32_t> made;  // (parent node, token) -> node: equal beams share a node
+  std::vector<Beam> next;
+  std::vector<int32_t> new_nodes;
+  for (size_t k = 0; k < picks.size(); ++k) {
+    const size_t bi = static_cast<size_t>(picks[k] / V_);
+    const int32_t tok = static_cast<int32_t>(picks[k] % V_);
+    const double l = beams_[bi].lp + token_lp_[bi * V_ + static_cast<size_t>(tok)];
+    auto [it, fresh] = made.try_emplace({beams_[bi].node, tok}, -1);
+    if (fresh) {
+      it->second = tree_.add_child(beams_[bi].node, tok, l);
+      tree_.node(it->second).slot = slots_.allocate();
+      new_nodes.push_back(it->second);
+      ev.added(tree_, it->second);
+    }
+    next.push_back({it->second, l});
+    ev.push("chosen", [&] {
+      return json{{"beam", k}, {"from_beam", bi}, {"node", it->second}, {"token", tok}, {"score", l}, {"prob", prob[static_cast<size_t>(picks[k])]}};
+    });
+  }
+  beams_ = std::move(next);
+  return new_nodes;
+}
+
+// Hypotheses: the distinct final beams, highest target log-likelihood first.
+void BeamSampler::finish() {
+  std::vector<Beam> fin = beams_;
   std::stable_sort(fin.begin(), fin.end(), [](const Beam& a, const Beam& b) { return a.lp > b.lp; });
   std::vector<int32_t> seen;
+  std::vector<Hypothesis>& hyps = res_.decode.hypotheses;
   for (const Beam& b : fin) {
     if (std::find(seen.begin(), seen.end(), b.node) != seen.end()) continue;
     seen.push_back(b.node);
     Hypothesis h;
-    h.tokens = tree.path_tokens(b.node);
-    h.tokens.erase(h.tokens.begin(), h.tokens.begin() + n);
+    h.tokens = tree_.path_tokens(b.node);
+    h.tokens.erase(h.tokens.begin(), h.tokens.begin() + n_);
     h.sum_logprobs = b.lp;
     h.score = h.tokens.empty() ? 0.0 : b.lp / static_cast<double>(h.tokens.size());
-    res.decode.hypotheses.push_back(std::move(h));
+    hyps.push_back(std::move(h));
   }
-  m.model_calls = feeder.calls;
-  m.computed_tokens = feeder.tokens;
-  m.final_slots = slots.num_slots();
-  m.peak_slots = slots.peak();
-  m.peak_bytes = m.peak_slots * bps;
-  m.batch_peak_bytes = m.batch_peak_slots * bps;
-  m.output_len = res.decode.hypotheses.empty() ? 0 : static_cast<int32_t>(res.decode.hypotheses.front().tokens.size());
-  m.mem_per_token = mem_per_token(m.peak_bytes, n, m.output_len);
-  m.batch_mem_per_token = mem_per_token(m.batch_peak_bytes, n, m.output_len);
-  res.sampling.target_calls = feeder.calls;
-  res.sampling.target_tokens = feeder.tokens;
-  res.sampling.log_likelihood = res.decode.hypotheses.empty() ? 0.0 : res.decode.hypotheses.front().sum_logprobs;
+  DecodeMetrics& m = res_.decode.metrics;
+  m.model_calls = feeder_.calls;
+  m.computed_tokens = feeder_.tokens;
+  m.final_slots = slots_.num_slots();
+  m.peak_slots = slots_.peak();
+  m.peak_bytes = m.peak_slots * bps_;
+  m.batch_peak_bytes = m.batch_peak_slots * bps_;
+  m.output_len = hyps.empty() ? 0 : static_cast<int32_t>(hyps.front().tokens.size());
+  m.mem_per_token = mem_per_token(m.peak_bytes, n_, m.output_len);
+  m.batch_mem_per_token = mem_per_token(m.batch_peak_bytes, n_, m.output_len);
+  res_.sampling.target_calls = feeder_.calls;
+  res_.sampling.target_tokens = feeder_.tokens;
+  res_.sampling.log_likelihood = hyps.empty() ? 0.0 : hyps.front().sum_logprobs;
+}
+
+SamplingDecodeResult BeamSampler::run() {
+  const auto t0 = std::chrono::steady_clock::now();
+  prompt_check(prompt_, V_, "beam sampling");
+  TS_CHECK(W_ >= 1, "beam sampling: num_beams must be >= 1, got " << W_);
+  TS_CHECK(cfg_.eos_token < 0, "beam sampling: eos_token is not supported (runs max_new_tokens steps), got " << cfg_.eos_token);
+  model_.reset();
+  DecodeMetrics& m = res_.decode.metrics;
+  m.prompt_len = n_;
+  record_header(rec_, beam_sampling_spec(), opt_, model_,
+                [&] { return json{{"beam", cfg_.to_json()}, {"sampling", sampling_.to_json()}, {"prompt", prompt_}}; });
+  prefill();
+  for (int32_t step = 1; step <= cfg_.max_new_tokens; ++step) {
+    const std::vector<double> prob = distribution();
+    const std::vector<int64_t> picks = draw(step, prob);
+    const bool feeds = step < cfg_.max_new_tokens;
+    StepRecord ev(rec_, {"added", "status", "chosen"});
+    prune(picks, ev);
+    if (feeds && cfg_.gc_interval > 0 && step % cfg_.gc_interval == 0) collect_garbage(step, picks);
+    const std::vector<int32_t> new_nodes = grow(picks, prob, ev);
+    m.steps = step;
+    if (feeds) {
+      json fwd = feeder_.feed(tree_, slots_.num_slots(), new_nodes, lp_, row_of_, rec_.on());
+      ev.set("forward", [&] { return std::move(fwd); });
+    }
+    json kv = kv_json(step, static_cast<int32_t>(beams_.size()));
+    ev.set("kv", [&] { return std::move(kv); });
+    rec_.step(step, "sample", ev, tree_, slots_.num_slots());
+  }
+  finish();
   m.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (rec.on()) {
-    json outs = json::array();
-    for (auto& h : res.decode.hypotheses) outs.push_back({{"tokens", h.tokens}, {"score", h.score}, {"sum_logprobs", h.sum_logprobs}});
-    json metrics = m.to_json();
-    metrics["sampling"] = res.sampling.to_json();
-    rec.summary(std::move(outs), std::move(metrics), m.seconds, tree, slots.num_slots());
-  }
-  return res;
+  record_summary(rec_, [&] { return hypotheses_json(res_.decode.hypotheses); }, [&] { return res_.summary_metrics(); }, m.seconds, &tree_,
+                 slots_.num_slots());
+  return res_;
+}
+
+}  // namespace
+
+SamplingDecodeResult beam_sampling(Model& model, const std::vector<int32_t>& prompt, const BeamConfig& cfg,
+                                   const SamplingConfig& sampling, TraceSink* trace, const DecodeOptions& opt) {
+  return BeamSampler(model, prompt, cfg, sampling, trace, opt).run();
 }
 
 }  // namespace triescope

@@ -18,6 +18,11 @@
 
 namespace triescope {
 
+struct AlgorithmSpec;
+// Its registered spec (core/decode/algorithms/beam_sampling.cpp), whose name and
+// verify kind head the trace.
+const AlgorithmSpec& beam_sampling_spec();
+
 // The warp T of the paper, applied to the joint beam distribution.
 struct SamplingConfig {
   double temperature = 1.0;  // > 0
@@ -61,6 +66,8 @@ struct SamplingDecodeMetrics {
 struct SamplingDecodeResult {
   DecodeResult decode;  // hypotheses: the final beams, best (highest target log-likelihood) first
   SamplingDecodeMetrics sampling;
+  // The trace summary's metrics: decode's, with the sampling figures under "sampling".
+  nlohmann::json summary_metrics() const;
 };
 
 // Beam sampling (the paper's baseline): W beams drawn iid from T o p_beam
@@ -99,5 +106,9 @@ class TreeFeeder {
   std::vector<char> written_;  // [tree size] node's K/V is in this model's cache
   Logits logits_;
 };
+
+// A drafting decode's pass and token counts from its two feeders; the
+// target's are also the decode's model calls and computed tokens.
+void feeder_counts(const TreeFeeder& target, const TreeFeeder& draft, SamplingDecodeMetrics& s, DecodeMetrics& m);
 
 }  // namespace triescope

@@ -15,6 +15,11 @@
 
 namespace triescope {
 
+struct AlgorithmSpec;
+// Its registered spec (core/decode/algorithms/speculative.cpp), whose name and
+// verify kind head the trace.
+const AlgorithmSpec& speculative_spec();
+
 struct SpeculativeConfig {
   int32_t gamma = 4;            // draft tokens per iteration
   int32_t max_new_tokens = 16;

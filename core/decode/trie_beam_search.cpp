@@ -5,6 +5,9 @@
 #include <cmath>
 
 #include "core/common/error.h"
+#include "core/decode/decoder_call.h"
+#include "core/decode/decoder_trace.h"
+#include "core/decode/prompt_check.h"
 #include "core/decode/beam_budget.h"
 #include "core/decode/tree_step.h"
 #include "core/select/log_normaliser.h"
@@ -12,13 +15,6 @@
 #include "core/trace/trace_recorder.h"
 
 namespace triescope {
-
-void prompt_check(const std::vector<int32_t>& prompt, int32_t vocab_size, const char* who) {
-  TS_CHECK(!prompt.empty(), who << ": prompt must hold at least one token");
-  for (size_t i = 0; i < prompt.size(); ++i)
-    TS_CHECK(prompt[i] >= 0 && prompt[i] < vocab_size,
-             who << ": prompt[" << i << "] = " << prompt[i] << " outside vocabulary [0, " << vocab_size << ")");
-}
 
 namespace {
 
@@ -69,205 +65,237 @@ bool search_done(const BeamConfig& cfg, const FinishedSet& finished, const std::
   return finished.worst() >= best / std::pow(len, cfg.length_penalty);
 }
 
-}  // namespace
 
-DecodeResult trie_beam_search(Model& model, const std::vector<int32_t>& prompt, const BeamConfig& cfg,
-                              TraceSink* trace, const DecodeOptions& opt, LogitsConstraint* constraint) {
-  const auto t0 = std::chrono::steady_clock::now();
-  const int32_t V = model.vocab_size();
-  const int32_t b = cfg.num_beams;
-  const int32_t n = static_cast<int32_t>(prompt.size());
-  prompt_check(prompt, V, "trie beam search");
-  TS_CHECK(2 * b <= V, "trie beam search: num_beams " << b << " needs vocabulary >= " << 2 * b << ", model has " << V);
-  TS_CHECK(cfg.eos_token < V, "trie beam search: eos_token " << cfg.eos_token << " outside vocabulary");
+// One search: the trie, its cache and the beams, advanced a step at a time
+// (Alg. 2): rank, select, collect garbage, grow, feed, record.
+class TrieSearch : DecoderCall<BeamConfig> {
+ public:
+  TrieSearch(Model& model, const std::vector<int32_t>& prompt, const BeamConfig& cfg, TraceSink* trace, const DecodeOptions& opt,
+             LogitsConstraint* constraint)
+      : DecoderCall(model, prompt, cfg, trace, opt), constraint_(constraint), b_(cfg.num_beams), bps_(model.kv_shape().bytes_per_slot()),
+        finished_(cfg.num_beams, cfg.length_penalty) {}
 
-  {
-    // The prefill's n rows or a step's ~2b candidate rows (and the rows the
-    // builder holds), over up to n + b x max_new_tokens slots.
-    const double rows = std::max(static_cast<double>(n), 2.0 * b), width = static_cast<double>(n) + double{1} * b * cfg.max_new_tokens;
-    beam_budget_check("trie beam search", cfg, n, model.kv_shape().bytes_per_slot(), 2 * rows * width, rows * V);
-  }
-  model.reset();
-  TokenTree tree;
-  KvSlots slots;
-  std::unique_ptr<MaskRowBuilder> mask_owner =
-      opt.make_mask ? opt.make_mask() : std::make_unique<IncrementalAncestorMask>();
-  MaskRowBuilder& mask = *mask_owner;
-  const int64_t bps = model.kv_shape().bytes_per_slot();
-  DecodeResult res;
-  DecodeMetrics& m = res.metrics;
-  m.prompt_len = n;
+  DecodeResult run();
 
-  TraceRecorder rec(trace, opt.keyframe_interval);
-  if (rec.on()) {
-    json config = {{"beam", cfg.to_json()}, {"prompt", prompt}};
-    if (constraint) config["constraint"] = constraint->describe();
-    rec.header("trie_beam_search", opt.backend, config, model.describe(), model.vocab_strings());
-  }
-
-  Logits logits;
-  auto feed = [&](const std::vector<int32_t>& nodes) -> json {
-    const StepInput in = tree_step_input(tree, nodes, slots.num_slots(), &mask);
-    model.forward(in, logits);
-    ++m.model_calls;
-    m.computed_tokens += static_cast<int64_t>(nodes.size());
-    return rec.on() ? tree_step_json(nodes, in) : json();
-  };
-  auto kv_json = [&](int32_t step, int32_t live_beams) {
-    const int64_t batch = batch_baseline_slots(b, n, step);
-    return json{{"slots", slots.num_slots()}, {"peak", slots.peak()},      {"bytes", slots.num_slots() * bps},
-                {"batch_slots", batch},       {"batch_bytes", batch * bps}, {"live_beams", live_beams}};
-  };
-
-  // Prefill: the prompt is a chain at the root (positions 0..n-1).
-  std::vector<int32_t> prompt_nodes = tree.add_chain(kNoNode, prompt);
-  for (int32_t id : prompt_nodes) tree.node(id).slot = slots.allocate();
-  mask.reset(n + b * cfg.max_new_tokens);
-  {
-    json fwd = feed(prompt_nodes);
-    if (rec.on()) {
-      json added = json::array();
-      for (int32_t id : prompt_nodes) added.push_back(trace_node(tree.node(id)));
-      rec.step(0, "prefill", {{"added", added}, {"forward", fwd}, {"kv", kv_json(0, 1)}}, tree, slots.num_slots());
-    }
-  }
-
+ private:
   struct Beam {
     int32_t node;
     double score;
     int64_t cstate;
     int32_t logits_row;
   };
-  std::vector<Beam> beams = {{prompt_nodes.back(), 0.0, constraint ? constraint->initial_state() : 0, n - 1}};
-  FinishedSet finished(b, cfg.length_penalty);
-  bool done = false;
-  std::vector<double> lp;
-  std::vector<ScoredCandidate> cands;
+  struct Pick {
+    int32_t beam;
+    int32_t token;
+    double score;
+  };
 
-  for (int32_t step = 1; step <= cfg.max_new_tokens && !done; ++step) {
-    // Alg. 2 line 9: score every (beam, token) and keep the top 2b.
-    const int32_t nb = static_cast<int32_t>(beams.size());
-    std::vector<double> beam_scores;
-    std::vector<const float*> rows;
-    std::vector<int64_t> states;
-    for (const Beam& bm : beams) {
-      beam_scores.push_back(bm.score);
-      rows.push_back(logits.row(bm.logits_row));
-      states.push_back(bm.cstate);
-    }
-    json cinfo;
-    if (constraint) cinfo = json::array();
-    // A constraint that ranks sparsely scores only its allowed tokens; otherwise
-    // every row is log-softmaxed, masked, and all (beam, token) pairs ranked.
-    if (!constraint || !constraint->rank(states, step - 1, rows, beam_scores.data(), V, 2 * b, cands, rec.on() ? &cinfo : nullptr)) {
-      lp.resize(static_cast<size_t>(nb) * static_cast<size_t>(V));
-      for (int32_t i = 0; i < nb; ++i) log_softmax_row(rows[static_cast<size_t>(i)], V, lp.data() + static_cast<size_t>(i) * V);
-      if (constraint) constraint->apply(states, step - 1, lp.data(), V, rec.on() ? &cinfo : nullptr);
-      // Alg. 2 line 9: the top 2b (beam, token) pairs, ties to the lower flat index.
-      cands = topk_candidates(lp.data(), nb, V, beam_scores.data(), 2 * b);
-    }
+  void check() const;
+  void prefill();
+  void rank(int32_t step, json* cinfo);                      // Alg. 2 line 9: the top 2b candidates
+  std::vector<Pick> select(int32_t step, StepRecord& ev);    // HF BeamSearchScorer.process
+  void collect_garbage(int32_t step, const std::vector<Pick>& picks);  // Alg. 2 lines 5-7
+  void grow(int32_t step, const std::vector<Pick>& picks, bool feeds, StepRecord& ev);  // Alg. 2 line 10
+  json feed(const std::vector<int32_t>& nodes);
+  json kv_json(int32_t step, int32_t live_beams) const;
+  void finish();
 
-    // Process the candidates in rank order (HF BeamSearchScorer.process).
-    struct Pick { int32_t beam; int32_t token; double score; };
-    std::vector<Pick> picks;
-    json chosen = json::array(), added = json::array(), status = json::array();
-    for (size_t rank = 0; rank < cands.size() && static_cast<int32_t>(picks.size()) < b; ++rank) {
-      const int32_t bi = static_cast<int32_t>(cands[rank].flat / V), tok = static_cast<int32_t>(cands[rank].flat % V);
-      if (tok == cfg.eos_token) {
-        if (static_cast<int32_t>(rank) >= b) continue;
-        const int32_t parent = beams[static_cast<size_t>(bi)].node;
-        std::vector<int32_t> gen = tree.path_tokens(parent);
-        gen.erase(gen.begin(), gen.begin() + n);
-        finished.offer(std::move(gen), cands[rank].score, step);
-        const int32_t id = tree.add_child(parent, tok, cands[rank].score);
-        tree.node(id).status = NodeStatus::finished;
-        if (rec.on()) added.push_back(trace_node(tree.node(id)));
-        continue;
-      }
-      picks.push_back({bi, tok, cands[rank].score});
-    }
-    done = search_done(cfg, finished, cands, step);
-    if (picks.empty()) done = true;  // a constraint left nothing to extend
+  LogitsConstraint* constraint_;
+  const int32_t b_;
+  const int64_t bps_;
+  TokenTree tree_;
+  KvSlots slots_;
+  std::unique_ptr<MaskRowBuilder> mask_;
+  Logits logits_;
+  DecodeResult res_;
+  std::vector<Beam> beams_;
+  FinishedSet finished_;
+  bool done_ = false;
+  std::vector<double> lp_;
+  std::vector<ScoredCandidate> cands_;
+};
 
-    // GC before the new nodes take slots (Alg. 2 lines 5-7): keep the
-    // ancestors of every beam that survives into the next step.
-    if (!done && step < cfg.max_new_tokens && cfg.gc_interval > 0 && step % cfg.gc_interval == 0) {
-      std::vector<int32_t> live;
-      for (auto& p : picks) live.push_back(beams[static_cast<size_t>(p.beam)].node);
-      const CompactionPlan plan = kv_collect_garbage(tree, live, slots.num_slots());
-      model.compact(plan);
-      slots.apply(plan);
-      mask.reset(slots.num_slots() + b * (cfg.max_new_tokens - step + 1));  // Alg. 2 line 7: recompute
-      ++m.gc_runs;
-      rec.gc(step, plan);
-    }
+void TrieSearch::check() const {
+  prompt_check(prompt_, V_, "trie beam search");
+  TS_CHECK(2 * b_ <= V_, "trie beam search: num_beams " << b_ << " needs vocabulary >= " << 2 * b_ << ", model has " << V_);
+  TS_CHECK(cfg_.eos_token < V_, "trie beam search: eos_token " << cfg_.eos_token << " outside vocabulary");
+  // The prefill's n rows or a step's ~2b candidate rows (and the rows the
+  // builder holds), over up to n + b x max_new_tokens slots.
+  const double rows = std::max(static_cast<double>(n_), 2.0 * b_), width = static_cast<double>(n_) + double{1} * b_ * cfg_.max_new_tokens;
+  beam_budget_check("trie beam search", cfg_, n_, bps_, 2 * rows * width, rows * V_);
+}
 
-    // Alg. 2 line 10: grow the trie.
-    std::vector<Beam> next;
-    std::vector<int32_t> new_nodes;
-    std::vector<int32_t> parents;  // rows the incremental mask must keep
-    std::vector<char> has_child(static_cast<size_t>(nb), 0);
-    const bool feeds = !done && step < cfg.max_new_tokens;
-    for (auto& p : picks) {
-      const Beam& from = beams[static_cast<size_t>(p.beam)];
-      const int32_t id = tree.add_child(from.node, p.token, p.score);
-      tree.node(id).slot = slots.allocate();
-      has_child[static_cast<size_t>(p.beam)] = 1;
-      parents.push_back(from.node);
-      next.push_back({id, p.score, constraint ? constraint->next_state(from.cstate, p.token, step - 1) : 0,
-                      static_cast<int32_t>(new_nodes.size())});
-      new_nodes.push_back(id);
-      if (rec.on()) {
-        added.push_back(trace_node(tree.node(id)));
-        chosen.push_back({{"beam", next.size() - 1}, {"from_beam", p.beam}, {"node", id}, {"token", p.token}, {"score", p.score}});
-      }
-    }
-    for (int32_t i = 0; i < nb; ++i)
-      if (!has_child[static_cast<size_t>(i)]) {
-        const int32_t dead = beams[static_cast<size_t>(i)].node;
-        for (int32_t id : tree.prune_upwards(dead, n))  // never prune the prompt
-          if (rec.on()) status.push_back({{"node", id}, {"status", "pruned"}});
-      }
-    beams = std::move(next);
-    m.steps = step;
+json TrieSearch::feed(const std::vector<int32_t>& nodes) {
+  const StepInput in = tree_step_input(tree_, nodes, slots_.num_slots(), mask_.get());
+  model_.forward(in, logits_);
+  ++res_.metrics.model_calls;
+  res_.metrics.computed_tokens += static_cast<int64_t>(nodes.size());
+  return rec_.on() ? tree_step_json(nodes, in) : json();
+}
 
-    json fwd;
-    if (feeds) {
-      mask.retain(parents);  // a new row = its parent's row + its own bit
-      fwd = feed(new_nodes);
-    }
-    if (rec.on()) {
-      json fields = {{"added", added}, {"status", status}, {"chosen", chosen}, {"kv", kv_json(step, static_cast<int32_t>(beams.size()))}};
-      if (feeds) fields["forward"] = fwd;
-      if (constraint) fields["constraint"] = cinfo;
-      rec.step(step, "expand", std::move(fields), tree, slots.num_slots());
-    }
+json TrieSearch::kv_json(int32_t step, int32_t live_beams) const {
+  const int64_t batch = batch_baseline_slots(b_, n_, step);
+  return json{{"slots", slots_.num_slots()}, {"peak", slots_.peak()},      {"bytes", slots_.num_slots() * bps_},
+              {"batch_slots", batch},        {"batch_bytes", batch * bps_}, {"live_beams", live_beams}};
+}
+
+// The prompt is a chain at the root (positions 0..n-1).
+void TrieSearch::prefill() {
+  const std::vector<int32_t> prompt_nodes = tree_.add_chain(kNoNode, prompt_);
+  for (int32_t id : prompt_nodes) tree_.node(id).slot = slots_.allocate();
+  mask_->reset(n_ + b_ * cfg_.max_new_tokens);
+  StepRecord ev(rec_);
+  ev.added(tree_, prompt_nodes);
+  json fwd = feed(prompt_nodes);
+  ev.set("forward", [&] { return std::move(fwd); });
+  ev.set("kv", [&] { return kv_json(0, 1); });
+  rec_.step(0, "prefill", ev, tree_, slots_.num_slots());
+  beams_ = {{prompt_nodes.back(), 0.0, constraint_ ? constraint_->initial_state() : 0, n_ - 1}};
+}
+
+void TrieSearch::rank(int32_t step, json* cinfo) {
+  const int32_t nb = static_cast<int32_t>(beams_.size());
+  std::vector<double> beam_scores;
+  std::vector<const float*> rows;
+  std::vector<int64_t> states;
+  for (const Beam& bm : beams_) {
+    beam_scores.push_back(bm.score);
+    rows.push_back(logits_.row(bm.logits_row));
+    states.push_back(bm.cstate);
   }
+  // A constraint that ranks sparsely scores only its allowed tokens; otherwise
+  // every row is log-softmaxed, masked, and all (beam, token) pairs ranked.
+  if (constraint_ && constraint_->rank(states, step - 1, rows, beam_scores.data(), V_, 2 * b_, cands_, cinfo)) return;
+  lp_.resize(static_cast<size_t>(nb) * static_cast<size_t>(V_));
+  for (int32_t i = 0; i < nb; ++i) log_softmax_row(rows[static_cast<size_t>(i)], V_, lp_.data() + static_cast<size_t>(i) * V_);
+  if (constraint_) constraint_->apply(states, step - 1, lp_.data(), V_, cinfo);
+  // Alg. 2 line 9: the top 2b (beam, token) pairs, ties to the lower flat index.
+  cands_ = topk_candidates(lp_.data(), nb, V_, beam_scores.data(), 2 * b_);
+}
 
-  // Finalize (HF): running beams join the finished set unless the search stopped early.
-  if (!done)
-    for (auto& bm : beams) {
-      std::vector<int32_t> gen = tree.path_tokens(bm.node);
-      gen.erase(gen.begin(), gen.begin() + n);
+// Candidates in rank order: an EOS among the first b finishes its beam (a
+// finished node in the trie), the rest extend until b are picked.
+std::vector<TrieSearch::Pick> TrieSearch::select(int32_t step, StepRecord& ev) {
+  std::vector<Pick> picks;
+  for (size_t rank = 0; rank < cands_.size() && static_cast<int32_t>(picks.size()) < b_; ++rank) {
+    const int32_t bi = static_cast<int32_t>(cands_[rank].flat / V_), tok = static_cast<int32_t>(cands_[rank].flat % V_);
+    if (tok != cfg_.eos_token) {
+      picks.push_back({bi, tok, cands_[rank].score});
+      continue;
+    }
+    if (static_cast<int32_t>(rank) >= b_) continue;
+    const int32_t parent = beams_[static_cast<size_t>(bi)].node;
+    std::vector<int32_t> gen = tree_.path_tokens(parent);
+    gen.erase(gen.begin(), gen.begin() + n_);
+    finished_.offer(std::move(gen), cands_[rank].score, step);
+    const int32_t id = tree_.add_child(parent, tok, cands_[rank].score);
+    tree_.node(id).status = NodeStatus::finished;
+    ev.added(tree_, id);
+  }
+  done_ = search_done(cfg_, finished_, cands_, step);
+  if (picks.empty()) done_ = true;  // a constraint left nothing to extend
+  return picks;
+}
+
+// GC before the new nodes take slots: keep the ancestors of every beam that
+// survives into the next step.
+void TrieSearch::collect_garbage(int32_t step, const std::vector<Pick>& picks) {
+  std::vector<int32_t> live;
+  for (const Pick& p : picks) live.push_back(beams_[static_cast<size_t>(p.beam)].node);
+  const CompactionPlan plan = kv_collect_garbage(tree_, live, slots_.num_slots());
+  model_.compact(plan);
+  slots_.apply(plan);
+  mask_->reset(slots_.num_slots() + b_ * (cfg_.max_new_tokens - step + 1));  // Alg. 2 line 7: recompute
+  ++res_.metrics.gc_runs;
+  rec_.gc(step, plan);
+}
+
+// A child per pick, the childless beams pruned up to the prompt, and (unless
+// the search ends here) the new nodes fed.
+void TrieSearch::grow(int32_t step, const std::vector<Pick>& picks, bool feeds, StepRecord& ev) {
+  std::vector<Beam> next;
+  std::vector<int32_t> new_nodes;
+  std::vector<int32_t> parents;  // rows the incremental mask must keep
+  std::vector<char> has_child(beams_.size(), 0);
+  for (const Pick& p : picks) {
+    const Beam& from = beams_[static_cast<size_t>(p.beam)];
+    const int32_t id = tree_.add_child(from.node, p.token, p.score);
+    tree_.node(id).slot = slots_.allocate();
+    has_child[static_cast<size_t>(p.beam)] = 1;
+    parents.push_back(from.node);
+    next.push_back({id, p.score, constraint_ ? constraint_->next_state(from.cstate, p.token, step - 1) : 0,
+                    static_cast<int32_t>(new_nodes.size())});
+    new_nodes.push_back(id);
+    ev.added(tree_, id);
+    ev.push("chosen", [&] { return json{{"beam", next.size() - 1}, {"from_beam", p.beam}, {"node", id}, {"token", p.token}, {"score", p.score}}; });
+  }
+  for (size_t i = 0; i < beams_.size(); ++i)
+    if (!has_child[i]) ev.pruned(tree_.prune_upwards(beams_[i].node, n_));  // never prune the prompt
+  beams_ = std::move(next);
+  if (!feeds) return;
+  mask_->retain(parents);  // a new row = its parent's row + its own bit
+  json fwd = feed(new_nodes);
+  ev.set("forward", [&] { return std::move(fwd); });
+}
+
+// Finalize (HF): running beams join the finished set unless the search stopped early.
+void TrieSearch::finish() {
+  if (!done_)
+    for (const Beam& bm : beams_) {
+      std::vector<int32_t> gen = tree_.path_tokens(bm.node);
+      gen.erase(gen.begin(), gen.begin() + n_);
       const int32_t len = static_cast<int32_t>(gen.size());
-      finished.offer(std::move(gen), bm.score, len);
+      finished_.offer(std::move(gen), bm.score, len);
     }
-  res.hypotheses = finished.best_first();
-  m.final_slots = slots.num_slots();
-  m.peak_slots = slots.peak();  // KvSlots keeps the high-water mark across compactions
-  m.batch_peak_slots = batch_baseline_slots(b, n, m.steps);  // grows with every step
-  m.peak_bytes = m.peak_slots * bps;
-  m.batch_peak_bytes = m.batch_peak_slots * bps;
-  m.output_len = res.hypotheses.empty() ? 0 : static_cast<int32_t>(res.hypotheses.front().tokens.size());
-  m.mem_per_token = mem_per_token(m.peak_bytes, n, m.output_len);
-  m.batch_mem_per_token = mem_per_token(m.batch_peak_bytes, n, m.output_len);
-  m.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (rec.on()) {
-    json outs = json::array();
-    for (auto& h : res.hypotheses) outs.push_back({{"tokens", h.tokens}, {"score", h.score}, {"sum_logprobs", h.sum_logprobs}});
-    rec.summary(std::move(outs), m.to_json(), m.seconds, tree, slots.num_slots());
+  res_.hypotheses = finished_.best_first();
+  DecodeMetrics& m = res_.metrics;
+  m.final_slots = slots_.num_slots();
+  m.peak_slots = slots_.peak();  // KvSlots keeps the high-water mark across compactions
+  m.batch_peak_slots = batch_baseline_slots(b_, n_, m.steps);  // grows with every step
+  m.peak_bytes = m.peak_slots * bps_;
+  m.batch_peak_bytes = m.batch_peak_slots * bps_;
+  m.output_len = res_.hypotheses.empty() ? 0 : static_cast<int32_t>(res_.hypotheses.front().tokens.size());
+  m.mem_per_token = mem_per_token(m.peak_bytes, n_, m.output_len);
+  m.batch_mem_per_token = mem_per_token(m.batch_peak_bytes, n_, m.output_len);
+}
+
+DecodeResult TrieSearch::run() {
+  const auto t0 = std::chrono::steady_clock::now();
+  check();
+  model_.reset();
+  mask_ = opt_.make_mask ? opt_.make_mask() : std::make_unique<IncrementalAncestorMask>();
+  res_.metrics.prompt_len = n_;
+  record_header(rec_, trie_beam_search_spec(), opt_, model_, [&] {
+    json config = {{"beam", cfg_.to_json()}, {"prompt", prompt_}};
+    if (constraint_) config["constraint"] = constraint_->describe();
+    return config;
+  });
+  prefill();
+  for (int32_t step = 1; step <= cfg_.max_new_tokens && !done_; ++step) {
+    StepRecord ev(rec_, {"added", "status", "chosen"});
+    json cinfo = constraint_ ? json::array() : json();
+    rank(step, ev.on() ? &cinfo : nullptr);
+    const std::vector<Pick> picks = select(step, ev);
+    const bool feeds = !done_ && step < cfg_.max_new_tokens;
+    if (feeds && cfg_.gc_interval > 0 && step % cfg_.gc_interval == 0) collect_garbage(step, picks);
+    grow(step, picks, feeds, ev);
+    res_.metrics.steps = step;
+    ev.set("kv", [&] { return kv_json(step, static_cast<int32_t>(beams_.size())); });
+    if (constraint_) ev.set("constraint", [&] { return std::move(cinfo); });
+    rec_.step(step, "expand", ev, tree_, slots_.num_slots());
   }
-  return res;
+  finish();
+  res_.metrics.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  record_summary(rec_, [&] { return hypotheses_json(res_.hypotheses); }, [&] { return res_.metrics.to_json(); }, res_.metrics.seconds,
+                 &tree_, slots_.num_slots());
+  return res_;
+}
+
+}  // namespace
+
+DecodeResult trie_beam_search(Model& model, const std::vector<int32_t>& prompt, const BeamConfig& cfg,
+                              TraceSink* trace, const DecodeOptions& opt, LogitsConstraint* constraint) {
+  return TrieSearch(model, prompt, cfg, trace, opt, constraint).run();
 }
 
 }  // namespace triescope

@@ -14,11 +14,14 @@
 
 namespace triescope {
 
+struct AlgorithmSpec;
+
 DecodeResult trie_beam_search(Model& model, const std::vector<int32_t>& prompt, const BeamConfig& cfg,
                               TraceSink* trace = nullptr, const DecodeOptions& opt = {},
                               LogitsConstraint* constraint = nullptr);
 
-// Shared prompt checks for every decoder: non-empty, ids inside the vocabulary.
-void prompt_check(const std::vector<int32_t>& prompt, int32_t vocab_size, const char* who);
+// Its registered spec (core/decode/algorithms/trie_beam_search.cpp), whose
+// name and verify kind head the trace.
+const AlgorithmSpec& trie_beam_search_spec();
 
 }  // namespace triescope

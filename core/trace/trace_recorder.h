@@ -1,7 +1,7 @@
 // The one writer of trace records (docs/trace-format.md). Decoders describe
-// what happened (a step's fields, a compaction plan, the tree after the step,
-// the outputs); the recorder writes header, gc, step, keyframe and summary
-// records in the documented order:
+// what happened (a step's events through StepRecord, a compaction plan, the
+// tree after the step, the outputs); the recorder writes header, gc, step,
+// keyframe and summary records in the documented order:
 //   header, then per step: gc (if one ran), step, keyframe (if due), and at
 //   the end a keyframe (unless the last step had one) and the summary.
 // Keyframes are written every `keyframe_interval` steps and after the last
@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/kv/kv_cache.h"
+#include "core/trace/step_record.h"
 #include "core/trace/trace.h"
 #include "core/tree/token_tree.h"
 
@@ -53,6 +54,11 @@ class TraceRecorder {
   // A decoder without a token tree (batch beam search: b full rows) writes
   // no keyframes; docs/trace-format.md says which.
   void step(int32_t step, const std::string& phase, json fields);
+  // The same from a step's events (core/trace/step_record.h).
+  void step(int32_t step, const std::string& phase, StepRecord& events, const TokenTree& tree, int32_t num_slots) {
+    this->step(step, phase, events.take(), tree, num_slots);
+  }
+  void step(int32_t step, const std::string& phase, StepRecord& events) { this->step(step, phase, events.take()); }
   // The final keyframe (unless the last step wrote one) and the summary:
   // `outputs`, `metrics` with the recorded figures written over the
   // decoder's, and the wall time.
@@ -60,6 +66,8 @@ class TraceRecorder {
   void summary(json outputs, json metrics, double seconds);  // no tree: no keyframe
 
   const RecordedTotals& totals() const { return totals_; }
+  // The header's verify kind ("" before the header or when it verifies nothing).
+  const std::string& verify_kind() const { return verify_kind_; }
 
  private:
   void write(json rec);

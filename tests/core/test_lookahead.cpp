@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include "core/decode/greedy_decode.h"
 #include "core/decode/lookahead.h"
 #include "core/model/synthetic_model.h"
 #include "core/trace/trace_replay.h"

@@ -3,6 +3,7 @@
 // output must still be greedy decoding, token for token.
 #include <catch2/catch.hpp>
 
+#include "core/decode/greedy_decode.h"
 #include "core/decode/lookahead.h"
 #include "torch_test_util.h"
 

@@ -14,6 +14,7 @@
 #include "core/config/json_reader.h"
 #include "core/decode/batch_beam_search.h"
 #include "core/decode/dsbd.h"
+#include "core/decode/greedy_decode.h"
 #include "core/decode/lookahead.h"
 #include "core/model/model_factory.h"
 #include "core/trace/trace.h"

@@ -34,5 +34,5 @@ AlgorithmSpec spec() {
 }
 
 }  // namespace
-TRIESCOPE_REGISTER_ALGORITHM(spec());
+TRIESCOPE_DEFINE_ALGORITHM(batch_beam_search_spec, spec());
 }  // namespace triescope

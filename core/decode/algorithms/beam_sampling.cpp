@@ -40,5 +40,5 @@ AlgorithmSpec spec() {
 }
 
 }  // namespace
-TRIESCOPE_REGISTER_ALGORITHM(spec());
+TRIESCOPE_DEFINE_ALGORITHM(beam_sampling_spec, spec());
 }  // namespace triescope

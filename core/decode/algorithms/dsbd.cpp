@@ -55,5 +55,5 @@ AlgorithmSpec spec() {
 }
 
 }  // namespace
-TRIESCOPE_REGISTER_ALGORITHM(spec());
+TRIESCOPE_DEFINE_ALGORITHM(dsbd_spec, spec());
 }  // namespace triescope

@@ -1,6 +1,7 @@
 // greedy: argmax decoding, one token per forward pass (the reference
 // lookahead decoding must reproduce token for token).
 #include "core/decode/algorithms/sample_report.h"
+#include "core/decode/greedy_decode.h"
 #include "core/decode/lookahead.h"
 
 namespace triescope {
@@ -36,5 +37,5 @@ AlgorithmSpec spec() {
 }
 
 }  // namespace
-TRIESCOPE_REGISTER_ALGORITHM(spec());
+TRIESCOPE_DEFINE_ALGORITHM(greedy_spec, spec());
 }  // namespace triescope

@@ -2,6 +2,7 @@
 // decoding whose n-gram candidates are merged into one trie and verified in
 // the same forward pass; reported beside independent verification and greedy.
 #include "core/decode/algorithms/sample_report.h"
+#include "core/decode/greedy_decode.h"
 #include "core/decode/lookahead.h"
 
 namespace triescope {
@@ -63,5 +64,5 @@ AlgorithmSpec spec() {
 }
 
 }  // namespace
-TRIESCOPE_REGISTER_ALGORITHM(spec());
+TRIESCOPE_DEFINE_ALGORITHM(lookahead_spec, spec());
 }  // namespace triescope

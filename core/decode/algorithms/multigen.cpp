@@ -61,5 +61,5 @@ AlgorithmSpec spec() {
 }
 
 }  // namespace
-TRIESCOPE_REGISTER_ALGORITHM(spec());
+TRIESCOPE_DEFINE_ALGORITHM(multigen_spec, spec());
 }  // namespace triescope

@@ -51,5 +51,5 @@ AlgorithmSpec spec() {
 }
 
 }  // namespace
-TRIESCOPE_REGISTER_ALGORITHM(spec());
+TRIESCOPE_DEFINE_ALGORITHM(trie_beam_search_spec, spec());
 }  // namespace triescope

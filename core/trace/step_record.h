@@ -1,0 +1,85 @@
+// One step's events, turned into its step record (docs/trace-format.md). A
+// decoder says what happened this step (nodes added, pruned, finished; a
+// forward pass; a choice; a draft; a verification result) and hands the
+// builder to TraceRecorder::step. When the recorder writes nothing every
+// event is a no-op: a field whose value costs something to build is passed as
+// a function that runs only when the step is recorded.
+#pragma once
+#include <initializer_list>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/trace/trace.h"
+#include "core/tree/token_tree.h"
+
+namespace triescope {
+
+class TraceRecorder;
+
+class StepRecord {
+ public:
+  // `lists`: the array fields the record carries even when nothing happened
+  // ("added", "status", "chosen", ...), written as [].
+  explicit StepRecord(const TraceRecorder& rec, std::initializer_list<const char*> lists = {});
+
+  bool on() const { return on_; }
+
+  // Nodes that joined the tree this step ("added": their trace_node()).
+  void added(const TokenTree& tree, int32_t node) {
+    if (on_) fields_["added"].push_back(trace_node(tree.node(node)));
+  }
+  void added(const TokenTree& tree, const std::vector<int32_t>& nodes) {
+    for (int32_t id : nodes) added(tree, id);
+  }
+  // A node's status changed ("status").
+  void status(int32_t node, NodeStatus s) {
+    if (on_) fields_["status"].push_back({{"node", node}, {"status", std::string(node_status_name(s))}});
+  }
+  void pruned(const std::vector<int32_t>& nodes) {
+    for (int32_t id : nodes) status(id, NodeStatus::pruned);
+  }
+  // One entry of the array field `key` ("chosen", "draft_forwards", ...).
+  template <class F>
+  void push(const char* key, F&& entry) {
+    if (on_) fields_[key].push_back(entry());
+  }
+  // The field `key` ("forward", "kv", "constraint", ...).
+  template <class F>
+  void set(const char* key, F&& value) {
+    if (on_) fields_[key] = value();
+  }
+  // The verification result ("verify"; its "kind" is the header's verify
+  // kind): all its fields at once, one field, or one entry of an array field.
+  template <class F>
+  void verify(F&& fields) {
+    if (!on_) return;
+    json v = fields();
+    v["kind"] = verify_kind_;
+    fields_["verify"] = std::move(v);
+  }
+  template <class F>
+  void verify_set(const char* key, F&& value) {
+    if (on_) verify_object()[key] = value();
+  }
+  template <class F>
+  void verify_push(const char* key, F&& entry) {
+    if (on_) verify_object()[key].push_back(entry());
+  }
+
+  // The fields built so far (null when nothing is recorded).
+  json take() { return std::move(fields_); }
+
+ private:
+  json& verify_object() {
+    json& v = fields_["verify"];
+    v["kind"] = verify_kind_;
+    return v;
+  }
+
+  bool on_;
+  std::string verify_kind_;
+  json fields_;
+};
+
+}  // namespace triescope
