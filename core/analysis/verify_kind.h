@@ -66,6 +66,11 @@ const VerifyKindSpec* verify_kind_find(std::string_view name);
 std::vector<const VerifyKindSpec*> verify_kinds();
 // "a, b, c": the registered names, for error messages.
 std::string verify_kind_names();
+// The verification kind of a trace's verify records: v2 headers name it
+// ("verify_kind", absent when the algorithm verifies nothing); a v1 header
+// wrote none, so its algorithm's registered spec (core/decode/algorithm.h)
+// gives it. "" for none.
+std::string trace_verify_kind(const nlohmann::json& header);
 // The spec of the kind `header` names (trace_verify_kind), null when it names
 // none; throws Error naming `origin`, the field and the registered kinds when
 // the kind is not registered.

@@ -3,6 +3,8 @@
 
 #include "core/analysis/verify_kind.h"
 #include "core/common/error.h"
+#include "core/config/json_reader.h"
+#include "core/decode/algorithm.h"
 #include "core/decode/verifier_set.h"
 #include "core/trace/trace.h"
 
@@ -40,6 +42,16 @@ std::string verify_kind_names() {
   std::ostringstream os;
   for (const VerifyKindSpec* k : verify_kinds()) os << (os.tellp() > 0 ? ", " : "") << k->name;
   return os.tellp() > 0 ? os.str() : std::string("none");
+}
+
+std::string trace_verify_kind(const nlohmann::json& header) {
+  const int64_t version = header.contains("version") ? json_int_in(header["version"], 0, INT32_MAX).value_or(0) : 0;
+  const char* field = version >= 2 ? "verify_kind" : "algorithm";
+  const auto it = header.find(field);
+  if (it == header.end() || !it->is_string()) return "";
+  if (version >= 2) return it->get<std::string>();
+  const AlgorithmSpec* algorithm = algorithm_find(it->get_ref<const std::string&>());
+  return algorithm ? algorithm->verify_kind : std::string();
 }
 
 const VerifyKindSpec* verify_kind_of_header(const nlohmann::json& header, const std::string& origin) {

@@ -60,7 +60,12 @@ TreeAttentionCascadeTable tree_attention_cascade_build(const TreeAttentionArgs& 
   // by exactly the same queries among 0..r. Set 0 is "no reader yet".
   std::vector<ReaderSet> sets = {{-1, -1, 0}};
   std::vector<int32_t> set_of(static_cast<size_t>(a.capacity), 0);
-  const size_t most_sets = 4 * static_cast<size_t>(q) + 64;
+  // Refinement makes a set per (query, run of one set on its list). A trie
+  // whose beams fork off each other at many depths makes O(q^2) of them yet
+  // ends with at most 2q segments; a causal prefill makes O(q^2) that all end
+  // one slot long. So the bound is on memory, not on shape (the shared-segment
+  // rule below decides): one set per 8 listed slots, at least 4 q + 64.
+  const size_t most_sets = std::max<size_t>(4 * static_cast<size_t>(q) + 64, static_cast<size_t>(listed) / 8);
   std::unordered_map<int32_t, int32_t> next;  // this query: old set -> refined set
   for (int32_t r = 0; r < q; ++r) {
     next.clear();

@@ -41,8 +41,9 @@ struct TreeAttentionCascadeTable {
 // multiple of 32. No cascade (items == 0) when fewer than two queries share
 // a segment of kCascadeMinSegment slots, when a group of heads exceeds
 // tile_rows, when a slot is outside [0, capacity) (the kernel reports it),
-// or when the lists are not tree-like (more than 4 q + 64 distinct reader
-// sets, e.g. a causal prefill, where every slot has its own).
+// or when the lists are far from tree-like (partition refinement makes more
+// than max(4 q + 64, listed slots / 8) reader sets, e.g. a long causal
+// prefill, where every slot ends with its own readers).
 TreeAttentionCascadeTable tree_attention_cascade_build(const TreeAttentionArgs& a, int32_t tile_rows, int32_t target_blocks = 528);
 
 // The twin of the device's cascade: each item's chunk and each private list

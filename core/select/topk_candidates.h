@@ -15,8 +15,8 @@ struct ScoredCandidate {
 };
 
 // The k best beam_scores[r] + logprobs[r * vocab + v] over the finite
-// logprobs (an infinite one is a token a constraint masked), best first;
-// fewer than k when fewer are finite.
+// logprobs (-inf is a token a constraint masked; NaN is never a candidate,
+// as on the device), best first; fewer than k when fewer are finite.
 std::vector<ScoredCandidate> topk_candidates(const double* logprobs /* [rows x vocab] */, int32_t rows, int32_t vocab,
                                              const double* beam_scores /* [rows] */, int32_t k);
 

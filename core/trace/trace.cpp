@@ -137,21 +137,6 @@ json trace_header(const std::string& algorithm, const std::string& backend, cons
   return h;
 }
 
-std::string trace_verify_kind(const json& header) {
-  const int64_t version = header.contains("version") ? json_int_in(header["version"], 0, INT32_MAX).value_or(0) : 0;
-  if (version >= 2) {
-    const auto it = header.find("verify_kind");
-    return it != header.end() && it->is_string() ? it->get<std::string>() : std::string();
-  }
-  // Version 1 wrote no kind: its three verifying decoders are known by name.
-  const auto a = header.find("algorithm");
-  const std::string algo = a != header.end() && a->is_string() ? a->get<std::string>() : std::string();
-  if (algo == "speculative") return kVerifySpeculativeChain;
-  if (algo == "dsbd") return kVerifyDsbdLayers;
-  if (algo == "lookahead") return kVerifyLookahead;
-  return "";
-}
-
 json trace_logprob(double logprob) {
   // JSON has no infinities (nlohmann would write null): -inf, a token of
   // probability 0, is the string "-inf" (docs/trace-format.md).

@@ -76,11 +76,6 @@ std::vector<json> trace_parse(const std::string& text, const std::string& origin
 void trace_check_record(const json& rec, const std::string& origin, size_t lineno, bool first);
 bool trace_record_kind_known(std::string_view kind);
 
-// The verification kind of a trace's verify records: v2 headers name it
-// ("verify_kind", absent when the algorithm verifies nothing); for v1 it
-// follows from the algorithm (speculative, dsbd, lookahead). "" for none.
-std::string trace_verify_kind(const json& header);
-
 // --- record helpers shared by every decoder ---
 json trace_header(const std::string& algorithm, const std::string& backend, const json& config, const json& model,
                   const std::vector<std::string>& vocab, const std::string& verify_kind = "");

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "core/common/error.h"
+#include "core/analysis/verify_kind.h"
 #include "core/decode/algorithm.h"
 #include "core/decode/batch_beam_search.h"
 #include "core/decode/dsbd.h"

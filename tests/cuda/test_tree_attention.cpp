@@ -107,6 +107,18 @@ TrieLists trie_lists(std::mt19937_64& rng, int32_t prompt, int32_t beams, int32_
   l.csr = ancestor_csr(ancestor_mask_build(t, leaves, l.slots));
   return l;
 }
+// The largest relative difference between the cascade twin over `table`
+// and the definition (tree_attention_ref) on `a`.
+double cascade_twin_error(const TreeAttentionArgs& a, const TreeAttentionCascadeTable& table) {
+  TreeAttentionArgs h = a;
+  h.cascade = table.view(table.table.data());
+  std::vector<double> want, got;
+  tree_attention_ref(a, want);
+  tree_attention_cascade_ref(h, got);
+  double worst = 0.0;
+  for (size_t i = 0; i < want.size(); ++i) worst = std::max(worst, std::fabs(got[i] - want[i]) / std::max(1.0, std::fabs(want[i])));
+  return worst;
+}
 }  // namespace
 
 TEST_CASE("cuda tree_attention equals the CPU twin on random trees", "[cuda][tree_attention]") {
@@ -223,16 +235,50 @@ TEST_CASE("cuda tree_attention with a cascade over trie segments equals the CPU 
     return;
   }
   REQUIRE(table.items > 0);  // the prompt (>= 40 slots) is a segment every beam reads
-  // The decomposition is exact: the cascade twin equals the definition.
-  TreeAttentionArgs h = a;
-  h.cascade = table.view(table.table.data());
-  std::vector<double> want, got;
-  tree_attention_ref(a, want);
-  tree_attention_cascade_ref(h, got);
-  double worst = 0.0;
-  for (size_t i = 0; i < want.size(); ++i) worst = std::max(worst, std::fabs(got[i] - want[i]) / std::max(1.0, std::fabs(want[i])));
-  CHECK(worst <= 1e-12);
+  CHECK(cascade_twin_error(a, table) <= 1e-12);  // the decomposition is exact
   CHECK(run_both(a, qv, kv, tl.csr, nullptr, &table) <= 1e-4);
+}
+
+TEST_CASE("tree_attention_cascade_build: beams that fork off each other at 40 depths still share the prompt", "[cuda][tree_attention]") {
+  // Beam b forks off beam b - 1 one level deeper than beam b - 1 forked:
+  // query b's list crosses b + 1 segments, so partition refinement makes
+  // about q^2 / 2 = 800 reader sets for 40 queries (a random trie of this
+  // shape once hit the old bound of 4 q + 64 = 224 and lost its cascade).
+  TokenTree t;
+  const int32_t prompt = 491, beams = 40, tail = 90;
+  const auto chain = t.add_chain(kNoNode, std::vector<int32_t>(static_cast<size_t>(prompt), 1));
+  std::vector<int32_t> leaves, path;  // path: the previous beam's nodes below the prompt
+  for (int32_t b = 0; b < beams; ++b) {
+    int32_t n = b == 0 ? chain.back() : path[static_cast<size_t>(b - 1)];
+    std::vector<int32_t> next(path.begin(), path.begin() + std::max(0, b));
+    for (int32_t d = std::max(0, b); d < tail; ++d) next.push_back(n = t.add_child(n, 1, 0.0));
+    leaves.push_back(n);
+    path = next;
+  }
+  for (int32_t i = 0; i < t.size(); ++i) t.node(i).slot = i;
+  const AncestorCsr csr = ancestor_csr(ancestor_mask_build(t, leaves, t.size()));
+  TreeAttentionArgs a;
+  a.num_queries = beams;
+  a.heads = 16;
+  a.kv_heads = 2;
+  a.head_dim = 128;
+  a.capacity = t.size();
+  a.max_row = csr.max_row;
+  a.indptr = csr.indptr.data();
+  a.slot_ids = csr.slot_ids.data();
+  const TreeAttentionCascadeTable table = tree_attention_cascade_build(a, tree_attention_cascade_tile_rows(a.head_dim));
+  REQUIRE(table.items > 0);
+  CHECK(table.shared_slot_count >= prompt);  // the prompt is one segment all 40 read
+  std::mt19937_64 rng(11);
+  std::normal_distribution<float> n(0.0f, 1.0f);
+  std::vector<float> qv(static_cast<size_t>(beams) * a.heads * a.head_dim), kv(static_cast<size_t>(2) * a.capacity * a.kv_heads * a.head_dim), out(qv.size());
+  for (auto& x : qv) x = n(rng);
+  for (auto& x : kv) x = n(rng);
+  a.scale = 0.125f;
+  a.q = qv.data();
+  a.kv = kv.data();
+  a.out = out.data();
+  CHECK(cascade_twin_error(a, table) <= 1e-12);
 }
 
 TEST_CASE("tree_attention_cascade_build: no cascade for a causal prefill, the batch layout, one query or an out-of-range slot", "[cuda][tree_attention]") {
