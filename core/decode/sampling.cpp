@@ -291,9 +291,10 @@ std::vector<int32_t> BeamSampler::grow(const std::vector<int64_t>& picks, const 
       new_nodes.push_back(it->second);
       ev.added(tree_, it->second);
     }
-    next.push_back({it->second, l});
+    const int32_t node = it->second;  // a local: lambdas cannot capture structured bindings before clang 16
+    next.push_back({node, l});
     ev.push("chosen", [&] {
-      return json{{"beam", k}, {"from_beam", bi}, {"node", it->second}, {"token", tok}, {"score", l}, {"prob", prob[static_cast<size_t>(picks[k])]}};
+      return json{{"beam", k}, {"from_beam", bi}, {"node", node}, {"token", tok}, {"score", l}, {"prob", prob[static_cast<size_t>(picks[k])]}};
     });
   }
   beams_ = std::move(next);
