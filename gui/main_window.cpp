@@ -447,10 +447,7 @@ bool MainWindow::exportStepJson(const QString& path, QString* error) {
     return false;
   }
   nlohmann::json out = {{"source", ctx_.shownDoc()->origin}, {"step", ctx_.step()}, {"records", nlohmann::json::array()}};
-  const TraceReplay& replay = *ctx_.shownDoc()->replay;
-  nlohmann::json scratch;
-  for (size_t i = 0; i < replay.entries().size(); ++i)
-    if (replay.entries()[i].step == ctx_.step()) out["records"].push_back(replay.records_view().at(i, scratch));
+  for (nlohmann::json& r : ctx_.shownDoc()->replay->records_of_step(ctx_.step())) out["records"].push_back(std::move(r));
   try {
     file_write_atomic(path.toStdString(), out.dump(2) + "\n");
   } catch (const Error& e) {

@@ -76,21 +76,9 @@ std::vector<int32_t> VerifyRead::ints(const json& o, const char* k, const std::s
   return out;
 }
 
-// The index is in step order apart from the header and the summary: binary search.
 std::optional<json> VerifyRead::step_record(int32_t step) const {
-  const auto& entries = replay.entries();
-  size_t lo = 0, hi = entries.size();
-  while (lo < hi && entries[lo].step < 0) ++lo;
-  while (hi > lo && entries[hi - 1].step < 0) --hi;
-  auto it = std::lower_bound(entries.begin() + static_cast<std::ptrdiff_t>(lo), entries.begin() + static_cast<std::ptrdiff_t>(hi), step,
-                             [](const TraceRecordEntry& e, int32_t s) { return e.step < s; });
-  for (; it != entries.begin() + static_cast<std::ptrdiff_t>(hi) && it->step == step; ++it)
-    if (it->kind == TraceRecordKind::step) {
-      json scratch;
-      const json& r = replay.records_view().at(static_cast<size_t>(it - entries.begin()), scratch);
-      if (&r == &scratch) return scratch;
-      return r;
-    }
+  for (json& r : replay.records_of_step(step))
+    if (r.value("kind", "") == "step") return std::move(r);
   return std::nullopt;
 }
 

@@ -201,6 +201,17 @@ const std::vector<json>& TraceReplay::records() const {
 
 const json& TraceReplay::record(size_t i, json& scratch) const { return records_view().at(i, scratch); }
 
+std::vector<json> TraceReplay::records_of_step(int32_t step) const {
+  std::vector<json> out;
+  const auto it = std::lower_bound(steps_.begin(), steps_.end(), step);
+  if (it == steps_.end() || *it != step) return out;
+  const size_t i = static_cast<size_t>(it - steps_.begin());
+  json scratch;
+  for (size_t r = i == 0 ? 1 : step_end_[i - 1]; r < step_end_[i]; ++r)
+    if (index_[r].step == step) out.push_back(record(r, scratch));
+  return out;
+}
+
 std::string TraceReplay::where(size_t i) const { return origin_ + ":" + std::to_string(index_[i].line); }
 
 void TraceReplay::index_records() {

@@ -64,6 +64,9 @@ class TraceReplay {
   // (kind, step, line) without parsing it.
   TraceRecords records_view() const { return file_ ? TraceRecords(*file_) : TraceRecords(records_); }
   const std::vector<TraceRecordEntry>& entries() const { return index_; }
+  // The records of `step` (its gc, step and keyframe records, in file order),
+  // from memory or parsed from the file; empty when `step` has no step record.
+  std::vector<nlohmann::json> records_of_step(int32_t step) const;
   // Parses every record a replay of all steps does not (keyframes, the
   // summary, records after the last step record), so a streamed reader
   // refuses what trace_read would: `check` reads every record once this way.
