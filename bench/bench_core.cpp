@@ -11,6 +11,8 @@
 #include "core/kv/kv_cache.h"
 #include "core/mask/ancestor_mask.h"
 #include "core/model/synthetic_model.h"
+#include "core/select/log_normaliser.h"
+#include "core/select/topk_candidates.h"
 
 using namespace triescope;
 
@@ -113,8 +115,27 @@ void BM_DecodeStep(benchmark::State& st) {
   }
   st.SetItemsProcessed(steps);  // items/s = steps/s
 }
+
+// A beam step's host selection at b = 15 over a 32,000-token vocabulary: the
+// log-softmax of the 15 rows, then the top 30 (beam, token) pairs, on
+// range(0) threads (wall time).
+void BM_BeamSelect(benchmark::State& st) {
+  const int32_t rows = 15, vocab = 32000, threads = static_cast<int32_t>(st.range(0));
+  std::mt19937 rng(3);
+  std::normal_distribution<float> n(0.0f, 4.0f);
+  std::vector<float> logits(static_cast<size_t>(rows) * vocab);
+  for (float& x : logits) x = n(rng);
+  std::vector<const float*> ptrs;
+  for (int32_t r = 0; r < rows; ++r) ptrs.push_back(logits.data() + static_cast<size_t>(r) * vocab);
+  std::vector<double> lp(logits.size()), beam(static_cast<size_t>(rows), -1.0);
+  for (auto _ : st) {
+    log_softmax_rows(ptrs, vocab, lp.data(), threads);
+    benchmark::DoNotOptimize(topk_candidates(lp.data(), rows, vocab, beam.data(), 2 * rows, threads));
+  }
+}
 }  // namespace
 
+BENCHMARK(BM_BeamSelect)->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_MaskFullRebuildAllRows)->Arg(1000)->Arg(10000)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_MaskStepAncestorWalk)->Arg(1000)->Arg(10000)->Arg(100000)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_MaskStepIncremental)->Arg(1000)->Arg(10000)->Arg(100000)->Unit(benchmark::kMicrosecond);

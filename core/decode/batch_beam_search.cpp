@@ -3,11 +3,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <numeric>
 
 #include "core/common/error.h"
 #include "core/decode/beam_budget.h"
 #include "core/select/log_normaliser.h"
+#include "core/select/topk_candidates.h"
 #include "core/decode/decoder_call.h"
 #include "core/decode/decoder_trace.h"
 #include "core/decode/prompt_check.h"
@@ -87,8 +87,8 @@ class BatchSearch : DecoderCall<BeamConfig> {
   int32_t rows_ = 0;  // rows in use (fewer only when a constraint leaves fewer beams)
   BeamHyps hyps_;
   bool done_ = false;
-  std::vector<double> scores_;  // [rows * V] next_token_scores
-  std::vector<int64_t> idx_;    // the top 2B flat indices into scores_
+  std::vector<double> lp_;                  // [rows * V] log-softmax of each row's logits
+  std::vector<ScoredCandidate> ranked_;     // the top 2B (score, flat index), best first
 };
 
 void BatchSearch::check() const {
@@ -131,46 +131,32 @@ json BatchSearch::kv_json(int32_t generated) {
               {"batch_bytes", used * bps_}, {"live_beams", rows_}};
 }
 
-// next_token_scores = log_softmax(logits) (+ constraint mask) + beam_scores[:, None],
-// flattened [rows * V], and its top 2B (torch.topk, ties to the lower flat index).
+// next_token_scores = log_softmax(logits) (+ constraint mask) + beam_scores[:, None]
+// over the flattened [rows * V], and its top 2B (torch.topk, ties to the
+// lower flat index): topk_candidates, which never materialises the sums.
 void BatchSearch::rank(int32_t cur, json* cinfo) {
-  scores_.assign(static_cast<size_t>(rows_) * static_cast<size_t>(V_), 0.0);
   const std::vector<int64_t> row_states(cstates_.begin(), cstates_.begin() + rows_);
   std::vector<const float*> row_logits;
   for (int32_t r = 0; r < rows_; ++r) row_logits.push_back(logits_.row(last_row_[static_cast<size_t>(r)]));
-  const size_t k = std::min<size_t>(static_cast<size_t>(2 * B_), scores_.size());
-  idx_.clear();
+  const int32_t k = static_cast<int32_t>(std::min<int64_t>(2 * B_, int64_t{rows_} * V_));
   // A constraint that ranks sparsely scores only its allowed tokens (the
   // same finite candidates in the same order as the full ranking below).
-  std::vector<ScoredCandidate> ranked;
-  if (constraint_ && constraint_->rank(row_states, cur - 1, row_logits, beam_scores_.data(), V_, static_cast<int32_t>(k), ranked, cinfo)) {
-    for (const ScoredCandidate& c : ranked) {
-      idx_.push_back(c.flat);
-      scores_[static_cast<size_t>(c.flat)] = c.score;
-    }
-    return;
-  }
-  for (int32_t r = 0; r < rows_; ++r) log_softmax_row(row_logits[static_cast<size_t>(r)], V_, &scores_[static_cast<size_t>(r) * V_]);
-  if (constraint_) constraint_->apply(row_states, cur - 1, scores_.data(), V_, cinfo);
-  for (int32_t r = 0; r < rows_; ++r)
-    for (int32_t v = 0; v < V_; ++v) scores_[static_cast<size_t>(r) * V_ + static_cast<size_t>(v)] += beam_scores_[static_cast<size_t>(r)];
-  idx_.resize(scores_.size());
-  std::iota(idx_.begin(), idx_.end(), 0);
-  std::partial_sort(idx_.begin(), idx_.begin() + static_cast<std::ptrdiff_t>(k), idx_.end(), [&](int64_t a, int64_t c) {
-    return scores_[static_cast<size_t>(a)] > scores_[static_cast<size_t>(c)] ||
-           (scores_[static_cast<size_t>(a)] == scores_[static_cast<size_t>(c)] && a < c);
-  });
-  idx_.resize(k);
+  ranked_.clear();
+  if (constraint_ && constraint_->rank(row_states, cur - 1, row_logits, beam_scores_.data(), V_, k, ranked_, cinfo)) return;
+  lp_.resize(static_cast<size_t>(rows_) * static_cast<size_t>(V_));
+  log_softmax_rows(row_logits, V_, lp_.data());
+  if (constraint_) constraint_->apply(row_states, cur - 1, lp_.data(), V_, cinfo);
+  ranked_ = topk_candidates(lp_.data(), rows_, V_, beam_scores_.data(), k);
 }
 
 // HF BeamSearchScorer.process: an EOS among the first B finishes its row, the
 // rest continue until B are picked.
 BatchSearch::Next BatchSearch::select(int32_t cur, StepRecord& ev) {
   Next next;
-  for (size_t rank = 0; rank < idx_.size(); ++rank) {
-    const double sc = scores_[static_cast<size_t>(idx_[rank])];
+  for (size_t rank = 0; rank < ranked_.size(); ++rank) {
+    const double sc = ranked_[rank].score;
     if (std::isinf(sc) || sc <= -1e8) continue;  // masked, or a not-yet-live copy
-    const int32_t r = static_cast<int32_t>(idx_[rank] / V_), tok = static_cast<int32_t>(idx_[rank] % V_);
+    const int32_t r = static_cast<int32_t>(ranked_[rank].flat / V_), tok = static_cast<int32_t>(ranked_[rank].flat % V_);
     if (tok == cfg_.eos_token) {
       if (static_cast<int32_t>(rank) >= B_) continue;
       const std::vector<int32_t>& ids = input_ids_[static_cast<size_t>(r)];
@@ -183,7 +169,7 @@ BatchSearch::Next BatchSearch::select(int32_t cur, StepRecord& ev) {
     ev.push("chosen", [&] { return json{{"beam", next.tokens.size() - 1}, {"from_beam", r}, {"token", tok}, {"score", sc}}; });
     if (static_cast<int32_t>(next.tokens.size()) == B_) break;
   }
-  const double best = idx_.empty() ? -INFINITY : scores_[static_cast<size_t>(idx_[0])];
+  const double best = ranked_.empty() ? -INFINITY : ranked_[0].score;
   done_ = hyps_.is_done(best, cur, cfg_.early_stopping, cfg_.max_new_tokens) || next.tokens.empty();
   return next;
 }

@@ -141,8 +141,10 @@ nlohmann::json TreeFeeder::feed(const TokenTree& tree, int32_t num_slots, const 
   const int32_t V = logits_.vocab;
   logprob.resize(q.size() * static_cast<size_t>(V));
   row_of.assign(static_cast<size_t>(tree.size()), -1);
+  std::vector<const float*> rows;
+  for (size_t r = 0; r < q.size(); ++r) rows.push_back(logits_.row(static_cast<int32_t>(r)));
+  log_softmax_rows(rows, V, logprob.data());
   for (size_t r = 0; r < q.size(); ++r) {
-    log_softmax_row(logits_.row(static_cast<int32_t>(r)), V, logprob.data() + r * static_cast<size_t>(V));
     row_of[static_cast<size_t>(q[r])] = static_cast<int32_t>(r);
     written_[static_cast<size_t>(q[r])] = 1;
   }

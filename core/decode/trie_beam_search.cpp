@@ -167,7 +167,7 @@ void TrieSearch::rank(int32_t step, json* cinfo) {
   // every row is log-softmaxed, masked, and all (beam, token) pairs ranked.
   if (constraint_ && constraint_->rank(states, step - 1, rows, beam_scores.data(), V_, 2 * b_, cands_, cinfo)) return;
   lp_.resize(static_cast<size_t>(nb) * static_cast<size_t>(V_));
-  for (int32_t i = 0; i < nb; ++i) log_softmax_row(rows[static_cast<size_t>(i)], V_, lp_.data() + static_cast<size_t>(i) * V_);
+  log_softmax_rows(rows, V_, lp_.data());
   if (constraint_) constraint_->apply(states, step - 1, lp_.data(), V_, cinfo);
   // Alg. 2 line 9: the top 2b (beam, token) pairs, ties to the lower flat index.
   cands_ = topk_candidates(lp_.data(), nb, V_, beam_scores.data(), 2 * b_);

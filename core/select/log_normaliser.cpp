@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "core/common/error.h"
+#include "core/common/parallel_rows.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 // GCC 12's AVX-512 intrinsics start from _mm512_undefined_*(), which
@@ -394,6 +395,13 @@ void log_softmax_row(const float* logits, int32_t vocab, double* out) {
   for (int32_t v = 0; v < vocab; ++v) sum += std::exp(static_cast<double>(logits[v]) - mx);
   const double lse = mx + std::log(sum);
   for (int32_t v = 0; v < vocab; ++v) out[v] = static_cast<double>(logits[v]) - lse;
+}
+
+void log_softmax_rows(const std::vector<const float*>& rows, int32_t vocab, double* out, int32_t threads) {
+  const int32_t n = static_cast<int32_t>(rows.size());
+  auto one = [&](int32_t i) { log_softmax_row(rows[static_cast<size_t>(i)], vocab, out + static_cast<size_t>(i) * static_cast<size_t>(vocab)); };
+  if (threads == 0 && int64_t{n} * vocab < kParallelRowsMinEntries) threads = 1;
+  parallel_rows(n, one, threads);
 }
 
 }  // namespace triescope

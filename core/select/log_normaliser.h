@@ -12,6 +12,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace triescope {
 
@@ -45,5 +46,10 @@ bool log_normaliser_use(const std::string& path);
 // use (glibc exp, one sequential sum, two passes; its own tests check it
 // against a direct formula).
 void log_softmax_row(const float* logits, int32_t vocab, double* out);
+
+// log_softmax_row of rows[i] into out + i x vocab for every row, on
+// `threads` threads (0: parallel_rows's default when there is enough work,
+// else one); the same bits as the loop whatever the thread count.
+void log_softmax_rows(const std::vector<const float*>& rows, int32_t vocab, double* out, int32_t threads = 0);
 
 }  // namespace triescope

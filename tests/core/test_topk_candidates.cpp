@@ -51,3 +51,22 @@ TEST_CASE("topk_candidates at a beam step's size keeps the 2b best of 15 x 32,00
   for (double& x : beam) x = n(rng);
   CHECK(topk_candidates(lp.data(), rows, vocab, beam.data(), k) == by_definition(lp, rows, vocab, beam, k));
 }
+
+TEST_CASE("topk_candidates gives the same list on 1, 2, 3 and 8 threads", "[select][topk][parallel]") {
+  std::mt19937_64 rng(20261127);
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  for (int trial = 0; trial < 400; ++trial) {
+    const int32_t rows = 1 + static_cast<int32_t>(rng() % 17), vocab = 1 + static_cast<int32_t>(rng() % 60), k = static_cast<int32_t>(rng() % 40);
+    std::vector<double> lp(static_cast<size_t>(rows) * static_cast<size_t>(vocab)), beam(static_cast<size_t>(rows));
+    for (double& x : lp) {
+      const int m = static_cast<int>(rng() % 12);
+      x = m == 0 ? -inf : m == 1 ? -0.0 : m == 2 ? nan : static_cast<double>(static_cast<int>(rng() % 5)) * 0.5 - 2.0;
+    }
+    for (double& x : beam) x = static_cast<double>(static_cast<int>(rng() % 3)) - 1.0;
+    const auto want = by_definition(lp, rows, vocab, beam, k);
+    for (int32_t threads : {1, 2, 3, 8}) {
+      CAPTURE(trial, rows, vocab, k, threads);
+      CHECK(topk_candidates(lp.data(), rows, vocab, beam.data(), k, threads) == want);
+    }
+  }
+}
