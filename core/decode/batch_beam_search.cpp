@@ -83,7 +83,6 @@ class BatchSearch : DecoderCall<BeamConfig> {
   std::vector<std::vector<int32_t>> input_ids_;  // [B] the prompt, then each row's generated tokens
   std::vector<double> beam_scores_;              // [B]
   std::vector<int64_t> cstates_;                 // [B] constraint states
-  std::vector<int32_t> last_row_;                // [B] each row's logits row
   int32_t rows_ = 0;  // rows in use (fewer only when a constraint leaves fewer beams)
   BeamHyps hyps_;
   bool done_ = false;
@@ -102,7 +101,7 @@ void BatchSearch::check() const {
 }
 
 // Positions first_pos .. first_pos + count - 1 of every row in use, causal
-// inside each row's region.
+// inside each row's region; logits for each row's last position only.
 json BatchSearch::forward(int32_t first_pos, int32_t count) {
   StepInput in;
   in.num_slots = B_ * cap_;
@@ -115,7 +114,9 @@ json BatchSearch::forward(int32_t first_pos, int32_t count) {
       in.slots.push_back(r * cap_ + pos);
       for (int32_t c = 0; c <= pos; ++c) in.mask.set(r * count + k, r * cap_ + c);
     }
+  for (int32_t r = 0; r < rows_ && count > 1; ++r) in.logits_rows.push_back(r * count + count - 1);  // each row's last position only
   model_.forward(in, logits_);
+  logits_keep_rows(in, logits_);  // logits row r: row r's last position
   ++res_.metrics.model_calls;
   res_.metrics.computed_tokens += static_cast<int64_t>(in.tokens.size());
   if (!rec_.on()) return json();
@@ -137,7 +138,7 @@ json BatchSearch::kv_json(int32_t generated) {
 void BatchSearch::rank(int32_t cur, json* cinfo) {
   const std::vector<int64_t> row_states(cstates_.begin(), cstates_.begin() + rows_);
   std::vector<const float*> row_logits;
-  for (int32_t r = 0; r < rows_; ++r) row_logits.push_back(logits_.row(last_row_[static_cast<size_t>(r)]));
+  for (int32_t r = 0; r < rows_; ++r) row_logits.push_back(logits_.row(r));
   const int32_t k = static_cast<int32_t>(std::min<int64_t>(2 * B_, int64_t{rows_} * V_));
   // A constraint that ranks sparsely scores only its allowed tokens (the
   // same finite candidates in the same order as the full ranking below).
@@ -240,8 +241,6 @@ DecodeResult BatchSearch::run() {
   prefill.set("forward", [&] { return std::move(fwd); });
   prefill.set("kv", [&] { return std::move(kv); });
   rec_.step(0, "prefill", prefill);
-  last_row_.resize(static_cast<size_t>(B_));
-  for (int32_t r = 0; r < B_; ++r) last_row_[static_cast<size_t>(r)] = r * n_ + (n_ - 1);
   for (int32_t cur = 1; cur <= cfg_.max_new_tokens && !done_; ++cur) {
     StepRecord ev(rec_, {"chosen"});
     json cinfo = constraint_ ? json::array() : json();
@@ -250,7 +249,6 @@ DecodeResult BatchSearch::run() {
     res_.metrics.steps = cur;
     if (!done_ && cur < cfg_.max_new_tokens) {
       fwd = forward(n_ + cur - 1, 1);
-      for (int32_t r = 0; r < rows_; ++r) last_row_[static_cast<size_t>(r)] = r;
       ev.set("forward", [&] { return std::move(fwd); });
     }
     kv = kv_json(cur);

@@ -96,7 +96,7 @@ class TrieSearch : DecoderCall<BeamConfig> {
   std::vector<Pick> select(int32_t step, StepRecord& ev);    // HF BeamSearchScorer.process
   void collect_garbage(int32_t step, const std::vector<Pick>& picks);  // Alg. 2 lines 5-7
   void grow(int32_t step, const std::vector<Pick>& picks, bool feeds, StepRecord& ev);  // Alg. 2 line 10
-  json feed(const std::vector<int32_t>& nodes);
+  json feed(const std::vector<int32_t>& nodes, bool last_logits_only = false);  // logits of the last node only: a prefill
   json kv_json(int32_t step, int32_t live_beams) const;
   void finish();
 
@@ -125,9 +125,11 @@ void TrieSearch::check() const {
   beam_budget_check("trie beam search", cfg_, n_, bps_, 2 * rows * width, rows * V_);
 }
 
-json TrieSearch::feed(const std::vector<int32_t>& nodes) {
-  const StepInput in = tree_step_input(tree_, nodes, slots_.num_slots(), mask_.get());
+json TrieSearch::feed(const std::vector<int32_t>& nodes, bool last_logits_only) {
+  StepInput in = tree_step_input(tree_, nodes, slots_.num_slots(), mask_.get());
+  if (last_logits_only) in.logits_rows = {static_cast<int32_t>(nodes.size()) - 1};
   model_.forward(in, logits_);
+  logits_keep_rows(in, logits_);
   ++res_.metrics.model_calls;
   res_.metrics.computed_tokens += static_cast<int64_t>(nodes.size());
   return rec_.on() ? tree_step_json(nodes, in) : json();
@@ -146,11 +148,11 @@ void TrieSearch::prefill() {
   mask_->reset(n_ + b_ * cfg_.max_new_tokens);
   StepRecord ev(rec_);
   ev.added(tree_, prompt_nodes);
-  json fwd = feed(prompt_nodes);
+  json fwd = feed(prompt_nodes, true);
   ev.set("forward", [&] { return std::move(fwd); });
   ev.set("kv", [&] { return kv_json(0, 1); });
   rec_.step(0, "prefill", ev, tree_, slots_.num_slots());
-  beams_ = {{prompt_nodes.back(), 0.0, constraint_ ? constraint_->initial_state() : 0, n_ - 1}};
+  beams_ = {{prompt_nodes.back(), 0.0, constraint_ ? constraint_->initial_state() : 0, 0}};  // the prefill's one logits row
 }
 
 void TrieSearch::rank(int32_t step, json* cinfo) {

@@ -25,6 +25,24 @@ void step_input_check(const StepInput& in, int32_t vocab_size) {
   for (int32_t r = 0; r < in.mask.rows && in.shared_prefix_slots > 0; ++r)
     for (int32_t s = 0; s < in.shared_prefix_slots; ++s)
       TS_CHECK(in.mask.test(r, s), "step input: shared_prefix_slots says every row reads slot " << s << ", row " << r << " does not");
+  for (size_t i = 0; i < in.logits_rows.size(); ++i)
+    TS_CHECK(in.logits_rows[i] >= (i ? in.logits_rows[i - 1] + 1 : 0) && in.logits_rows[i] < static_cast<int32_t>(q),
+             "step input: logits_rows[" << i << "] = " << in.logits_rows[i] << ": the list must rise strictly within [0, " << q << ")");
+}
+
+void logits_keep_rows(const StepInput& in, Logits& out) {
+  const int32_t q = static_cast<int32_t>(in.tokens.size()), keep = static_cast<int32_t>(in.logits_rows.size());
+  if (keep == 0 || out.rows == keep) return;  // every query, or already only the listed ones
+  TS_CHECK(out.rows == q, "model output: " << out.rows << " logits rows for " << q << " queries (" << keep << " listed)");
+  const size_t V = static_cast<size_t>(out.vocab);
+  for (int32_t r = 0; r < keep; ++r)  // rows only move down (the list rises)
+    std::copy_n(out.row(in.logits_rows[static_cast<size_t>(r)]), V, out.row(r));
+  out.rows = keep;
+  out.data.resize(static_cast<size_t>(keep) * V);
+}
+
+int32_t logits_query(const StepInput& in, const Logits& out, int32_t r) {
+  return out.rows == static_cast<int32_t>(in.tokens.size()) || in.logits_rows.empty() ? r : in.logits_rows[static_cast<size_t>(r)];
 }
 
 void SlotTokenCache::write(const StepInput& in) {

@@ -25,6 +25,12 @@ struct StepInput {
   // the rest per query (MultiGen Method 3, "hybrid attention"); 0 = no hint.
   // The result must not depend on it.
   int32_t shared_prefix_slots = 0;
+  // The queries whose logits the caller reads, strictly ascending; empty:
+  // every query. A model may then compute only those rows (the LibTorch
+  // model skips the others' LM head: a batch prefill of b x 2,048 queries
+  // would otherwise move b x 2,048 x |V| floats for b rows read) or ignore
+  // it; logits_keep_rows after the forward makes both the same.
+  std::vector<int32_t> logits_rows;
 };
 
 struct Logits {
@@ -61,6 +67,15 @@ class Model {
 
 // Validates a StepInput against a model's vocabulary; names the bad index.
 void step_input_check(const StepInput& in, int32_t vocab_size);
+
+// After model.forward(in, out): out holds one row per entry of
+// in.logits_rows, in order (row r: query in.logits_rows[r]), whether the
+// model computed only those rows or one per query; nothing when the list is
+// empty. Any other row count is an Error.
+void logits_keep_rows(const StepInput& in, Logits& out);
+// The query whose logits a forward of `in` yields as row r (r itself when
+// the model computed one row per query).
+int32_t logits_query(const StepInput& in, const Logits& out, int32_t r);
 
 // The whole "KV cache" of a mask-honest toy model (synthetic, scripted): the
 // (token, position) pair written into each slot. Such a model reads context

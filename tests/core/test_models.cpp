@@ -105,3 +105,51 @@ TEST_CASE("scripted model: plays back its table only for an exact visible contex
   m.forward(in, l);
   CHECK(l.row(1)[2] == -20.0f);
 }
+
+TEST_CASE("logits_rows: the listed queries' rows, in order, from a model that computes every row", "[model][logits_rows]") {
+  SyntheticConfig cfg;
+  cfg.vocab_size = 48;
+  cfg.seed = 11;
+  auto rt = test::random_tree(11, 3, 30, cfg.vocab_size);
+  const auto all = rt.tree.order_insertion();
+  SyntheticModel m(cfg);
+  Logits full;
+  m.forward(input_for(rt.tree, all, rt.slots.num_slots()), full);
+  StepInput in = input_for(rt.tree, all, rt.slots.num_slots());
+  in.logits_rows = {0, 4, static_cast<int32_t>(all.size()) - 1};
+  Logits got;
+  m.reset();
+  m.forward(in, got);
+  logits_keep_rows(in, got);
+  REQUIRE(got.rows == 3);
+  for (int32_t r = 0; r < 3; ++r) {
+    const int32_t query = in.logits_rows[static_cast<size_t>(r)];
+    CAPTURE(r, query);
+    CHECK(std::vector<float>(got.row(r), got.row(r) + cfg.vocab_size) == std::vector<float>(full.row(query), full.row(query) + cfg.vocab_size));
+  }
+  logits_keep_rows(in, got);  // already kept: unchanged
+  CHECK(got.rows == 3);
+  CHECK(std::vector<float>(got.row(2), got.row(2) + cfg.vocab_size) ==
+        std::vector<float>(full.row(static_cast<int32_t>(all.size()) - 1), full.row(static_cast<int32_t>(all.size()) - 1) + cfg.vocab_size));
+}
+
+TEST_CASE("logits_rows: a list that does not rise within the queries, or a row count that fits neither, is a named error", "[model][logits_rows]") {
+  SyntheticConfig cfg;
+  cfg.vocab_size = 16;
+  auto rt = test::random_tree(3, 2, 10, cfg.vocab_size);
+  const auto all = rt.tree.order_insertion();
+  const int32_t q = static_cast<int32_t>(all.size());
+  SyntheticModel m(cfg);
+  for (const std::vector<int32_t>& bad : {std::vector<int32_t>{2, 1}, std::vector<int32_t>{3, 3}, std::vector<int32_t>{-1}, std::vector<int32_t>{q}}) {
+    StepInput in = input_for(rt.tree, all, rt.slots.num_slots());
+    in.logits_rows = bad;
+    Logits out;
+    m.reset();
+    CHECK_THROWS_WITH(m.forward(in, out), Catch::Contains("logits_rows["));
+  }
+  StepInput in = input_for(rt.tree, all, rt.slots.num_slots());
+  in.logits_rows = {0, 1};
+  Logits odd;
+  odd.resize(3, cfg.vocab_size);
+  CHECK_THROWS_WITH(logits_keep_rows(in, odd), Catch::Contains("3 logits rows for") && Catch::Contains("2 listed"));
+}

@@ -112,6 +112,38 @@ TEST_CASE("tree forward equals each path run alone, causally", "[model]") {
   }
 }
 
+TEST_CASE("logits_rows: the LM head runs on the listed queries only, their rows those of the full forward", "[model][logits_rows]") {
+  const std::string attention = GENERATE(std::string("dense"), std::string("gather"), std::string("auto"), std::string("tree_kernel"));
+  CAPTURE(attention);
+  const LlamaConfig c = tiny_config(4, 2);
+  auto model = tiny_model(c, 5, attention);
+  std::mt19937 rng(5);
+  TokenTree t = random_tree(rng, 30, c.vocab_size);
+  std::vector<int32_t> all(30);
+  std::iota(all.begin(), all.end(), 0);
+  model->reset();
+  const Logits full = forward_nodes(*model, t, all, 0);
+  StepInput in;
+  for (int32_t id : all) {
+    in.tokens.push_back(t.node(id).token);
+    in.positions.push_back(t.node(id).depth);
+    in.slots.push_back(id);
+  }
+  in.num_slots = 30;
+  in.mask = ancestor_mask_build(t, all, 30);
+  in.logits_rows = {3, 17, 29};
+  model->reset();
+  Logits got;
+  model->forward(in, got);
+  REQUIRE(got.rows == 3);  // computed for the listed queries only, not kept afterwards
+  float worst = 0.0f;
+  for (int32_t r = 0; r < 3; ++r) worst = std::max(worst, max_abs_diff(got.row(r), full.row(in.logits_rows[static_cast<size_t>(r)]), c.vocab_size));
+  // The head's matrix product over 3 rows instead of 30 may round
+  // differently (BLAS picks its kernels by shape); a wrong row is off by O(1).
+  INFO("worst " << std::to_string(worst));
+  CHECK(worst <= 1e-5f);
+}
+
 TEST_CASE("star tree (prompt + k chains) equals k independent runs", "[model]") {
   const int32_t k = GENERATE(2, 5);
   const uint32_t seed = GENERATE(3u, 4u);

@@ -51,11 +51,12 @@ struct TorchTransformer::Impl {
   at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& w) const {
     return w * (x * at::rsqrt(x.pow(2).mean(-1, true) + cfg.rms_norm_eps));
   }
-  // rotate_half convention (HF Llama): x * cos + cat(-x2, x1) * sin.
-  static at::Tensor rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
+  // rotate_half convention (HF Llama): x * cos + cat(-x2, x1) * sin, computed
+  // as x * cos + roll(x, h) * cat(-sin1, sin2), the same products bit for
+  // bit (x2 * -s equals -x2 * s) in 4 operations instead of 7.
+  static at::Tensor rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin_signed) {
     const int64_t h = x.size(-1) / 2;
-    const at::Tensor rot = at::cat({-x.narrow(-1, h, h), x.narrow(-1, 0, h)}, -1);
-    return x * cos + rot * sin;
+    return x * cos + x.roll(h, -1) * sin_signed;
   }
   void forward(const StepInput& in, Logits& out);
 
@@ -81,7 +82,7 @@ struct TorchTransformer::Impl {
   };
   // The step's inputs on the device, shared by every layer.
   struct Inputs {
-    at::Tensor tok, slots, mask, gidx, hmask, hgidx, cos, sin;
+    at::Tensor tok, slots, logits_rows, mask, gidx, hmask, hgidx, cos, sin_signed;  // sin_signed: cat(-sin1, sin2), see rope
     std::vector<at::Tensor> block_mask;  // [blocks]
     // Tree kernel: each query's allowed slots as one CSR list.
     std::vector<int32_t> csr_ptr, csr_ids;
@@ -220,7 +221,8 @@ void TorchTransformer::Impl::forward(const StepInput& in, Logits& out) {
   const LlamaConfig& c = cfg;
   step_input_check(in, c.vocab_size);
   const int64_t q = static_cast<int64_t>(in.tokens.size()), S = in.num_slots;
-  out.resize(static_cast<int32_t>(q), c.vocab_size);
+  const int64_t rows = in.logits_rows.empty() ? q : static_cast<int64_t>(in.logits_rows.size());  // the LM head's rows
+  out.resize(static_cast<int32_t>(rows), c.vocab_size);
   if (q == 0) return;
   step_slots = S;
   step_rows = step_cols = 0;
@@ -233,6 +235,7 @@ void TorchTransformer::Impl::forward(const StepInput& in, Logits& out) {
   const auto t_prepared = clock::now();
   at::Tensor x = at::embedding(embed, inputs.tok);  // [q, hidden]
   for (size_t l = 0; l < layers.size(); ++l) x = layer_forward(l, x, plan, inputs);
+  if (rows < q) x = x.index_select(0, inputs.logits_rows);  // the norm and the head are per row
   const at::Tensor logits_dev = at::linear(rms_norm(x, norm), head);
   const auto t_enqueued = clock::now();
   const at::Tensor logits = logits_dev.to(at::kCPU).contiguous();
@@ -242,7 +245,7 @@ void TorchTransformer::Impl::forward(const StepInput& in, Logits& out) {
     TS_CHECK(sv[0] == 0, "transformer: " << inputs.kernel->name << ": " << inputs.kernel->error_name(sv[0]) << " (query " << sv[1] << ", slot "
                                          << sv[2] << ")");
   }
-  std::memcpy(out.data.data(), logits.data_ptr<float>(), sizeof(float) * static_cast<size_t>(q * c.vocab_size));
+  std::memcpy(out.data.data(), logits.data_ptr<float>(), sizeof(float) * static_cast<size_t>(rows * c.vocab_size));
   const auto t_done = clock::now();
   auto sec = [](clock::duration d) { return std::chrono::duration<double>(d).count(); };
   if (times.calls++ == 0) {
@@ -420,6 +423,7 @@ TorchTransformer::Impl::Inputs TorchTransformer::Impl::upload(const StepInput& i
   std::vector<float> posf(in.positions.begin(), in.positions.end());
   t.tok = long_tensor(tok64, dev);
   t.slots = long_tensor(slot64, dev);
+  if (!in.logits_rows.empty()) t.logits_rows = long_tensor(std::vector<int64_t>(in.logits_rows.begin(), in.logits_rows.end()), dev);
   const at::Tensor pos = at::from_blob(posf.data(), {q}, fopt).clone().to(dev);
   if (p.gather) {
     t.mask = at::from_blob(const_cast<float*>(p.gadd.data()), {q, p.longest}, fopt).clone().to(dev);
@@ -440,7 +444,9 @@ TorchTransformer::Impl::Inputs TorchTransformer::Impl::upload(const StepInput& i
   const at::Tensor freqs = pos.unsqueeze(1) * inv_freq.unsqueeze(0);  // [q, hd/2]
   const at::Tensor emb = at::cat({freqs, freqs}, -1).unsqueeze(1);   // [q, 1, hd]
   t.cos = emb.cos();
-  t.sin = emb.sin();
+  const at::Tensor sin = emb.sin();
+  const int64_t h = sin.size(-1) / 2;
+  t.sin_signed = at::cat({-sin.narrow(-1, 0, h), sin.narrow(-1, h, h)}, -1);
   return t;
 }
 
@@ -500,8 +506,8 @@ at::Tensor TorchTransformer::Impl::layer_forward(size_t l, const at::Tensor& x_i
   at::Tensor qh = at::linear(h, W.wq, W.bq).view({q, nh, hd});
   at::Tensor kh = at::linear(h, W.wk, W.bk).view({q, nkv, hd});
   const at::Tensor vh = at::linear(h, W.wv, W.bv).view({q, nkv, hd});
-  qh = Impl::rope(qh, t.cos, t.sin);
-  kh = Impl::rope(kh, t.cos, t.sin);
+  qh = Impl::rope(qh, t.cos, t.sin_signed);
+  kh = Impl::rope(kh, t.cos, t.sin_signed);
   at::Tensor K = kv[l].select(0, 0), V = kv[l].select(0, 1);  // [capacity, nkv, hd] views
   K.index_copy_(0, t.slots, kh);
   V.index_copy_(0, t.slots, vh);
