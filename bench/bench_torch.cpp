@@ -23,11 +23,13 @@
 // logits (device work the enqueueing did not hide), all in ms
 // (TorchTransformer::forward_times()).
 #include <ATen/Parallel.h>
+#include <ATen/record_function.h>
 #ifdef TRIESCOPE_TORCH_CUDA
 #include <c10/cuda/CUDACachingAllocator.h>
 #endif
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -43,6 +45,33 @@
 #include "core/model/torch/torch_transformer.h"
 
 using namespace triescope;
+
+namespace {
+// LibTorch operators dispatched, nested ones included: the work of enqueueing
+// a step on the host, counted by a RecordFunction callback that is only
+// installed for the short uncounted-time runs of torch_ops_per_step.
+std::atomic<int64_t> g_torch_ops{0};
+std::unique_ptr<at::ObserverContext> count_torch_op(const at::RecordFunction&) {
+  g_torch_ops.fetch_add(1, std::memory_order_relaxed);
+  return nullptr;
+}
+
+// Operators per decode step: (ops of a 5-step decode - ops of a 3-step one) / 2,
+// so the prefill cancels out.
+double torch_ops_per_step(triescope::Model& model, const std::vector<int32_t>& prompt, triescope::BeamConfig cfg, bool trie) {
+  auto ops_of = [&](int32_t steps) {
+    cfg.max_new_tokens = steps;
+    g_torch_ops.store(0);
+    if (trie) triescope::trie_beam_search(model, prompt, cfg);
+    else triescope::batch_beam_search(model, prompt, cfg);
+    return g_torch_ops.load();
+  };
+  const at::CallbackHandle h = at::addGlobalCallback(at::RecordFunctionCallback(&count_torch_op).scopes({at::RecordScope::FUNCTION}));
+  const int64_t three = ops_of(3), five = ops_of(5);
+  at::removeCallback(h);
+  return static_cast<double>(five - three) / 2.0;
+}
+}  // namespace
 
 int main(int argc, char** argv) {
   std::map<std::string, std::string> a = {{"layers", "4"}, {"hidden", "256"}, {"heads", "4"},    {"kv-heads", "2"},
@@ -168,9 +197,9 @@ int main(int argc, char** argv) {
         const double steps = static_cast<double>(std::max<int64_t>(1, f.calls - 1));
         const double later = f.prep_s + f.enqueue_s + f.wait_s;
         std::printf("| %d | %s phases | prefill %.1f ms | per step: decoder host %.2f ms, forward prep %.2f ms, enqueue %.2f ms, "
-                    "wait %.2f ms | %lld forwards | | | | | | |\n",
+                    "wait %.2f ms | %lld forwards | LibTorch ops per step %.0f | | | | | |\n",
                     b, name, f.first_s * 1e3, (sec - f.first_s - later) / steps * 1e3, f.prep_s / steps * 1e3, f.enqueue_s / steps * 1e3,
-                    f.wait_s / steps * 1e3, static_cast<long long>(f.calls));
+                    f.wait_s / steps * 1e3, static_cast<long long>(f.calls), torch_ops_per_step(model, prompt, cfg, k == 1));
       };
       phases("batch", bsec, 0);
       phases("trie", tsec, 1);

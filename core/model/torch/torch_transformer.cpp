@@ -36,6 +36,7 @@ struct TorchTransformer::Impl {
     at::Tensor in_norm, wq, wk, wv, bq, bk, bv, wo, bo, post_norm, wg, wu, wd;
   };
   at::Tensor embed, norm, head, inv_freq;
+  at::Tensor rms_eps;  // rms_norm_eps as a 0-dim fp32 tensor on the device (a double scalar costs a conversion per call)
   std::vector<Layer> layers;
   std::vector<at::Tensor> kv;    // [layers] each [2, capacity, kv_heads, head_dim]
   int64_t capacity = 0;          // slots the cache tensors hold
@@ -49,11 +50,12 @@ struct TorchTransformer::Impl {
   bool tree_kernel = false;  // attention through TreeAttentionArgs (the CUDA kernel, or its CPU twin on the CPU)
 
   at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& w) const {
-    return w * (x * at::rsqrt(x.pow(2).mean(-1, true) + cfg.rms_norm_eps));
+    return w * (x * at::rsqrt((x * x).mean(-1, true) + rms_eps));
   }
   // rotate_half convention (HF Llama): x * cos + cat(-x2, x1) * sin, computed
-  // as x * cos + roll(x, h) * cat(-sin1, sin2), the same products bit for
-  // bit (x2 * -s equals -x2 * s) in 4 operations instead of 7.
+  // as x * cos + roll(x, h) * cat(-sin1, sin2): the same products bit for bit
+  // (x2 * -s equals -x2 * s), and on CUDA one roll kernel in place of a
+  // negation and a concatenation per call (the signed sines are made once a step).
   static at::Tensor rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin_signed) {
     const int64_t h = x.size(-1) / 2;
     return x * cos + x.roll(h, -1) * sin_signed;
@@ -171,6 +173,7 @@ TorchTransformer::TorchTransformer(const LlamaConfig& cfg, const TensorMap& w, T
     L.wd = get(p + "mlp.down_proj.weight");
     m.layers.push_back(std::move(L));
   }
+  m.rms_eps = at::scalar_tensor(m.cfg.rms_norm_eps, at::TensorOptions().dtype(at::kFloat).device(m.dev));
   // inv_freq as HF computes it: 1 / theta^(2i/d) in fp32.
   m.inv_freq = (1.0 / at::pow(m.cfg.rope_theta, at::arange(0, cfg.head_dim, 2, at::TensorOptions().dtype(at::kLong)).to(at::kFloat) /
                                                     static_cast<double>(cfg.head_dim)))
