@@ -32,10 +32,12 @@ struct TorchTransformer::Impl {
   LlamaConfig cfg;
   TransformerOptions opt;
   at::Device dev{at::kCPU};
+  // Projection weights are held as their transposes [in, out]: views of the
+  // checkpoint's [out, in] tensors made once at load (see linear2d).
   struct Layer {
     at::Tensor in_norm, wq, wk, wv, bq, bk, bv, wo, bo, post_norm, wg, wu, wd;
   };
-  at::Tensor embed, norm, head, inv_freq;
+  at::Tensor embed, norm, head, inv_freq;  // head: transposed like the projections
   at::Tensor rms_eps;  // rms_norm_eps as a 0-dim fp32 tensor on the device (a double scalar costs a conversion per call)
   std::vector<Layer> layers;
   std::vector<at::Tensor> kv;    // [layers] each [2, capacity, kv_heads, head_dim]
@@ -49,6 +51,12 @@ struct TorchTransformer::Impl {
   ForwardTimes times;
   bool tree_kernel = false;  // attention through TreeAttentionArgs (the CUDA kernel, or its CPU twin on the CPU)
 
+  // at::linear(x, w, b) of a 2-D x given w's transpose: the call linear
+  // itself makes (addmm with a bias, mm without), the same bits, without
+  // the four dispatches per call it spends on transposing and matmul.
+  static at::Tensor linear2d(const at::Tensor& x, const at::Tensor& w_t, const at::Tensor& b) {
+    return b.defined() ? at::addmm(b, x, w_t) : at::mm(x, w_t);
+  }
   at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& w) const {
     return w * (x * at::rsqrt((x * x).mean(-1, true) + rms_eps));
   }
@@ -152,25 +160,25 @@ TorchTransformer::TorchTransformer(const LlamaConfig& cfg, const TensorMap& w, T
   auto get = [&](const std::string& name) { return host_to_tensor(w.at(name), m.dev); };
   m.embed = get("model.embed_tokens.weight");
   m.norm = get("model.norm.weight");
-  m.head = cfg.tie_word_embeddings ? m.embed : get("lm_head.weight");
+  m.head = (cfg.tie_word_embeddings ? m.embed : get("lm_head.weight")).t();
   for (int32_t l = 0; l < cfg.num_hidden_layers; ++l) {
     const std::string p = "model.layers." + std::to_string(l) + ".";
     Impl::Layer L;
     L.in_norm = get(p + "input_layernorm.weight");
-    L.wq = get(p + "self_attn.q_proj.weight");
-    L.wk = get(p + "self_attn.k_proj.weight");
-    L.wv = get(p + "self_attn.v_proj.weight");
+    L.wq = get(p + "self_attn.q_proj.weight").t();
+    L.wk = get(p + "self_attn.k_proj.weight").t();
+    L.wv = get(p + "self_attn.v_proj.weight").t();
     if (cfg.attention_bias) {
       L.bq = get(p + "self_attn.q_proj.bias");
       L.bk = get(p + "self_attn.k_proj.bias");
       L.bv = get(p + "self_attn.v_proj.bias");
     }
-    L.wo = get(p + "self_attn.o_proj.weight");
+    L.wo = get(p + "self_attn.o_proj.weight").t();
     if (cfg.o_proj_bias) L.bo = get(p + "self_attn.o_proj.bias");
     L.post_norm = get(p + "post_attention_layernorm.weight");
-    L.wg = get(p + "mlp.gate_proj.weight");
-    L.wu = get(p + "mlp.up_proj.weight");
-    L.wd = get(p + "mlp.down_proj.weight");
+    L.wg = get(p + "mlp.gate_proj.weight").t();
+    L.wu = get(p + "mlp.up_proj.weight").t();
+    L.wd = get(p + "mlp.down_proj.weight").t();
     m.layers.push_back(std::move(L));
   }
   m.rms_eps = at::scalar_tensor(m.cfg.rms_norm_eps, at::TensorOptions().dtype(at::kFloat).device(m.dev));
@@ -239,7 +247,7 @@ void TorchTransformer::Impl::forward(const StepInput& in, Logits& out) {
   at::Tensor x = at::embedding(embed, inputs.tok);  // [q, hidden]
   for (size_t l = 0; l < layers.size(); ++l) x = layer_forward(l, x, plan, inputs);
   if (rows < q) x = x.index_select(0, inputs.logits_rows);  // the norm and the head are per row
-  const at::Tensor logits_dev = at::linear(rms_norm(x, norm), head);
+  const at::Tensor logits_dev = linear2d(rms_norm(x, norm), head, {});
   const auto t_enqueued = clock::now();
   const at::Tensor logits = logits_dev.to(at::kCPU).contiguous();
   if (inputs.kernel) {  // the copy above synchronised; the first bad input any layer's launch met
@@ -506,9 +514,9 @@ at::Tensor TorchTransformer::Impl::layer_forward(size_t l, const at::Tensor& x_i
   const int64_t q = p.q, nh = c.num_attention_heads, nkv = c.num_key_value_heads, hd = c.head_dim;
   const auto& W = layers[l];
   const at::Tensor h = rms_norm(x_in, W.in_norm);
-  at::Tensor qh = at::linear(h, W.wq, W.bq).view({q, nh, hd});
-  at::Tensor kh = at::linear(h, W.wk, W.bk).view({q, nkv, hd});
-  const at::Tensor vh = at::linear(h, W.wv, W.bv).view({q, nkv, hd});
+  at::Tensor qh = linear2d(h, W.wq, W.bq).view({q, nh, hd});
+  at::Tensor kh = linear2d(h, W.wk, W.bk).view({q, nkv, hd});
+  const at::Tensor vh = linear2d(h, W.wv, W.bv).view({q, nkv, hd});
   qh = Impl::rope(qh, t.cos, t.sin_signed);
   kh = Impl::rope(kh, t.cos, t.sin_signed);
   at::Tensor K = kv[l].select(0, 0), V = kv[l].select(0, 1);  // [capacity, nkv, hd] views
@@ -518,9 +526,9 @@ at::Tensor TorchTransformer::Impl::layer_forward(size_t l, const at::Tensor& x_i
                           : p.hybrid ? attend_hybrid(qh, K, V, p, t)
                           : !p.gather ? attend_blocks(qh, K, V, p, t)
                                       : attend_gather(qh, K, V, p, t);
-  at::Tensor x = x_in + at::linear(attn, W.wo, W.bo);
+  at::Tensor x = x_in + linear2d(attn, W.wo, W.bo);
   const at::Tensor h2 = rms_norm(x, W.post_norm);
-  x = x + at::linear(at::silu(at::linear(h2, W.wg)) * at::linear(h2, W.wu), W.wd);
+  x = x + linear2d(at::silu(linear2d(h2, W.wg, {})) * linear2d(h2, W.wu, {}), W.wd, {});
   return x;
 }
 
