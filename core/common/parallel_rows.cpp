@@ -115,7 +115,8 @@ int32_t parallel_rows_threads() {
 
 void parallel_rows(int32_t n, const std::function<void(int32_t)>& fn, int32_t threads) {
   TS_CHECK(n >= 0 && threads >= 0, "parallel_rows: bad sizes (n " << n << ", threads " << threads << ")");
-  const int32_t want = std::min(n, threads > 0 ? threads : parallel_rows_threads());
+  const int32_t by_default = parallel_rows_threads();  // read on every call, so a bad value is named even for small jobs
+  const int32_t want = std::min(n, threads > 0 ? threads : by_default);
   RowPool* pool = want > 1 ? &row_pool() : nullptr;
   std::unique_lock<std::mutex> busy;
   if (pool) busy = std::unique_lock<std::mutex>(pool->busy(), std::try_to_lock);
