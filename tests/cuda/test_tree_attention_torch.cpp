@@ -77,6 +77,7 @@ TEST_CASE("transformer on cuda with the tree kernel equals the CPU transformer o
   Logits a, b;
   gpu->forward(step_of(t, prompt, 0), a);
   cpu->forward(step_of(t, prompt, 0), b);
+  CHECK(gpu->last_attention() == (variant == 0 ? "tree_kernel" : "dense"));  // "auto": a 300-row causal block is a prefill
   // fp32 throughout, summed in another order than the dense path: the host
   // runtime measured up to 1.2e-4 on these logits (300-700 slots, 2 layers).
   for (int32_t r = 0; r < a.rows; ++r) REQUIRE(max_abs_diff(a.row(r), b.row(r), c.vocab_size) <= kLogitTolerance);
@@ -119,6 +120,59 @@ TEST_CASE("trie beam search on cuda (tree kernel) equals batch beam search on th
   for (size_t i = 0; i < t.hypotheses.size(); ++i) {
     CHECK(t.hypotheses[i].tokens == bb.hypotheses[i].tokens);
     CHECK(std::fabs(t.hypotheses[i].score - bb.hypotheses[i].score) <= 1e-4);
+  }
+}
+
+// A causal prompt of n tokens in each of `copies` regions of `stride` slots
+// (the batch layout; one copy: the trie's prefill).
+StepInput prompt_copies(int32_t n, int32_t copies, int32_t stride) {
+  StepInput in;
+  in.num_slots = copies * stride;
+  in.mask.reset(copies * n, in.num_slots);
+  for (int32_t c = 0; c < copies; ++c)
+    for (int32_t i = 0; i < n; ++i) {
+      in.tokens.push_back((i * 29 + c) % 90 + 3);
+      in.positions.push_back(i);
+      in.slots.push_back(c * stride + i);
+      for (int32_t j = 0; j <= i; ++j) in.mask.set(c * n + i, c * stride + j);
+    }
+  return in;
+}
+
+TEST_CASE("auto with the tree kernel registered: prefills by dense blocks, every other step by the kernel", "[cuda][tree_attention][model]") {
+  const LlamaConfig c = tiny_config(4, 2);
+  auto gpu = gpu_model(c, 11, "auto");
+  auto cpu = tiny_model(c, 11, "dense");
+  struct Case {
+    int32_t n, copies, stride;
+    bool kernel;
+  };
+  // 80 rows: one dense block; 3 copies of 200: a block each; 30 rows: fewer
+  // than a dense block needs, so the kernel.
+  for (const Case& k : {Case{80, 1, 100, false}, Case{200, 3, 256, false}, Case{30, 1, 100, true}}) {
+    CAPTURE(k.n, k.copies);
+    const StepInput in = prompt_copies(k.n, k.copies, k.stride);
+    Logits a, b;
+    gpu->reset();
+    cpu->reset();
+    gpu->forward(in, a);
+    cpu->forward(in, b);
+    CHECK((gpu->last_attention() == "tree_kernel") == k.kernel);
+    for (int32_t r = 0; r < a.rows; ++r) REQUIRE(max_abs_diff(a.row(r), b.row(r), c.vocab_size) <= kLogitTolerance);
+    // A decode step after it: one new query per copy, through the kernel.
+    StepInput step;
+    step.num_slots = in.num_slots;
+    step.mask.reset(k.copies, step.num_slots);
+    for (int32_t cp = 0; cp < k.copies; ++cp) {
+      step.tokens.push_back(7 + cp);
+      step.positions.push_back(k.n);
+      step.slots.push_back(cp * k.stride + k.n);
+      for (int32_t j = 0; j <= k.n; ++j) step.mask.set(cp, cp * k.stride + j);
+    }
+    gpu->forward(step, a);
+    cpu->forward(step, b);
+    CHECK(gpu->last_attention() == "tree_kernel");
+    for (int32_t r = 0; r < a.rows; ++r) CHECK(max_abs_diff(a.row(r), b.row(r), c.vocab_size) <= kLogitTolerance);
   }
 }
 

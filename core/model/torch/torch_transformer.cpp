@@ -106,6 +106,11 @@ struct TorchTransformer::Impl {
   Plan plan_step(const StepInput& in);
   void plan_hybrid(Plan& p) const;
   void plan_blocks(Plan& p) const;
+  static std::vector<Block> blocks_overlapping(const std::vector<std::vector<int64_t>>& rows);
+  static std::vector<Block> blocks_auto(const std::vector<std::vector<int64_t>>& rows);
+  // Queries a dense block needs before "auto" prefers it to the tree kernel.
+  static constexpr int64_t kDenseBlockMinRows = 64;
+  static bool prefill_shaped(const Plan& p);
   void plan_gather(Plan& p) const;
   Inputs upload(const StepInput& in, const Plan& p) const;
   void setup_tree_kernel(const Plan& p, Inputs& t) const;
@@ -308,7 +313,7 @@ TorchTransformer::Impl::Plan TorchTransformer::Impl::plan_step(const StepInput& 
   // only each query's slots >= P are gathered; the k x k cross terms between
   // samples are never computed. Taken in "auto" mode whenever the step says so.
   p.P = in.shared_prefix_slots;
-  p.tk = tree_kernel;
+  p.tk = tree_kernel && !(opt.attention == "auto" && prefill_shaped(p));
   p.hybrid = !p.tk && opt.attention == "auto" && p.P > 0;
   if (p.P > 0)
     for (int64_t r = 0; r < p.q; ++r) {
@@ -334,6 +339,17 @@ TorchTransformer::Impl::Plan TorchTransformer::Impl::plan_step(const StepInput& 
   return p;
 }
 
+// "auto" with the tree kernel registered: a step whose "auto" blocks all hold
+// at least kDenseBlockMinRows queries (a prefill: one causal block per prompt
+// copy) is scored by dense blocks, a few large matrix products; a decode or
+// verification step (a few queries per key set, which the kernel's cascade
+// serves) goes through the tree kernel.
+bool TorchTransformer::Impl::prefill_shaped(const Plan& p) {
+  for (const Block& bl : blocks_auto(p.rows))
+    if (bl.n < kDenseBlockMinRows) return false;
+  return true;
+}
+
 // Hybrid: each query's own slots >= P, padded to the longest.
 void TorchTransformer::Impl::plan_hybrid(Plan& p) const {
   const float ninf = -std::numeric_limits<float>::infinity();
@@ -352,63 +368,73 @@ void TorchTransformer::Impl::plan_hybrid(Plan& p) const {
 }
 
 // Dense blocks: runs of consecutive queries, each scored against the slot
-// span [lo, lo + span) covering their rows. "dense" is one block over all
-// slots; "auto" starts a new block when merging would more than double the
-// scored cells (+4096), so the batch layout's block-diagonal rows cost
-// b x (prompt + t), not (b x (prompt + t))^2, while a trie step stays one block.
+// span [lo, lo + span) covering their rows. "dense": a block per run of
+// queries whose spans overlap; "auto" starts a new block when merging would
+// more than double the scored cells (+4096), so the batch layout's
+// block-diagonal rows cost b x (prompt + t), not (b x (prompt + t))^2, while
+// a trie step stays one block.
 void TorchTransformer::Impl::plan_blocks(Plan& p) const {
-  auto& blocks = p.blocks;
-  if (opt.attention == "dense") {
-    // A dense block per run of consecutive queries whose slot spans
-    // overlap: one beam of the batch layout, or the whole trie. The mask
-    // and scores grow with one beam's rows x its span, never with all rows
-    // x all slots ((b x P)^2 for a batch prefill).
-    int64_t hi = 0;
-    for (int64_t r = 0; r < p.q; ++r) {
-      const auto& row = p.rows[static_cast<size_t>(r)];
-      const int64_t rlo = row.front(), rhi = row.back() + 1;
-      if (!blocks.empty() && rlo < hi && rhi > blocks.back().lo) {
-        blocks.back().lo = std::min(blocks.back().lo, rlo);
-        hi = std::max(hi, rhi);
-        ++blocks.back().n;
-        continue;
-      }
-      if (!blocks.empty()) blocks.back().span = hi - blocks.back().lo;
-      blocks.push_back({r, 1, rlo, 0, {}});
-      hi = rhi;
-    }
-    blocks.back().span = hi - blocks.back().lo;
-  } else {
-    int64_t lo = 0, hi = 0, own = 0;  // current block's span and the sum of its rows' own spans
-    for (int64_t r = 0; r < p.q; ++r) {
-      const auto& row = p.rows[static_cast<size_t>(r)];
-      const int64_t rlo = row.front(), rhi = row.back() + 1;
-      if (!blocks.empty()) {
-        const int64_t mlo = std::min(lo, rlo), mhi = std::max(hi, rhi);
-        if ((blocks.back().n + 1) * (mhi - mlo) <= 2 * (own + rhi - rlo) + 4096) {
-          lo = mlo;
-          hi = mhi;
-          own += rhi - rlo;
-          ++blocks.back().n;
-          continue;
-        }
-        blocks.back().lo = lo;
-        blocks.back().span = hi - lo;
-      }
-      blocks.push_back({r, 1, 0, 0, {}});
-      lo = rlo;
-      hi = rhi;
-      own = rhi - rlo;
-    }
-    blocks.back().lo = lo;
-    blocks.back().span = hi - lo;
-  }
+  p.blocks = opt.attention == "dense" ? blocks_overlapping(p.rows) : blocks_auto(p.rows);
   const float ninf = -std::numeric_limits<float>::infinity();
-  for (auto& bl : blocks) {
+  for (auto& bl : p.blocks) {
     bl.add.assign(static_cast<size_t>(bl.n * bl.span), ninf);
     for (int64_t r = 0; r < bl.n; ++r)
       for (int64_t s : p.rows[static_cast<size_t>(bl.q0 + r)]) bl.add[static_cast<size_t>(r * bl.span + s - bl.lo)] = 0.0f;
   }
+}
+
+// A dense block per run of consecutive queries whose slot spans overlap: one
+// beam of the batch layout, or the whole trie. The mask and scores grow with
+// one beam's rows x its span, never with all rows x all slots ((b x P)^2 for
+// a batch prefill).
+std::vector<TorchTransformer::Impl::Block> TorchTransformer::Impl::blocks_overlapping(const std::vector<std::vector<int64_t>>& rows) {
+  std::vector<Block> blocks;
+  int64_t hi = 0;
+  for (int64_t r = 0; r < static_cast<int64_t>(rows.size()); ++r) {
+    const auto& row = rows[static_cast<size_t>(r)];
+    const int64_t rlo = row.front(), rhi = row.back() + 1;
+    if (!blocks.empty() && rlo < hi && rhi > blocks.back().lo) {
+      blocks.back().lo = std::min(blocks.back().lo, rlo);
+      hi = std::max(hi, rhi);
+      ++blocks.back().n;
+      continue;
+    }
+    if (!blocks.empty()) blocks.back().span = hi - blocks.back().lo;
+    blocks.push_back({r, 1, rlo, 0, {}});
+    hi = rhi;
+  }
+  blocks.back().span = hi - blocks.back().lo;
+  return blocks;
+}
+
+// "auto"'s blocks: a query joins the current block unless that would more
+// than double the block's scored cells (+4096).
+std::vector<TorchTransformer::Impl::Block> TorchTransformer::Impl::blocks_auto(const std::vector<std::vector<int64_t>>& rows) {
+  std::vector<Block> blocks;
+  int64_t lo = 0, hi = 0, own = 0;  // current block's span and the sum of its rows' own spans
+  for (int64_t r = 0; r < static_cast<int64_t>(rows.size()); ++r) {
+    const auto& row = rows[static_cast<size_t>(r)];
+    const int64_t rlo = row.front(), rhi = row.back() + 1;
+    if (!blocks.empty()) {
+      const int64_t mlo = std::min(lo, rlo), mhi = std::max(hi, rhi);
+      if ((blocks.back().n + 1) * (mhi - mlo) <= 2 * (own + rhi - rlo) + 4096) {
+        lo = mlo;
+        hi = mhi;
+        own += rhi - rlo;
+        ++blocks.back().n;
+        continue;
+      }
+      blocks.back().lo = lo;
+      blocks.back().span = hi - lo;
+    }
+    blocks.push_back({r, 1, 0, 0, {}});
+    lo = rlo;
+    hi = rhi;
+    own = rhi - rlo;
+  }
+  blocks.back().lo = lo;
+  blocks.back().span = hi - lo;
+  return blocks;
 }
 
 // Gather: each query's slots, padded to the longest row.
