@@ -24,21 +24,35 @@ std::vector<ScoredCandidate> by_definition(const std::vector<double>& lp, int32_
   all.resize(std::min(all.size(), static_cast<size_t>(k)));
   return all;
 }
+
+// A small random step with many ties, -0.0, -inf and NaN among the logprobs.
+struct RandomStep {
+  int32_t rows, vocab, k;
+  std::vector<double> lp, beam;
+};
+RandomStep random_step(std::mt19937_64& rng, int32_t max_rows, int32_t max_vocab, int32_t max_k) {
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  RandomStep st;
+  st.rows = 1 + static_cast<int32_t>(rng() % static_cast<uint64_t>(max_rows));
+  st.vocab = 1 + static_cast<int32_t>(rng() % static_cast<uint64_t>(max_vocab));
+  st.k = static_cast<int32_t>(rng() % static_cast<uint64_t>(max_k));
+  st.lp.resize(static_cast<size_t>(st.rows) * static_cast<size_t>(st.vocab));
+  st.beam.resize(static_cast<size_t>(st.rows));
+  for (double& x : st.lp) {
+    const int m = static_cast<int>(rng() % 12);
+    x = m == 0 ? -inf : m == 1 ? -0.0 : m == 2 ? nan : static_cast<double>(static_cast<int>(rng() % 5)) * 0.5 - 2.0;
+  }
+  for (double& x : st.beam) x = static_cast<double>(static_cast<int>(rng() % 3)) - 1.0;
+  return st;
+}
 }  // namespace
 
 TEST_CASE("topk_candidates equals its definition: ties by flat index, -inf and NaN never chosen", "[select][topk]") {
   std::mt19937_64 rng(20261126);
-  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
   for (int trial = 0; trial < 3000; ++trial) {
-    const int32_t rows = 1 + static_cast<int32_t>(rng() % 6), vocab = 1 + static_cast<int32_t>(rng() % 40), k = static_cast<int32_t>(rng() % 24);
-    std::vector<double> lp(static_cast<size_t>(rows) * static_cast<size_t>(vocab)), beam(static_cast<size_t>(rows));
-    for (double& x : lp) {
-      const int m = static_cast<int>(rng() % 12);
-      x = m == 0 ? -inf : m == 1 ? -0.0 : m == 2 ? nan : static_cast<double>(static_cast<int>(rng() % 5)) * 0.5 - 2.0;
-    }
-    for (double& x : beam) x = static_cast<double>(static_cast<int>(rng() % 3)) - 1.0;
-    CAPTURE(trial, rows, vocab, k);
-    CHECK(topk_candidates(lp.data(), rows, vocab, beam.data(), k) == by_definition(lp, rows, vocab, beam, k));
+    const RandomStep st = random_step(rng, 6, 40, 24);
+    CAPTURE(trial, st.rows, st.vocab, st.k);
+    CHECK(topk_candidates(st.lp.data(), st.rows, st.vocab, st.beam.data(), st.k) == by_definition(st.lp, st.rows, st.vocab, st.beam, st.k));
   }
 }
 
@@ -54,19 +68,12 @@ TEST_CASE("topk_candidates at a beam step's size keeps the 2b best of 15 x 32,00
 
 TEST_CASE("topk_candidates gives the same list on 1, 2, 3 and 8 threads", "[select][topk][parallel]") {
   std::mt19937_64 rng(20261127);
-  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
   for (int trial = 0; trial < 400; ++trial) {
-    const int32_t rows = 1 + static_cast<int32_t>(rng() % 17), vocab = 1 + static_cast<int32_t>(rng() % 60), k = static_cast<int32_t>(rng() % 40);
-    std::vector<double> lp(static_cast<size_t>(rows) * static_cast<size_t>(vocab)), beam(static_cast<size_t>(rows));
-    for (double& x : lp) {
-      const int m = static_cast<int>(rng() % 12);
-      x = m == 0 ? -inf : m == 1 ? -0.0 : m == 2 ? nan : static_cast<double>(static_cast<int>(rng() % 5)) * 0.5 - 2.0;
-    }
-    for (double& x : beam) x = static_cast<double>(static_cast<int>(rng() % 3)) - 1.0;
-    const auto want = by_definition(lp, rows, vocab, beam, k);
+    const RandomStep st = random_step(rng, 17, 60, 40);
+    const auto want = by_definition(st.lp, st.rows, st.vocab, st.beam, st.k);
     for (int32_t threads : {1, 2, 3, 8}) {
-      CAPTURE(trial, rows, vocab, k, threads);
-      CHECK(topk_candidates(lp.data(), rows, vocab, beam.data(), k, threads) == want);
+      CAPTURE(trial, st.rows, st.vocab, st.k, threads);
+      CHECK(topk_candidates(st.lp.data(), st.rows, st.vocab, st.beam.data(), st.k, threads) == want);
     }
   }
 }
