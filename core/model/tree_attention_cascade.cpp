@@ -41,6 +41,40 @@ struct ReaderSet {
   int32_t parent, query, size;
   int64_t slots = 0;  // slots whose readers are exactly this set (after all queries)
 };
+// Partition refinement: after query r, slots with the same set id are read
+// by exactly the same queries among 0..r. Set 0 is "no reader yet". False
+// when the sets pass the memory bound (not tree-like).
+bool refine_reader_sets(const TreeAttentionArgs& a, std::vector<ReaderSet>& sets, std::vector<int32_t>& set_of) {
+  const int32_t q = a.num_queries;
+  const int64_t listed = a.indptr[q];
+  sets = {{-1, -1, 0}};
+  set_of.assign(static_cast<size_t>(a.capacity), 0);
+  // Refinement makes a set per (query, run of one set on its list). A trie
+  // whose beams fork off each other at many depths makes O(q^2) of them yet
+  // ends with at most 2q segments; a causal prefill makes O(q^2) that all end
+  // one slot long. So the bound is on memory, not on shape (the shared-segment
+  // rule decides): one set per 8 listed slots, at least 4 q + 64.
+  const size_t most_sets = std::max<size_t>(4 * static_cast<size_t>(q) + 64, static_cast<size_t>(listed) / 8);
+  std::unordered_map<int32_t, int32_t> next;  // this query: old set -> refined set
+  for (int32_t r = 0; r < q; ++r) {
+    next.clear();
+    int32_t last_old = -1, last_new = -1;
+    for (int32_t j = a.indptr[r]; j < a.indptr[r + 1]; ++j) {
+      int32_t& s = set_of[static_cast<size_t>(a.slot_ids[j])];
+      if (s != last_old) {  // runs of one set are the rule in a trie: one lookup per run
+        auto [it, fresh] = next.try_emplace(s, static_cast<int32_t>(sets.size()));
+        if (fresh) {
+          sets.push_back({s, r, sets[static_cast<size_t>(s)].size + 1});
+          if (sets.size() > most_sets) return false;
+        }
+        last_old = s;
+        last_new = it->second;
+      }
+      s = last_new;
+    }
+  }
+  return true;
+}
 }  // namespace
 
 TreeAttentionCascadeTable tree_attention_cascade_build(const TreeAttentionArgs& a, int32_t tile_rows, int32_t target_blocks) {
@@ -56,34 +90,9 @@ TreeAttentionCascadeTable tree_attention_cascade_build(const TreeAttentionArgs& 
   for (int64_t j = 0; j < listed; ++j)
     if (a.slot_ids[j] < 0 || a.slot_ids[j] >= a.capacity) return t;
 
-  // Partition refinement: after query r, slots with the same set id are read
-  // by exactly the same queries among 0..r. Set 0 is "no reader yet".
-  std::vector<ReaderSet> sets = {{-1, -1, 0}};
-  std::vector<int32_t> set_of(static_cast<size_t>(a.capacity), 0);
-  // Refinement makes a set per (query, run of one set on its list). A trie
-  // whose beams fork off each other at many depths makes O(q^2) of them yet
-  // ends with at most 2q segments; a causal prefill makes O(q^2) that all end
-  // one slot long. So the bound is on memory, not on shape (the shared-segment
-  // rule below decides): one set per 8 listed slots, at least 4 q + 64.
-  const size_t most_sets = std::max<size_t>(4 * static_cast<size_t>(q) + 64, static_cast<size_t>(listed) / 8);
-  std::unordered_map<int32_t, int32_t> next;  // this query: old set -> refined set
-  for (int32_t r = 0; r < q; ++r) {
-    next.clear();
-    int32_t last_old = -1, last_new = -1;
-    for (int32_t j = a.indptr[r]; j < a.indptr[r + 1]; ++j) {
-      int32_t& s = set_of[static_cast<size_t>(a.slot_ids[j])];
-      if (s != last_old) {  // runs of one set are the rule in a trie: one lookup per run
-        auto [it, fresh] = next.try_emplace(s, static_cast<int32_t>(sets.size()));
-        if (fresh) {
-          sets.push_back({s, r, sets[static_cast<size_t>(s)].size + 1});
-          if (sets.size() > most_sets) return t;  // not tree-like: every slot its own readers
-        }
-        last_old = s;
-        last_new = it->second;
-      }
-      s = last_new;
-    }
-  }
+  std::vector<ReaderSet> sets;
+  std::vector<int32_t> set_of;
+  if (!refine_reader_sets(a, sets, set_of)) return t;
   for (int32_t s : set_of) ++sets[static_cast<size_t>(s)].slots;
   auto shared = [&](int32_t s) {
     const ReaderSet& rs = sets[static_cast<size_t>(s)];
