@@ -91,9 +91,10 @@ def main() -> int:
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--warmup", type=int, default=1)
     args = ap.parse_args()
-    # Same threads for both: ATen's OpenMP pool and OpenBLAS's own, set before either library loads
-    # (our runs inherit the environment).
+    # Same threads for both: ATen's OpenMP pool and OpenBLAS's own, set before either library loads,
+    # and our beam step's selection pool (our runs inherit the environment).
     os.environ["OMP_NUM_THREADS"] = os.environ["OPENBLAS_NUM_THREADS"] = str(args.threads)
+    os.environ["TRIESCOPE_HOST_THREADS"] = str(args.threads)
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
     torch.set_num_threads(args.threads)

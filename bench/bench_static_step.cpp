@@ -102,7 +102,7 @@ std::vector<int32_t> full_vocab_decode(const TransitionMatrix& tm, const float* 
     std::vector<double> next_scores(kRows, -std::numeric_limits<double>::infinity());
     std::fill(next_tokens.begin(), next_tokens.end(), -1);
     for (int32_t g = 0; g < kGroups; ++g) {
-      const auto best = topk_candidates(lp.data() + static_cast<size_t>(g) * m * V, m, V, sc.data() + static_cast<size_t>(g) * m, kBeams);
+      const auto best = topk_candidates(lp.data() + static_cast<size_t>(g) * m * V, m, V, sc.data() + static_cast<size_t>(g) * m, kBeams, 1);  // one thread
       for (size_t j = 0; j < best.size(); ++j) {
         const int32_t row = static_cast<int32_t>(best[j].flat / V), tok = static_cast<int32_t>(best[j].flat % V);
         const size_t parent = static_cast<size_t>(g) * kBeams + static_cast<size_t>(row), b = static_cast<size_t>(g) * kBeams + j;

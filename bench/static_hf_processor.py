@@ -26,6 +26,7 @@ Run: PYTHONPATH=build/python .cache/venv/bin/python bench/static_hf_processor.py
 from __future__ import annotations
 
 import argparse
+import os
 import json
 import pathlib
 import sys
@@ -126,6 +127,7 @@ def main() -> None:
     ap.add_argument("--json", help="write the results here too")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
+    os.environ["TRIESCOPE_HOST_THREADS"] = str(args.threads)  # our selection pool, read on every call
     rng = np.random.default_rng(0)
     results = []
     for cfg in args.configs.split(","):

@@ -130,6 +130,7 @@ def main():
     if not (args.build and args.items and args.work):
         raise SystemExit("static_peer_bench: --build, --items and --work are required (or --figure1)")
     os.environ.setdefault("OMP_NUM_THREADS", "1")
+    os.environ["TRIESCOPE_HOST_THREADS"] = "1"  # our selection on one thread too, like theirs
     sys.path.insert(0, os.path.abspath(args.peer))
     import torch
     from static_decoding.csr_utils import build_static_index
