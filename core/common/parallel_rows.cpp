@@ -18,6 +18,7 @@ namespace {
 
 constexpr int32_t kMaxDefaultThreads = 16;
 constexpr int32_t kMinPoolThreads = 8;
+constexpr int64_t kMinParallelEntries = int64_t{1} << 16;  // smaller jobs run on the caller (threads = 0)
 
 // Workers that sleep between jobs. One job at a time: the caller opens it,
 // works on it too, and closes it once every worker that joined has left, so
@@ -113,10 +114,11 @@ int32_t parallel_rows_threads() {
   return std::clamp<int32_t>(static_cast<int32_t>(hw), 1, kMaxDefaultThreads);
 }
 
-void parallel_rows(int32_t n, const std::function<void(int32_t)>& fn, int32_t threads) {
+void parallel_rows(int32_t n, const std::function<void(int32_t)>& fn, int32_t threads, int64_t row_entries) {
   TS_CHECK(n >= 0 && threads >= 0, "parallel_rows: bad sizes (n " << n << ", threads " << threads << ")");
   const int32_t by_default = parallel_rows_threads();  // read on every call, so a bad value is named even for small jobs
-  const int32_t want = std::min(n, threads > 0 ? threads : by_default);
+  const bool small = static_cast<double>(n) * static_cast<double>(row_entries) < static_cast<double>(kMinParallelEntries);
+  const int32_t want = std::min(n, threads > 0 ? threads : small ? 1 : by_default);
   RowPool* pool = want > 1 ? &row_pool() : nullptr;
   std::unique_lock<std::mutex> busy;
   if (pool) busy = std::unique_lock<std::mutex>(pool->busy(), std::try_to_lock);

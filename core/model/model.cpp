@@ -41,10 +41,6 @@ void logits_keep_rows(const StepInput& in, Logits& out) {
   out.data.resize(static_cast<size_t>(keep) * V);
 }
 
-int32_t logits_query(const StepInput& in, const Logits& out, int32_t r) {
-  return out.rows == static_cast<int32_t>(in.tokens.size()) || in.logits_rows.empty() ? r : in.logits_rows[static_cast<size_t>(r)];
-}
-
 void SlotTokenCache::write(const StepInput& in) {
   if (tokens.size() < static_cast<size_t>(in.num_slots)) {
     tokens.resize(static_cast<size_t>(in.num_slots), -1);

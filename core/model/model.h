@@ -73,9 +73,6 @@ void step_input_check(const StepInput& in, int32_t vocab_size);
 // model computed only those rows or one per query; nothing when the list is
 // empty. Any other row count is an Error.
 void logits_keep_rows(const StepInput& in, Logits& out);
-// The query whose logits a forward of `in` yields as row r (r itself when
-// the model computed one row per query).
-int32_t logits_query(const StepInput& in, const Logits& out, int32_t r);
 
 // The whole "KV cache" of a mask-honest toy model (synthetic, scripted): the
 // (token, position) pair written into each slot. Such a model reads context

@@ -400,8 +400,7 @@ void log_softmax_row(const float* logits, int32_t vocab, double* out) {
 void log_softmax_rows(const std::vector<const float*>& rows, int32_t vocab, double* out, int32_t threads) {
   const int32_t n = static_cast<int32_t>(rows.size());
   auto one = [&](int32_t i) { log_softmax_row(rows[static_cast<size_t>(i)], vocab, out + static_cast<size_t>(i) * static_cast<size_t>(vocab)); };
-  if (threads == 0 && int64_t{n} * vocab < kParallelRowsMinEntries) threads = 1;
-  parallel_rows(n, one, threads);
+  parallel_rows(n, one, threads, vocab);
 }
 
 }  // namespace triescope

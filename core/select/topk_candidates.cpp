@@ -33,27 +33,19 @@ void offer_row(const double* row, int32_t r, int32_t vocab, double beam_score, s
 const double* row_of(const double* logprobs, int32_t r, int32_t vocab) { return logprobs + static_cast<size_t>(r) * static_cast<size_t>(vocab); }
 }  // namespace
 
-// Rows in parallel (with threads = 0, when there is enough work): each row's k best (the k best
-// of all rows are among them, the order being total), then the k best of
-// those, which is the same list as one pass over every row.
+// Each row's k best (the k best of all rows are among them, the order being
+// total), rows spread over parallel_rows's threads; then the k best of those.
 std::vector<ScoredCandidate> topk_candidates(const double* logprobs, int32_t rows, int32_t vocab, const double* beam_scores, int32_t k,
                                              int32_t threads) {
   TS_CHECK(rows >= 0 && vocab >= 1 && k >= 0, "topk_candidates: bad sizes (rows " << rows << ", vocab " << vocab << ", k " << k
                                                                                 << ")");
   const size_t keep = static_cast<size_t>(std::min<int64_t>(k, int64_t{rows} * vocab));
   std::vector<ScoredCandidate> best;
-  best.reserve(keep);
   if (keep == 0) return best;
-  if (rows == 1 || (threads == 0 && int64_t{rows} * vocab < kParallelRowsMinEntries)) threads = 1;
-  if (threads == 1) {
-    for (int32_t r = 0; r < rows; ++r) offer_row(row_of(logprobs, r, vocab), r, vocab, beam_scores[r], keep, best);
-    std::sort_heap(best.begin(), best.end(), ranks_before);
-    return best;
-  }
   std::vector<std::vector<ScoredCandidate>> per_row(static_cast<size_t>(rows));
   parallel_rows(
       rows, [&](int32_t r) { offer_row(row_of(logprobs, r, vocab), r, vocab, beam_scores[r], keep, per_row[static_cast<size_t>(r)]); },
-      threads);
+      threads, vocab);
   for (const auto& row : per_row) best.insert(best.end(), row.begin(), row.end());
   const size_t n = std::min(keep, best.size());
   std::partial_sort(best.begin(), best.begin() + static_cast<std::ptrdiff_t>(n), best.end(), ranks_before);
