@@ -8,19 +8,22 @@
 namespace triescope {
 
 ExternalTraceWriter::ExternalTraceWriter(std::string path, std::string engine, std::vector<std::string> vocab, json config,
-                                         int32_t keyframe_interval)
+                                         int32_t keyframe_interval, json model)
     : path_(std::move(path)), rec_(nullptr, keyframe_interval) {
   TS_CHECK(!engine.empty(), "algorithm: the engine's name must not be empty");
   TS_CHECK(config.is_null() || config.is_object(), "config: must be an object (a dict), got " << config.type_name());
+  TS_CHECK(model.is_null() || model.is_object(), "model: must be an object (a dict), got " << model.type_name());
+  TS_CHECK(!model.contains("type"), "model: \"type\" is always \"external\", leave it out of model");
   TS_CHECK(keyframe_interval >= 1, "keyframe_interval: must be >= 1, got " << keyframe_interval);
   json cfg = config.is_object() ? config : json::object();
   TS_CHECK(!cfg.contains("engine"), "config: \"engine\" is set from algorithm=, leave it out of config");
   cfg["engine"] = engine;
   file_ = std::make_unique<TraceFileWriter>(path_);
   rec_ = TraceRecorder(file_.get(), keyframe_interval);
-  json model = {{"type", kExternalAlgorithm}};
-  if (!vocab.empty()) model["vocab_size"] = vocab.size();
-  rec_.header(kExternalAlgorithm, kExternalAlgorithm, cfg, model, vocab);
+  json header_model = {{"type", kExternalAlgorithm}};
+  if (!vocab.empty()) header_model["vocab_size"] = vocab.size();
+  if (model.is_object()) header_model.update(model);
+  rec_.header(kExternalAlgorithm, kExternalAlgorithm, cfg, header_model, vocab);
 }
 
 ExternalTraceWriter::~ExternalTraceWriter() = default;
@@ -73,6 +76,7 @@ std::vector<int32_t> ExternalTraceWriter::step(const ExternalStep& s) {
     s2n = std::move(after);
   }
 
+  TS_CHECK(s.engine.is_null() || s.engine.is_object(), "engine: must be an object (a dict), got " << s.engine.type_name());
   json added = json::array();
   std::vector<int32_t> ids;
   for (size_t i = 0; i < s.added.size(); ++i) {
@@ -139,6 +143,7 @@ std::vector<int32_t> ExternalTraceWriter::step(const ExternalStep& s) {
   }
   peak_ = std::max<int64_t>(peak_, static_cast<int64_t>(s2n.size()));
   fields["kv"] = {{"slots", s2n.size()}, {"peak", peak_}};
+  if (s.engine.is_object()) fields["engine"] = s.engine;
 
   // Valid: commit the state, then write.
   tree_ = std::move(tree);

@@ -37,14 +37,20 @@ struct ExternalStep {
   std::vector<int32_t> queries;    // node ids fed in the forward pass
   std::vector<int32_t> positions;  // [queries] the position ids the engine used
   BitMask mask;                    // [queries x cols] the rows the engine built
+  // What the engine itself reported for this step (an object or null), written
+  // as the step record's `engine` field: its KV cells as read back, its
+  // logits' top-k, a differential (triescope.engines). Recorded as given.
+  json engine;
 };
 
 class ExternalTraceWriter {
  public:
   // `engine` names the engine in the header's config; `config` (an object)
-  // is stored beside it. Nothing is visible at `path` until close().
+  // is stored beside it. `model` (an object or null) is provenance merged
+  // into the header's `model` (the engine's version, the model file...),
+  // which `triescope diff` skips. Nothing is visible at `path` until close().
   ExternalTraceWriter(std::string path, std::string engine, std::vector<std::string> vocab, json config,
-                      int32_t keyframe_interval = 16);
+                      int32_t keyframe_interval = 16, json model = nullptr);
   ~ExternalTraceWriter();
   ExternalTraceWriter(const ExternalTraceWriter&) = delete;
   ExternalTraceWriter& operator=(const ExternalTraceWriter&) = delete;

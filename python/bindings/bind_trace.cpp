@@ -143,16 +143,18 @@ void bind_trace(pyb::module_& m) {
 
   pyb::class_<ExternalTraceWriter>(m, "TraceWriter", R"doc(Records another engine's tree decode as a TrieScope trace.
 
-TraceWriter(path, algorithm="external", vocab=None, config=None, keyframe_interval=16)
+TraceWriter(path, algorithm="external", vocab=None, config=None, keyframe_interval=16, model=None)
 
 Each step() call is one step of the engine (the first is the prefill): the
 nodes it added, status changes, a KV compaction that ran before it, and the
 forward pass it ran (queries, the mask rows it built, the position ids it
 used). The header says algorithm "external" and config.engine = `algorithm`.
 Nothing appears at `path` until close() (or the end of a `with` block
-without an exception); a failed run leaves no file.)doc")
+without an exception); a failed run leaves no file. `model` (a dict) is
+provenance merged into the header's model object (engine version, model
+file), which `triescope diff` skips.)doc")
       .def(pyb::init([](const std::filesystem::path& path, const std::string& algorithm, pyb::object vocab, pyb::object config,
-                        int32_t keyframe_interval) {
+                        int32_t keyframe_interval, pyb::object model) {
              std::vector<std::string> v;
              if (!vocab.is_none()) {
                if (pyb::isinstance<pyb::str>(vocab) || !pyb::isinstance<pyb::sequence>(vocab))
@@ -164,15 +166,17 @@ without an exception); a failed run leaves no file.)doc")
                  ++i;
                }
              }
-             return std::make_unique<ExternalTraceWriter>(path.string(), algorithm, std::move(v), to_json(config, "config"), keyframe_interval);
+             return std::make_unique<ExternalTraceWriter>(path.string(), algorithm, std::move(v), to_json(config, "config"), keyframe_interval,
+                                                          to_json(model, "model"));
            }),
            pyb::arg("path"), pyb::arg("algorithm") = kExternalAlgorithm, pyb::arg("vocab") = pyb::none(),
-           pyb::arg("config") = pyb::none(), pyb::arg("keyframe_interval") = 16)
+           pyb::arg("config") = pyb::none(), pyb::arg("keyframe_interval") = 16, pyb::arg("model") = pyb::none())
       .def(
           "step",
           [](ExternalTraceWriter& w, pyb::object added, pyb::object queries, pyb::object mask, pyb::object positions,
-             pyb::object gc, pyb::object status) {
+             pyb::object gc, pyb::object status, pyb::object engine) {
             ExternalStep s;
+            s.engine = to_json(engine, "engine");
             s.added = added_nodes(added, "added");
             s.status = status_changes(status, "status");
             if (!gc.is_none()) {
@@ -193,6 +197,7 @@ without an exception); a failed run leaves no file.)doc")
           },
           pyb::arg("added") = pyb::none(), pyb::arg("queries") = pyb::none(), pyb::arg("mask") = pyb::none(),
           pyb::arg("positions") = pyb::none(), pyb::arg("gc") = pyb::none(), pyb::arg("status") = pyb::none(),
+          pyb::arg("engine") = pyb::none(),
           R"doc(Records the next step; returns the ids of the added nodes (dense, in order).
 
 added: (parent, token, slot[, logprob]) per new node; parent -1 for a root,
@@ -205,7 +210,9 @@ mask: bool/uint8 [len(queries) x slots] numpy array or torch tensor, the rows
 positions: the position id of each query, as the engine used them.
 gc: (old slot, new slot) moves of a compaction run before this step; new
   slots are 0 .. len(gc) - 1; slots not named are freed.
-status: {node: "pruned" | "finished" | "accepted" | "rejected" | "live"}.)doc")
+status: {node: "pruned" | "finished" | "accepted" | "rejected" | "live"}.
+engine: a dict the engine reported for this step (its KV cells as read
+  back, its logits' top-k...), written as the step record's `engine` field.)doc")
       .def(
           "close",
           [](ExternalTraceWriter& w, pyb::object outputs) {

@@ -7,4 +7,5 @@ void bind_trace(pybind11::module_& m);
 void bind_check(pybind11::module_& m);
 void bind_constraint(pybind11::module_& m);
 void bind_hf(pybind11::module_& m);
+void bind_engines(pybind11::module_& m);
 }  // namespace triescope::py

@@ -15,4 +15,5 @@ PYBIND11_MODULE(_core, m) {
   triescope::py::bind_check(m);
   triescope::py::bind_constraint(m);
   triescope::py::bind_hf(m);
+  triescope::py::bind_engines(m);
 }

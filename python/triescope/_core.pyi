@@ -83,6 +83,7 @@ class TraceWriter:
         vocab: Optional[Sequence[str]] = None,
         config: Optional[Mapping[str, Any]] = None,
         keyframe_interval: int = 16,
+        model: Optional[Mapping[str, Any]] = None,
     ) -> None: ...
     def step(
         self,
@@ -92,6 +93,7 @@ class TraceWriter:
         positions: Optional[_Ints] = None,
         gc: Optional[Sequence[Tuple[int, int]]] = None,
         status: Optional[Union[Mapping[int, str], Sequence[Tuple[int, str]]]] = None,
+        engine: Optional[Mapping[str, Any]] = None,
     ) -> List[int]: ...
     def close(self, outputs: Optional[Sequence[Sequence[int]]] = None) -> None: ...
     def abandon(self) -> None: ...
