@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <exception>
 
 #include "app/commands.h"
 #include "core/common/error.h"
@@ -13,6 +14,21 @@ std::string ParsedArgs::get(const std::string& name, const std::string& dflt) co
   for (auto& o : options)
     if (o.first == name) return o.second;
   return dflt;
+}
+
+int64_t ParsedArgs::get_int(const std::string& name, int64_t lo, int64_t hi, int64_t dflt) const {
+  if (!has(name)) return dflt;
+  const std::string s = get(name);
+  size_t used = 0;
+  long long v = 0;
+  try {
+    v = std::stoll(s, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  TS_CHECK(used == s.size() && !s.empty(), "--" << name << " must be an integer, got \"" << s << "\"");
+  TS_CHECK(v >= lo && v <= hi, "--" << name << " must be in [" << lo << ", " << hi << "], got " << v);
+  return v;
 }
 
 ParsedArgs parse_args(const Args& args, const std::vector<std::string>& valued, const std::vector<std::string>& flags) {

@@ -28,18 +28,11 @@ void usage_constraint() {
 
 int64_t get_int(const ParsedArgs& p, const std::string& name, int64_t lo, int64_t hi, int64_t dflt, bool required = false) {
   TS_CHECK(!required || p.has(name), "constraint: --" << name << " is required");
-  if (!p.has(name)) return dflt;
-  const std::string s = p.get(name);
-  size_t used = 0;
-  long long v = 0;
   try {
-    v = std::stoll(s, &used);
-  } catch (const std::exception&) {
-    used = 0;
+    return p.get_int(name, lo, hi, dflt);
+  } catch (const Error& e) {
+    throw Error(std::string("constraint: ") + e.what());
   }
-  TS_CHECK(used == s.size() && !s.empty(), "constraint: --" << name << " must be an integer, got \"" << s << "\"");
-  TS_CHECK(v >= lo && v <= hi, "constraint: --" << name << " must be in [" << lo << ", " << hi << "], got " << v);
-  return v;
 }
 
 ConstraintSet load(const ParsedArgs& p) {

@@ -1,5 +1,6 @@
 // triescope subcommands; each returns the process exit code.
 #pragma once
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,8 @@ struct ParsedArgs {
   std::vector<std::pair<std::string, std::string>> options;  // name without dashes -> value ("" for flags)
   bool has(const std::string& name) const;
   std::string get(const std::string& name, const std::string& dflt = "") const;
+  // An integer option in [lo, hi] (dflt when absent); anything else is an Error naming it.
+  int64_t get_int(const std::string& name, int64_t lo, int64_t hi, int64_t dflt) const;
 };
 // `flags` lists options that take no value. Throws Error on an unknown option.
 ParsedArgs parse_args(const Args& args, const std::vector<std::string>& valued, const std::vector<std::string>& flags);

@@ -1,6 +1,6 @@
 """python -m triescope.engines: check an engine's tree pass, or record a draft tree.
 
-    check --engine llama.cpp|hf --model M.gguf (--layout L.json | --prompt-text T [--branching 2,2,1]) --out t.jsonl
+    check --engine llama.cpp|hf|libtorch --model M.gguf (--layout L.json | --prompt-text T [--branching 2,2,1]) --out t.jsonl
     draft-tree --engine eagle|medusa --out t.jsonl
 
 Exit status: 0 clean, 1 a divergence, a violation or a layout the engine refused,
@@ -19,7 +19,7 @@ from .faults import plant
 from .layout import LayoutError, load_layout
 from .topk_tree import parse_branching, topk_tree
 
-ENGINE_NAMES = ("llama.cpp", "hf")
+ENGINE_NAMES = ("llama.cpp", "hf", "libtorch")
 
 
 def _open_engine(args):
@@ -27,6 +27,10 @@ def _open_engine(args):
         from .llama_cpp import LlamaCppEngine
 
         return LlamaCppEngine(args.model, flash_attn=args.flash_attn, kv_type=args.kv_type, threads=args.threads)
+    if args.engine == "libtorch":
+        from .libtorch import LibTorchEngine
+
+        return LibTorchEngine(args.model)
     from .hf_transformers import HfEngine
 
     return HfEngine(args.model, threads=args.threads)

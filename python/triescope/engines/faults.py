@@ -149,7 +149,7 @@ HF: Dict[str, Callable[[Layout, int], bool]] = {
     "parent_pos": _parent_position,
     "pos_plus_one": _pos_plus_one,
 }
-BY_ENGINE = {"llama.cpp": LLAMA_CPP, "hf-transformers": HF}
+BY_ENGINE = {"llama.cpp": LLAMA_CPP, "hf-transformers": HF, "libtorch": HF}  # libtorch takes HF's additive rows
 
 
 def plant(layout: Layout, engine: str, kind: str, node: Optional[int] = None) -> Layout:
