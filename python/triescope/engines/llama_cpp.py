@@ -38,6 +38,11 @@ PINNED_VERSION = "0.3.36"
 # Architectures whose cells carry no extension in the state blob (has_cell_ext() false).
 READABLE_ARCHS = ("llama",)
 KV_TYPES = {"f32": 0, "f16": 1, "q8_0": 8}
+# Tokens per micro-batch. From 64 queries on, llama.cpp's CPU flash attention switches to a
+# tiled kernel whose sums depend on which cells share a tile: a batch of that size is no
+# longer bit-equal to token-by-token decoding (found with core/model/llama_cpp). A tree or
+# prompt longer than this runs as several micro-batches in batch order, parents first.
+N_UBATCH = 32
 FLASH_ATTN = {"on": 1, "off": 0, "auto": -1}
 
 
@@ -142,7 +147,8 @@ class LlamaCppEngine(Engine):
     def _context(self):
         lc = self.lc
         p = lc.llama_context_default_params()
-        p.n_ctx = p.n_batch = p.n_ubatch = self.n_ctx
+        p.n_ctx = p.n_batch = self.n_ctx
+        p.n_ubatch = N_UBATCH
         p.n_seq_max = 256
         p.kv_unified = True
         p.flash_attn_type = FLASH_ATTN[self.flash_attn]
@@ -179,7 +185,7 @@ class LlamaCppEngine(Engine):
                 "system_info": self.lc.llama_print_system_info().decode().strip()}
 
     def settings(self) -> Dict:
-        return {"engine": "llama.cpp", "kv_unified": True, "flash_attn": self.flash_attn, "type_k": self.kv_type,
+        return {"engine": "llama.cpp", "kv_unified": True, "n_ubatch": N_UBATCH, "flash_attn": self.flash_attn, "type_k": self.kv_type,
                 "type_v": self.kv_type, "n_threads": self._threads_used,
                 "mask_rule": "a token sees a cell iff the cell holds its first seq id (in llama.cpp's unordered_set order) "
                              "and the cell's pos <= its pos",
