@@ -16,6 +16,9 @@
 #ifdef TRIESCOPE_WITH_CUDA
 #include "cuda/cuda_backend.h"
 #endif
+#ifdef TRIESCOPE_WITH_LLAMA_CPP
+#include "core/model/llama_cpp/llama_cpp_model.h"
+#endif
 
 namespace triescope::cli {
 
@@ -43,6 +46,9 @@ void register_backends() {
 #endif
 #ifdef TRIESCOPE_WITH_TORCH
   torch_models_register();
+#endif
+#ifdef TRIESCOPE_WITH_LLAMA_CPP
+  llama_cpp_models_register();
 #endif
 }
 

@@ -14,10 +14,13 @@
 namespace triescope {
 
 // The header of `spec`'s trace on `opt.backend`: `config()` (built only when
-// recorded), the model's description and vocabulary.
+// recorded), the model's description and vocabulary; each step's "kv" then
+// gets what the model's engine reports it holds (Model::engine_state).
 template <class F>
 void record_header(TraceRecorder& rec, const AlgorithmSpec& spec, const DecodeOptions& opt, const Model& model, F&& config) {
-  if (rec.on()) rec.header(spec.name, opt.backend, config(), model.describe(), model.vocab_strings(), spec.verify_kind);
+  if (!rec.on()) return;
+  rec.header(spec.name, opt.backend, config(), model.describe(), model.vocab_strings(), spec.verify_kind);
+  rec.engine_state([&model] { return model.engine_state(); });
 }
 
 // The summary: `outputs()` and `metrics()` (the decoder's own figures) built

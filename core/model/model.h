@@ -63,6 +63,10 @@ class Model {
   virtual KvShape kv_shape() const = 0;
   // Token strings when known (empty otherwise).
   virtual std::vector<std::string> vocab_strings() const { return {}; }
+  // A model whose cache lives in another engine: what that engine holds after
+  // the last forward or compact, as read back from it (fields a step's "kv"
+  // gets, e.g. {"engine_cells": 120}); null for a model whose cache is its own.
+  virtual nlohmann::json engine_state() const { return nullptr; }
 };
 
 // Validates a StepInput against a model's vocabulary; names the bad index.

@@ -79,6 +79,12 @@ void TraceRecorder::write_step(int32_t step, const std::string& phase, json fiel
            "trace recorder: step " << step << ": a verify object needs the kind the header names (\"" << verify_kind_ << "\")");
   json rec = {{"kind", "step"}, {"step", step}, {"phase", phase}};
   rec.update(fields);
+  if (const auto kv = rec.find("kv"); engine_state_ && kv != rec.end() && kv->is_object())
+    if (json engine = engine_state_(); engine.is_object())
+      for (auto& [key, value] : engine.items()) {
+        TS_CHECK(!kv->contains(key), "trace recorder: step " << step << ": kv." << key << " comes from the decoder and the engine");
+        (*kv)[key] = value;
+      }
   count_step(rec, totals_);
   write(std::move(rec));
   if (tree && keyframe_interval_ > 0 && step > 0 && step % keyframe_interval_ == 0) keyframe(step, *tree, num_slots);

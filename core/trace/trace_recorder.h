@@ -11,6 +11,7 @@
 // A call out of order is a decoder bug: it throws Error naming the record.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -65,6 +66,11 @@ class TraceRecorder {
   void summary(json outputs, json metrics, double seconds, const TokenTree& tree, int32_t num_slots);
   void summary(json outputs, json metrics, double seconds);  // no tree: no keyframe
 
+  // A model whose cache lives in another engine (Model::engine_state, which
+  // record_header installs here): read at every step record that has a "kv",
+  // whose fields it adds there ("engine_cells", ...).
+  void engine_state(std::function<json()> read) { engine_state_ = std::move(read); }
+
   const RecordedTotals& totals() const { return totals_; }
   // The header's verify kind ("" before the header or when it verifies nothing).
   const std::string& verify_kind() const { return verify_kind_; }
@@ -82,6 +88,7 @@ class TraceRecorder {
   int32_t keyframe_step_ = -1;  // the step of the last keyframe
   std::string verify_kind_;
   RecordedTotals totals_;
+  std::function<json()> engine_state_;
 };
 
 // The figures a summary's metrics carry from the records, recomputed from a

@@ -23,7 +23,10 @@ SampleTrace decode(json j, const std::string& name) {
 }
 
 bool needs_torch(const json& j) {
-  auto torch = [&](const char* k) { return j.contains(k) && j[k].is_object() && j[k].value("type", "") == "transformer"; };
+  // LibTorch's "transformer" and llama.cpp's "llama_cpp": engines this binary does not link.
+  auto torch = [&](const char* k) {
+    return j.contains(k) && j[k].is_object() && (j[k].value("type", "") == "transformer" || j[k].value("type", "") == "llama_cpp");
+  };
   return torch("model") || torch("draft_model");
 }
 

@@ -317,7 +317,10 @@ TEST_CASE("every bundled sample that needs no LibTorch opens and steps in the GU
   std::set<std::string> algorithms;
   for (const std::string& p : paths) {
     const json j = json_load_file(p);
-    auto torch = [&](const char* k) { return j.contains(k) && j[k].is_object() && j[k].value("type", "") == "transformer"; };
+    // LibTorch's "transformer" and llama.cpp's "llama_cpp": engines this binary does not link.
+    auto torch = [&](const char* k) {
+      return j.contains(k) && j[k].is_object() && (j[k].value("type", "") == "transformer" || j[k].value("type", "") == "llama_cpp");
+    };
     if (torch("model") || torch("draft_model")) continue;  // needs LibTorch and weights
     CAPTURE(p);
     const TraceDocumentPtr doc = decode(p);

@@ -137,7 +137,8 @@ def test_every_sample_trace_passes(sample_traces, source_dir, run_cli):
         r = triescope.check(path)
         assert r.ok, (name, [str(v) for v in r.violations])
         assert r.passes > 0 and r.rows > 0
-        assert r.layout == ("copies" if name.startswith("batch_beam_search") else "tree")
+        algorithm = json.loads(path.read_text().split("\n", 1)[0])["algorithm"]
+        assert r.layout == ("copies" if algorithm == "batch_beam_search" else "tree")
     out = run_cli("check", sample_traces["batch_beam_search_figure1"], expect=0).stdout
     assert "follows the copy layout" in out
 
