@@ -32,7 +32,7 @@ if ! have "$LOCAL"; then
     "$VENV/bin/pip" download -q --disable-pip-version-check --no-deps --no-build-isolation --no-binary=:all: -d "$work" "llama-cpp-python==$VERSION"
     sdist="$work/llama_cpp_python-$VERSION.tar.gz"
     echo "$SDIST_SHA256  $sdist" | sha256sum --check --quiet -
-    echo "install-llama-cpp: building llama-cpp-python $VERSION from its sdist (several minutes on 2 cores)" >&2
+    echo "install-engines: building llama-cpp-python $VERSION from its sdist (several minutes on 2 cores)" >&2
     CMAKE_ARGS="-DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF" CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)" \
       "$VENV/bin/pip" wheel -q --disable-pip-version-check --no-build-isolation --no-deps -w "$work/wheel" "$sdist"
     tar -xzf "$sdist" -C "$work"

@@ -1,5 +1,5 @@
 // "type": "llama_cpp": a Model whose forward passes run in llama.cpp (the
-// libllama of llama-cpp-python 0.3.36, scripts/install-llama-cpp.sh) over one
+// libllama of llama-cpp-python 0.3.36, scripts/install-engines.sh) over one
 // unified KV cache. The model sees only StepInput, so it realises every mask
 // row with llama.cpp's sequence ids:
 //
