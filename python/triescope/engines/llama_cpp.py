@@ -46,6 +46,25 @@ N_UBATCH = 32
 FLASH_ATTN = {"on": 1, "off": 0, "auto": -1}
 
 
+# What llama.cpp logged last (its log callback is process-wide: one callback for the
+# process, kept alive here, so no engine's garbage collection leaves llama.cpp a
+# dangling function pointer).
+_LOG: List[str] = []
+_LOG_CALLBACK = None
+
+
+def _on_log(level, text, user_data) -> None:
+    _LOG.append(text.decode("utf-8", "replace") if text else "")
+    del _LOG[:-200]
+
+
+def _capture_log(lc) -> None:
+    global _LOG_CALLBACK
+    if _LOG_CALLBACK is None:
+        _LOG_CALLBACK = lc.llama_log_callback(_on_log)
+        lc.llama_log_set(_LOG_CALLBACK, ctypes.c_void_p(0))
+
+
 class EngineRefused(RuntimeError):
     """llama_decode refused the batch; the message carries what llama.cpp logged."""
 
@@ -116,9 +135,7 @@ class LlamaCppEngine(Engine):
         if not pathlib.Path(model_path).is_file():
             raise LayoutError(f"{model_path}: --model: no such file")
         self.lc, self.path, self.n_ctx = lc, model_path, n_ctx
-        self._log: List[str] = []
-        self._log_cb = lc.llama_log_callback(self._on_log)  # kept: llama.cpp holds the pointer
-        lc.llama_log_set(self._log_cb, ctypes.c_void_p(0))
+        _capture_log(lc)
         lc.llama_backend_init()
         self.model = lc.llama_model_load_from_file(model_path.encode(), lc.llama_model_default_params())
         if not self.model:
@@ -132,12 +149,9 @@ class LlamaCppEngine(Engine):
         self.ctx = self._context()
 
     # --- set-up --------------------------------------------------------------
-    def _on_log(self, level, text, user_data):
-        self._log.append(text.decode("utf-8", "replace") if text else "")
-        del self._log[:-200]
-
-    def _last_log(self) -> str:
-        return " ".join(t.strip() for t in self._log[-6:] if t.strip())
+    @staticmethod
+    def _last_log() -> str:
+        return " ".join(t.strip() for t in _LOG[-6:] if t.strip())
 
     def _meta(self, key: str) -> str:
         buf = ctypes.create_string_buffer(256)
@@ -210,7 +224,7 @@ class LlamaCppEngine(Engine):
                 for k, s in enumerate(seqs[i]):
                     batch.seq_id[i][k] = s
             batch.n_tokens = n
-            self._log.clear()
+            _LOG.clear()
             rc = lc.llama_decode(self.ctx, batch)
             if rc != 0:
                 raise EngineRefused(f"llama_decode refused the batch (returned {rc}): {self._last_log()}")
