@@ -22,14 +22,6 @@ SampleTrace decode(json j, const std::string& name) {
   return {name, std::move(sink.records)};
 }
 
-bool needs_torch(const json& j) {
-  // LibTorch's "transformer" and llama.cpp's "llama_cpp": engines this binary does not link.
-  auto torch = [&](const char* k) {
-    return j.contains(k) && j[k].is_object() && (j[k].value("type", "") == "transformer" || j[k].value("type", "") == "llama_cpp");
-  };
-  return torch("model") || torch("draft_model");
-}
-
 }  // namespace
 
 const std::vector<SampleTrace>& sample_traces() {
@@ -41,7 +33,7 @@ const std::vector<SampleTrace>& sample_traces() {
     std::vector<SampleTrace> out;
     for (const std::string& p : paths) {
       json j = json_load_file(p);
-      if (needs_torch(j)) continue;
+      if (sample_needs_optional_model(j)) continue;
       const std::string name = std::filesystem::path(p).filename().string();
       if (!j.contains("trace") || !j["trace"].is_object()) j["trace"] = json::object();
       j["trace"]["keyframe_interval"] = 2;  // Figure 1 (3 steps) gets one before its last

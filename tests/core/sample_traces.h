@@ -19,4 +19,15 @@ struct SampleTrace {
 
 const std::vector<SampleTrace>& sample_traces();
 
+// A sample whose model (or draft model) is one these test binaries do not
+// link: LibTorch's "transformer" or llama.cpp's "llama_cpp".
+inline bool sample_needs_optional_model(const nlohmann::json& j) {
+  auto optional = [&](const char* k) {
+    if (!j.contains(k) || !j[k].is_object()) return false;
+    const std::string type = j[k].value("type", "");
+    return type == "transformer" || type == "llama_cpp";
+  };
+  return optional("model") || optional("draft_model");
+}
+
 }  // namespace triescope::testing

@@ -16,6 +16,7 @@
 #include "core/decode/run_sample.h"
 #include "core/trace/trace.h"
 #include "core/trace/trace_replay.h"
+#include "tests/core/sample_traces.h"
 
 using namespace triescope;
 namespace fs = std::filesystem;
@@ -118,11 +119,7 @@ TEST_CASE("streamed replay: the same views, errors and check report as in memory
   for (const auto& e : fs::directory_iterator(TRIESCOPE_SOURCE_DIR "/samples")) {
     if (e.path().extension() != ".json") continue;
     json j = json_load_file(e.path().string());
-    // LibTorch's "transformer" and llama.cpp's "llama_cpp": engines this binary does not link.
-    auto torch = [&](const char* k) {
-      return j.contains(k) && j[k].is_object() && (j[k].value("type", "") == "transformer" || j[k].value("type", "") == "llama_cpp");
-    };
-    if (torch("model") || torch("draft_model")) continue;
+    if (triescope::testing::sample_needs_optional_model(j)) continue;
     if (j.contains("beam") && j["beam"].is_object() && j["beam"].value("max_new_tokens", 0) > 24) j["beam"]["max_new_tokens"] = 24;
     CAPTURE(e.path().filename().string());
     Sample s = sample_parse(j, e.path().string());

@@ -22,6 +22,7 @@
 #include "gui/panes/trie_view.h"
 #include "gui/panes/verify_pane.h"
 #include "core/analysis/verify_info.h"
+#include "tests/core/sample_traces.h"
 #include "core/trace/trace.h"
 
 using namespace triescope;
@@ -317,11 +318,7 @@ TEST_CASE("every bundled sample that needs no LibTorch opens and steps in the GU
   std::set<std::string> algorithms;
   for (const std::string& p : paths) {
     const json j = json_load_file(p);
-    // LibTorch's "transformer" and llama.cpp's "llama_cpp": engines this binary does not link.
-    auto torch = [&](const char* k) {
-      return j.contains(k) && j[k].is_object() && (j[k].value("type", "") == "transformer" || j[k].value("type", "") == "llama_cpp");
-    };
-    if (torch("model") || torch("draft_model")) continue;  // needs LibTorch and weights
+    if (triescope::testing::sample_needs_optional_model(j)) continue;  // its model is not linked here
     CAPTURE(p);
     const TraceDocumentPtr doc = decode(p);
     ctx.setTraces(doc);
