@@ -4,7 +4,12 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <new>
+#include <stdexcept>
+#include <system_error>
+#include <vector>
 #include <sstream>
 #include <unistd.h>
 
@@ -13,13 +18,27 @@
 
 namespace triescope {
 
+// Read in chunks into a string reserved to the file's size: a stream copy
+// (`ss << in.rdbuf()`) turns an allocation failure into a failbit on the copy
+// and returned the bytes read so far as if they were the file.
 std::string file_read_all(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   TS_CHECK(in, path << ": cannot open for reading");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  TS_CHECK(!in.bad(), path << ": read failed");
-  return ss.str();
+  std::string out;
+  std::vector<char> chunk(size_t{1} << 16);
+  try {
+    std::error_code ec;
+    const auto size = std::filesystem::is_regular_file(path, ec) ? std::filesystem::file_size(path, ec) : 0;
+    if (!ec && size > 0) out.reserve(size);
+    while (in.read(chunk.data(), static_cast<std::streamsize>(chunk.size())) || in.gcount() > 0)
+      out.append(chunk.data(), static_cast<size_t>(in.gcount()));
+  } catch (const std::bad_alloc&) {
+    TS_FAIL(path << ": out of memory reading the file into memory (" << out.size() << " bytes read; the whole file is needed)");
+  } catch (const std::length_error&) {
+    TS_FAIL(path << ": too big to read into memory (" << out.size() << " bytes read)");
+  }
+  TS_CHECK(!in.bad(), path << ": read failed after " << out.size() << " bytes");
+  return out;
 }
 
 namespace {

@@ -5,8 +5,9 @@
 
 namespace triescope {
 
-// The whole file, bytes as they are. Throws "<path>: cannot open for reading"
-// or "<path>: read failed".
+// The whole file, bytes as they are. Throws "<path>: cannot open for reading",
+// "<path>: read failed ..." or "<path>: out of memory ..." (never a part of
+// the file as if it were all of it).
 std::string file_read_all(const std::string& path);
 
 // Writes `text` to `path` through OutputFile (core/common/output_file.h): a

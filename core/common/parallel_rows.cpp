@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <mutex>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -25,8 +27,20 @@ constexpr int64_t kMinParallelEntries = int64_t{1} << 16;  // smaller jobs run o
 // no worker ever sees a job whose caller has returned.
 class RowPool {
  public:
+  // A thread the system refuses (a process or memory limit) leaves the pool
+  // smaller, never broken: the caller works through every row anyway, and
+  // stderr says how many workers there are and why.
   explicit RowPool(int32_t workers) {
-    for (int32_t w = 0; w < workers; ++w) threads_.emplace_back([this] { work(); });
+    threads_.reserve(static_cast<size_t>(workers));
+    for (int32_t w = 0; w < workers; ++w) {
+      try {
+        threads_.emplace_back([this] { work(); });
+      } catch (const std::system_error& e) {
+        std::fprintf(stderr, "triescope: the host thread pool could create %d of its %d worker threads (%s); it runs with %d (%s)\n", w,
+                     workers, e.what(), w, kHostThreadsEnv);
+        break;
+      }
+    }
     for (auto& t : threads_) t.detach();  // the pool lives as long as the process
   }
   int32_t workers() const { return static_cast<int32_t>(threads_.size()); }
@@ -104,10 +118,11 @@ RowPool& row_pool() {
 
 int32_t parallel_rows_threads() {
   if (const char* env = std::getenv(kHostThreadsEnv); env != nullptr && *env != '\0') {
-    char* end = nullptr;
-    const long v = std::strtol(env, &end, 10);
-    TS_CHECK(*end == '\0' && v >= 1 && v <= 4096,
-             kHostThreadsEnv << "=\"" << env << "\": expected a thread count, an integer from 1 to 4096");
+    // Digits only, no sign, space or leading zero: what a person means by a count.
+    const std::string s(env);
+    const bool digits = s.size() <= 4 && s[0] != '0' && s.find_first_not_of("0123456789") == std::string::npos;
+    const long v = digits ? std::strtol(env, nullptr, 10) : 0;
+    TS_CHECK(v >= 1 && v <= 4096, kHostThreadsEnv << "=\"" << env << "\": expected a thread count, an integer from 1 to 4096");
     return static_cast<int32_t>(v);
   }
   const unsigned hw = std::thread::hardware_concurrency();

@@ -264,3 +264,37 @@ TEST_CASE("a writer stopped by SIGXFSZ (ulimit -f) or SIGQUIT leaves no temporar
   CHECK_FALSE(fs::exists(p));
   fs::remove_all(d);
 }
+
+TEST_CASE("file_read_all under an address-space limit says it ran out of memory, never returns part of the file", "[file_io]") {
+  const fs::path d = fresh_dir("read_limit");
+  const fs::path p = d / "big.txt";
+  {
+    // 256 MiB, sparse: no disk used, every byte a zero.
+    std::ofstream(p.string(), std::ios::binary).put('1');
+    fs::resize_file(p, size_t{256} << 20);
+  }
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    // The child's address space may grow by 96 MiB: too little for the file.
+    long pages = 0;
+    std::ifstream("/proc/self/statm") >> pages;
+    const rlim_t cap = static_cast<rlim_t>(pages) * static_cast<rlim_t>(::sysconf(_SC_PAGESIZE)) + (rlim_t{96} << 20);
+    const struct rlimit lim{cap, cap};
+    ::setrlimit(RLIMIT_AS, &lim);
+    try {
+      const std::string bytes = file_read_all(p.string());
+      ::_exit(bytes.size() == (size_t{256} << 20) ? 3 : 1);  // 1: a part returned as the whole
+    } catch (const Error& e) {
+      const std::string m = e.what();
+      ::_exit(m.find("big.txt") != std::string::npos && m.find("out of memory") != std::string::npos ? 0 : 2);
+    } catch (...) {
+      ::_exit(4);
+    }
+  }
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);  // 1: truncated, 2: another message, 3: the cap did not bite, 4: another exception
+  fs::remove_all(d);
+}

@@ -71,7 +71,10 @@ TEST_CASE("TRIESCOPE_HOST_THREADS: a count is used, anything else is an error na
   const std::string saved = old ? old : "";
   ::setenv(kHostThreadsEnv, "3", 1);
   CHECK(parallel_rows_threads() == 3);
-  for (const char* bad : {"0", "-2", "four", "3x", "100000"}) {
+  ::setenv(kHostThreadsEnv, "4096", 1);
+  CHECK(parallel_rows_threads() == 4096);
+  // Signs, spaces and leading zeros are refused alike (strtol took " 4", "+4", "010", but not "4 ").
+  for (const char* bad : {"0", "-2", "four", "3x", "100000", " 4", "+4", "010", "4 ", "4097"}) {
     ::setenv(kHostThreadsEnv, bad, 1);
     CAPTURE(bad);
     CHECK_THROWS_WITH(parallel_rows_threads(), Catch::Contains("TRIESCOPE_HOST_THREADS") && Catch::Contains(bad));
