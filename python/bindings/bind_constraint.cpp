@@ -1,4 +1,6 @@
 // triescope.ConstraintIndex: STATIC's CSR transition matrix and VNTK (core/constraint/).
+#include <cmath>
+#include <mutex>
 #include <limits>
 #include <memory>
 
@@ -23,11 +25,13 @@ struct PyConstraintIndex {
 };
 
 // triescope.StaticDecoder: the index's whole STATIC step (StaticStep) with
-// its workspace, kept across calls.
+// its workspace, kept across calls. The step runs without the GIL, so calls
+// from several Python threads take turns on the workspace (`busy`); each
+// call's result is its own.
 struct PyStaticDecoder {
   std::shared_ptr<const TransitionMatrix> tm;
   StaticStep step;
-  StaticStepResult result;
+  std::mutex busy;
   explicit PyStaticDecoder(std::shared_ptr<const TransitionMatrix> m) : tm(std::move(m)), step(*tm) {}
 };
 
@@ -193,7 +197,9 @@ continuations per group as a dict of [groups x k] arrays: "tokens", "parents"
 "next_states", and "count" [groups] (fewer than k when the set allows fewer;
 past count tokens/parents/next_states are -1). The step t picks the level:
 the dense levels below index.dense_levels, CSR slices after. The C++ step
-triescope's own decoder runs (core/constraint/static_step.h).)doc")
+triescope's own decoder runs (core/constraint/static_step.h). One decoder may be
+stepped from several threads: the steps take turns on its workspace (the GIL
+is released meanwhile) and each call gets its own result.)doc")
       .def(pyb::init([](const PyConstraintIndex& c) { return std::make_unique<PyStaticDecoder>(c.tm); }), pyb::arg("index"))
       .def_property_readonly("root_state", [](const PyStaticDecoder&) { return int64_t{0}; }, "The state of the empty prefix.")
       .def(
@@ -208,13 +214,19 @@ triescope's own decoder runs (core/constraint/static_step.h).)doc")
             TS_CHECK(static_cast<pyb::ssize_t>(st.size()) == n && sc.shape(0) == n,
                      "states, beam_scores: " << st.size() << " and " << sc.shape(0) << " entries for " << n << " rows of logits");
             TS_CHECK(groups >= 1 && n % groups == 0, "groups: " << groups << " must be >= 1 and divide the " << n << " rows");
-            TS_CHECK(k >= 1, "k: must be >= 1, got " << k);
+            // k past a group's candidates (rows x vocabulary) only asks for memory.
+            const int64_t candidates = static_cast<int64_t>(n / groups) * V;
+            TS_CHECK(k >= 1 && k <= candidates, "k: must be in [1, " << candidates << "] (a group's rows x vocab_size), got " << k);
             TS_CHECK(step >= 0 && step < d.tm->length, "step: " << step << " outside [0, L = " << d.tm->length << ")");
+            for (pyb::ssize_t i = 0; i < n; ++i)
+              TS_CHECK(!std::isnan(sc.data()[i]) && sc.data()[i] != std::numeric_limits<double>::infinity(),
+                       "beam_scores[" << i << "]: " << sc.data()[i] << " (a score is finite, or -inf for a dead beam)");
+            StaticStepResult r;
             {
               pyb::gil_scoped_release release;
-              d.step.run(lg.data(), st.data(), sc.data(), static_cast<int32_t>(n), groups, k, step, d.result);
+              const std::lock_guard<std::mutex> lock(d.busy);
+              d.step.run(lg.data(), st.data(), sc.data(), static_cast<int32_t>(n), groups, k, step, r);
             }
-            const StaticStepResult& r = d.result;
             const std::vector<pyb::ssize_t> shape{groups, k};
             pyb::array_t<int64_t> tokens(shape), parents(shape), next(shape);
             pyb::array_t<double> scores(shape);

@@ -77,3 +77,31 @@ def test_bad_arguments_are_named():
         dec.step(z, [0, 0], [0.0, 0.0], 1, 2, 2)
     with pytest.raises(triescope.Error, match="states, beam_scores: 1 and 2 entries"):
         dec.step(z, [0], [0.0, 0.0], 1, 2, 0)
+    with pytest.raises(triescope.Error, match=r"k: must be in \[1, 8\]"):
+        dec.step(z, [0, 0], [0.0, 0.0], 1, 9, 0)
+    with pytest.raises(triescope.Error, match=r"k: must be in \[1, 8\]"):
+        dec.step(z, [0, 0], [0.0, 0.0], 1, 2**30, 0)
+    with pytest.raises(triescope.Error, match=r"beam_scores\[1\]: nan"):
+        dec.step(z, [0, 0], [0.0, float("nan")], 1, 2, 0)
+    with pytest.raises(triescope.Error, match=r"beam_scores\[0\]: inf"):
+        dec.step(z, [0, 0], [float("inf"), 0.0], 1, 2, 0)
+    dead = dec.step(z, [0, -1], [0.0, -np.inf], 1, 2, 0)  # -inf: a dead beam, allowed
+    assert dead["count"][0] == 2
+
+
+def test_one_decoder_stepped_from_many_threads_gives_every_call_its_own_answer():
+    """The step runs without the GIL on the decoder's workspace: calls from several threads
+    must take turns (two at once corrupted the heap or gave wrong beams)."""
+    from concurrent.futures import ThreadPoolExecutor
+    rng = np.random.default_rng(11)
+    vocab, rows, k = 4096, 32, 32
+    index = triescope.ConstraintIndex(rng.integers(0, vocab, size=(20000, 3)), vocab_size=vocab)
+    dec = triescope.StaticDecoder(index)
+    cases = [rng.normal(0, 3, size=(rows, vocab)).astype(np.float32) for _ in range(16)]
+    states = np.full(rows, dec.root_state, dtype=np.int64)
+    scores = -np.arange(rows, dtype=np.float64)
+    want = [dec.step(c, states, scores, 1, k, 0) for c in cases]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        got = list(pool.map(lambda i: (i, dec.step(cases[i], states, scores, 1, k, 0)), [i % 16 for i in range(400)]))
+    wrong = sum(any(not np.array_equal(g[key], want[i][key]) for key in want[i]) for i, g in got)
+    assert wrong == 0, f"{wrong} of {len(got)} threaded calls differ from the same call made alone"
