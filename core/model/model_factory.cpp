@@ -10,10 +10,7 @@
 namespace triescope {
 
 namespace {
-KvShape read_shape(JsonObjectReader& r) {
-  KvShape s;
-  if (!r.has("kv_shape")) return s;
-  auto k = r.object("kv_shape");
+KvShape read_shape_fields(JsonObjectReader k, KvShape s) {
   s.layers = static_cast<int32_t>(k.get_int("layers", 1, 1024, s.layers));
   s.kv_heads = static_cast<int32_t>(k.get_int("kv_heads", 1, 1024, s.kv_heads));
   s.head_dim = static_cast<int32_t>(k.get_int("head_dim", 1, 65536, s.head_dim));
@@ -21,7 +18,14 @@ KvShape read_shape(JsonObjectReader& r) {
   k.finish();
   return s;
 }
+
+KvShape read_shape(JsonObjectReader& r) { return r.has("kv_shape") ? read_shape_fields(r.object("kv_shape"), KvShape{}) : KvShape{}; }
 }  // namespace
+
+KvShape kv_shape_read(const json& kv_shape, const std::string& origin, KvShape defaults) {
+  TS_CHECK(kv_shape.is_object(), origin << ": kv_shape must be an object {layers, kv_heads, head_dim, dtype_bytes}, got " << kv_shape.dump());
+  return read_shape_fields(JsonObjectReader(kv_shape, origin, "kv_shape"), defaults);
+}
 
 std::vector<int32_t> tokens_from_strings(const std::vector<std::string>& vocab, const json& words,
                                          const std::string& where) {

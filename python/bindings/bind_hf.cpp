@@ -6,6 +6,7 @@
 
 #include "python/bindings/bindings.h"
 #include "python/bindings/py_convert.h"
+#include "core/model/model_factory.h"
 #include "core/common/error.h"
 #include "core/decode/hf_replay.h"
 
@@ -68,11 +69,12 @@ void bind_hf(pyb::module_& m) {
         TS_CHECK(num_beams >= 1 && max_new_tokens >= 1 && gc_interval >= 0,
                  "num_beams, max_new_tokens must be >= 1 and gc_interval >= 0");
         if (!kv_shape.is_none()) {
-          const nlohmann::json k = to_json(kv_shape, "kv_shape");
-          run.kv_shape.layers = k.value("layers", 1);
-          run.kv_shape.kv_heads = k.value("kv_heads", 1);
-          run.kv_shape.head_dim = k.value("head_dim", 64);
-          run.kv_shape.dtype_bytes = k.value("dtype_bytes", 4);
+          KvShape dflt;
+          dflt.layers = 1;
+          dflt.kv_heads = 1;
+          dflt.head_dim = 64;
+          dflt.dtype_bytes = 4;
+          run.kv_shape = kv_shape_read(to_json(kv_shape, "kv_shape"), "hf_generate_replay", dflt);
         }
         run.model = to_json(model, "model");
         if (!vocab.is_none()) run.vocab = vocab.cast<std::vector<std::string>>();

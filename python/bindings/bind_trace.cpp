@@ -218,7 +218,12 @@ engine: a dict the engine reported for this step (its KV cells as read
           [](ExternalTraceWriter& w, pyb::object outputs) {
             std::vector<std::vector<int32_t>> outs;
             if (!outputs.is_none())
-              for (const auto& r : int_rows(outputs, "outputs")) outs.emplace_back(r.begin(), r.end());
+              for (const auto& r : int_rows(outputs, "outputs")) {
+                // Token ids are int32 in a trace: 2^40 + 3 must not become 3.
+                std::vector<int32_t>& o = outs.emplace_back();
+                for (size_t j = 0; j < r.size(); ++j)
+                  o.push_back(int32_checked(r[j], "outputs[" + std::to_string(outs.size() - 1) + "][" + std::to_string(j) + "]"));
+              }
             w.close(outs);
           },
           pyb::arg("outputs") = pyb::none(), "Writes the summary (outputs: token lists, best first) and moves the file into place.")

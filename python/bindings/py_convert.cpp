@@ -2,6 +2,7 @@
 
 #include <limits>
 
+#include "core/config/json_reader.h"
 #include "core/common/error.h"
 
 namespace triescope::py {
@@ -66,7 +67,13 @@ pyb::object numpy_of(pyb::handle obj) {
   return pyb::reinterpret_borrow<pyb::object>(obj);
 }
 
-nlohmann::json to_json(pyb::handle obj, const std::string& name) {
+namespace {
+// `depth`: containers around obj. Deeper than a trace's reader takes
+// (kJsonMaxDepth) is refused here, which also ends a circular object.
+nlohmann::json to_json_nested(pyb::handle obj, const std::string& name, int depth) {
+  if (depth >= kJsonMaxDepth)
+    throw Error(name.substr(0, 120) + (name.size() > 120 ? "..." : "") + ": nested deeper than " + std::to_string(kJsonMaxDepth) +
+                " levels (a circular object, or deeper than a trace reader takes)");
   if (obj.is_none()) return nullptr;
   if (pyb::isinstance<pyb::bool_>(obj)) return obj.cast<bool>();
   if (is_int(obj)) return int64_of(obj, name);
@@ -77,18 +84,21 @@ nlohmann::json to_json(pyb::handle obj, const std::string& name) {
     for (auto item : obj.cast<pyb::dict>()) {
       if (!pyb::isinstance<pyb::str>(item.first)) throw pyb::type_error(name + ": keys must be strings, got " + type_name(item.first));
       const std::string key = item.first.cast<std::string>();
-      j[key] = to_json(item.second, name + "." + key);
+      j[key] = to_json_nested(item.second, name + "." + key, depth + 1);
     }
     return j;
   }
   if (pyb::isinstance<pyb::list>(obj) || pyb::isinstance<pyb::tuple>(obj)) {
     nlohmann::json j = nlohmann::json::array();
     size_t i = 0;
-    for (auto item : obj) j.push_back(to_json(item, name + "[" + std::to_string(i++) + "]"));
+    for (auto item : obj) j.push_back(to_json_nested(item, name + "[" + std::to_string(i++) + "]", depth + 1));
     return j;
   }
   throw pyb::type_error(name + ": cannot store a " + type_name(obj) + " in a trace (use dict, list, str, int, float, bool, None)");
 }
+}  // namespace
+
+nlohmann::json to_json(pyb::handle obj, const std::string& name) { return to_json_nested(obj, name, 0); }
 
 pyb::object from_json(const nlohmann::json& j) {
   switch (j.type()) {
