@@ -1,5 +1,6 @@
 #include "core/common/output_file.h"
 
+#include <cctype>
 #include <atomic>
 #include <cerrno>
 #include <climits>
@@ -25,6 +26,19 @@ std::string parent_dir(const std::string& p) {
   return d.empty() ? std::string(".") : d;
 }
 
+// The kernel's protected_symlinks rule, which a shell redirection obeys: in a
+// sticky world-writable folder (/tmp) a link is followed only when its owner
+// is the writer or the folder's owner. Another user's link there is a trap.
+void check_symlink_owner(const std::string& path, const std::string& link, const struct stat& link_st) {
+  struct stat dir {};
+  const std::string folder = parent_dir(link);
+  if (::stat(folder.c_str(), &dir) != 0) return;
+  const bool sticky_shared = (dir.st_mode & S_ISVTX) && (dir.st_mode & S_IWOTH);
+  TS_CHECK(!sticky_shared || link_st.st_uid == ::geteuid() || link_st.st_uid == dir.st_uid,
+           path << ": " << link << " is a symlink owned by uid " << link_st.st_uid << " in the sticky world-writable folder " << folder
+                << ": refusing to write through it (the kernel's protected_symlinks rule)");
+}
+
 // `path` with every symlink of its last component followed (the folders on
 // the way may be links: rename works through them).
 std::string follow_symlinks(const std::string& path) {
@@ -33,6 +47,7 @@ std::string follow_symlinks(const std::string& path) {
     struct stat st {};
     if (::lstat(p.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) return p;
     TS_CHECK(hops < 40, path << ": symlink loop (40 links followed, the last " << p << "): refusing to write through it");
+    check_symlink_owner(path, p, st);
     std::string buf(PATH_MAX, '\0');
     const ssize_t n = ::readlink(p.c_str(), buf.data(), buf.size());
     TS_CHECK(n > 0, path << ": cannot read symlink " << p << ": " << std::strerror(errno));
@@ -54,19 +69,40 @@ std::atomic<uint64_t> g_writer_seq{0};
 
 }  // namespace
 
+namespace {
+// "<name>.triescope-tmp.<pid>.<seq>.<16 hex digits>": the names OutputFile
+// gives its temporaries, and nothing else.
+bool is_temp_name(const char* name) {
+  const char* m = std::strstr(name, kTempMarker);
+  if (m == nullptr) return false;
+  const char* c = m + std::strlen(kTempMarker);
+  for (int field = 0; field < 2; ++field) {
+    const char* start = c;
+    while (*c >= '0' && *c <= '9') ++c;
+    if (c == start || *c != '.') return false;
+    ++c;
+  }
+  int hex = 0;
+  for (; std::isxdigit(static_cast<unsigned char>(*c)); ++c) ++hex;
+  return hex == 16 && *c == '\0';
+}
+}  // namespace
+
 std::vector<std::string> output_remove_stale_temps(const std::string& dir) {
   std::vector<std::string> removed;
   DIR* d = ::opendir(dir.c_str());
   if (d == nullptr) return removed;
   const time_t now = std::time(nullptr);
   while (const dirent* e = ::readdir(d)) {
-    if (std::strstr(e->d_name, kTempMarker) == nullptr) continue;
+    if (!is_temp_name(e->d_name)) continue;
     const std::string p = dir + "/" + e->d_name;
     const int fd = ::open(p.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) continue;
     struct stat st {};
-    // A live writer holds the lock; a fresh file's writer may not hold it yet.
-    if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && now - st.st_mtime >= kStaleTempSeconds && ::flock(fd, LOCK_EX | LOCK_NB) == 0 &&
+    // A live writer holds the lock; a fresh file's writer may not hold it yet;
+    // another user's temporary is theirs to clean.
+    if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == ::geteuid() && now - st.st_mtime >= kStaleTempSeconds &&
+        ::flock(fd, LOCK_EX | LOCK_NB) == 0 &&
         ::unlink(p.c_str()) == 0)
       removed.push_back(p);
     ::close(fd);
@@ -102,7 +138,12 @@ OutputFile::OutputFile(std::string path) : path_(std::move(path)) {
   TS_CHECK(!exists || S_ISREG(st.st_mode), named << ": is neither a regular file, a device nor a FIFO (a socket?): refusing to replace it");
   const std::string dir = parent_dir(target_);
   stale_removed_ = output_remove_stale_temps(dir);
-  const std::string stem = target_ + kTempMarker + std::to_string(::getpid()) + "." + std::to_string(g_writer_seq.fetch_add(1)) + ".";
+  // The temporary's name is the target's plus about 45 characters: a long
+  // target name is cut so that it stays within NAME_MAX (255).
+  const std::string suffix = kTempMarker + std::to_string(::getpid()) + "." + std::to_string(g_writer_seq.fetch_add(1)) + ".";
+  const std::string base = std::filesystem::path(target_).filename().string();
+  const size_t keep = std::min(base.size(), size_t{255} - suffix.size() - 16);
+  const std::string stem = (std::filesystem::path(target_).parent_path() / (base.substr(0, keep) + suffix)).string();
   int fd = -1;
   for (int attempt = 0; fd < 0 && attempt < 16; ++attempt) {
     tmp_ = stem + random_hex();

@@ -298,3 +298,69 @@ TEST_CASE("file_read_all under an address-space limit says it ran out of memory,
   CHECK(WEXITSTATUS(status) == 0);  // 1: truncated, 2: another message, 3: the cap did not bite, 4: another exception
   fs::remove_all(d);
 }
+
+TEST_CASE("the stale-temporary cleaner takes only this user's files with the writer's own names", "[trace][output]") {
+  const fs::path d = fresh_dir("stale_names");
+  const struct utimbuf old{std::time(nullptr) - 60, std::time(nullptr) - 60};
+  auto make = [&](const std::string& name) {
+    const fs::path p = d / name;
+    std::ofstream(p.string()) << "x";
+    REQUIRE(::utime(p.c_str(), &old) == 0);
+    return p;
+  };
+  const fs::path ours = make(std::string("out.jsonl") + kTempMarker + "123.4.0123456789abcdef");
+  // A name that merely contains the marker is someone else's file.
+  const fs::path lookalike = make(std::string("notes") + kTempMarker + "keep-me");
+  const fs::path short_hex = make(std::string("out.jsonl") + kTempMarker + "123.4.0123");
+  std::vector<fs::path> kept{lookalike, short_hex};
+  // Another user's temporary (root can give a file away; others cannot make one).
+  const fs::path theirs = make(std::string("x.jsonl") + kTempMarker + "9.9.fedcba9876543210");
+  if (::chown(theirs.c_str(), 4242, 4242) == 0) kept.push_back(theirs);
+  else fs::remove(theirs);
+  const std::vector<std::string> removed = output_remove_stale_temps(d.string());
+  CHECK(removed == std::vector<std::string>{ours.string()});
+  for (const fs::path& p : kept) CHECK(fs::exists(p));
+  fs::remove_all(d);
+}
+
+TEST_CASE("an output name up to NAME_MAX gets a temporary that fits", "[trace][output]") {
+  const fs::path d = fresh_dir("long_name");
+  for (size_t len : {200, 230, 255}) {
+    CAPTURE(len);
+    const fs::path p = d / (std::string(len - 6, 'n') + ".jsonl");
+    OutputFile o(p.string());
+    o.write("x\n");
+    o.commit();
+    CHECK(fs::file_size(p) == 2);
+  }
+  CHECK(temps_in(d).empty());
+  fs::remove_all(d);
+}
+
+TEST_CASE("another user's symlink in a sticky world-writable folder is not followed", "[trace][output]") {
+  const fs::path d = fresh_dir("sticky");
+  REQUIRE(::chmod(d.c_str(), 01777) == 0);
+  const fs::path victim = fresh_dir("sticky_victim") / "precious.txt";
+  std::ofstream(victim.string()) << "precious";
+  const fs::path link = d / "out.jsonl";
+  fs::create_symlink(victim, link);
+  // Our own link is followed, as before.
+  {
+    OutputFile o(link.string());
+    o.write("mine");
+    o.commit();
+  }
+  CHECK(file_read_all(victim.string()) == "mine");
+  std::ofstream(victim.string()) << "precious";
+  if (::lchown(link.c_str(), 4242, 4242) != 0) {
+    WARN("not root: cannot give the link to another user; the refusal is not exercised here");
+  } else {
+    const std::string err = error_of([&] { OutputFile o(link.string()); });
+    CHECK(err.find("owned by uid 4242") != std::string::npos);
+    CHECK(err.find("protected_symlinks") != std::string::npos);
+    CHECK(file_read_all(victim.string()) == "precious");
+    CHECK(temps_in(d).empty());
+  }
+  fs::remove_all(d);
+  fs::remove_all(victim.parent_path());
+}
