@@ -174,6 +174,75 @@ void accumulate(const json& ver, int32_t step, AcceptanceSeries& s) {
   }
 }
 
+// Narration, in the paper's terms (Algorithm 1): a layer passes when
+// W_L^(l) of its drafts are accepted; the first layer short of it stops the
+// verification and the missing beams are sampled from the residual.
+// "; <nodes><after>" when there are any.
+void narrate_group(NarrationBuilder& b, const char* before, const std::vector<std::pair<int32_t, int32_t>>& nodes, const char* after) {
+  if (nodes.empty()) return;
+  verify_narrate_nodes(b.text(before), nodes);
+  b.text(after);
+}
+
+NarrationSentence narrate_verified_layer(const VerifyInfo& I, const VerifyLayer& L, NarrationBuilder b) {
+  const auto accepted = verify_chip_nodes(L, Decision::accepted);
+  const auto rejected = verify_chip_nodes(L, Decision::rejected);
+  const auto untested = verify_chip_nodes(L, Decision::untested);
+  const auto orphans = verify_chip_nodes(L, Decision::parent_rejected);
+  b.text("Layer " + std::to_string(L.layer) + ": ");
+  if (accepted.empty()) b.text("no draft accepted");
+  else verify_narrate_nodes(b.text("accepted "), accepted);
+  const int32_t n = L.count(Decision::accepted);
+  if (L.width >= 0) b.text(" (" + std::to_string(n) + " of W_L = " + std::to_string(L.width) + ")");
+  narrate_group(b, "; rejected ", rejected, " (u >= accept probability)");
+  narrate_group(b, "; ", untested, " not tested (W_L was reached first)");
+  narrate_group(b, "; ", orphans, " rejected because its parent beam was");
+  if (L.passed) b.text(": the layer passes.");
+  else b.text(L.layer == I.stopped_at_layer ? ": short of W_L, so verification stops at this layer" : ": the layer does not pass");
+  const auto residual = verify_chip_nodes(L, Decision::sampled_residual);
+  const auto target = verify_chip_nodes(L, Decision::sampled_target);
+  narrate_group(b, "; ", residual, " sampled from the residual norm(max(0, p' - q))");
+  narrate_group(b, "; ", target, " sampled from p_beam");
+  if (!L.passed) b.text(".");
+  return b.take();
+}
+
+std::vector<NarrationSentence> narrate(const VerifyInfo& I, const StepView& v, const TraceReplay& r) {
+  std::vector<NarrationSentence> out;
+  const std::string it = I.iteration >= 0 ? " (iteration " + std::to_string(I.iteration) + ")" : "";
+  if (I.draft) {
+    NarrationBuilder head(v, r, "verify");
+    head.text("DSBD draft" + it + ": the draft model proposes " + std::to_string(I.layers.size()) + " layer(s) of draft beams");
+    head.text(I.verify_step >= 0 ? ", verified by the target at step " + std::to_string(I.verify_step) + "." : ".");
+    out.push_back(head.take());
+    for (const VerifyLayer& L : I.layers) {
+      NarrationBuilder b(v, r, "verify");
+      verify_narrate_nodes(b.text("Draft layer " + std::to_string(L.layer) + ": "), verify_chip_nodes(L, Decision::drafted));
+      out.push_back(b.text(".").take());
+    }
+    return out;
+  }
+  NarrationBuilder head(v, r, "verify");
+  head.text("DSBD verification" + it + ": the target tests the drafts layer by layer; a layer passes when W_L of its drafts are accepted.");
+  out.push_back(head.take());
+  for (const VerifyLayer& L : I.layers) {
+    NarrationBuilder b(v, r, "verify");
+    if (L.extra) {
+      b.text("Every layer passed: W = " + std::to_string(L.width) + " beams are drawn from p_beam at layer " + std::to_string(L.layer) + ": ");
+      verify_narrate_nodes(b, verify_chip_nodes(L, Decision::sampled_target));
+      out.push_back(b.text(".").take());
+    } else if (!L.verified) {
+      b.text("Layer " + std::to_string(L.layer) + " is not verified (verification stopped at layer " + std::to_string(I.stopped_at_layer) + "): its drafts ");
+      verify_narrate_nodes(b, verify_chip_nodes(L, Decision::not_verified));
+      out.push_back(b.text(" are discarded.").take());
+    } else {
+      out.push_back(narrate_verified_layer(I, L, std::move(b)));
+    }
+  }
+  if (I.steps >= 0) out.push_back(NarrationBuilder(v, r, "verify").text("This iteration produces " + std::to_string(I.steps) + " token(s).").take());
+  return out;
+}
+
 VerifyKindSpec spec() {
   VerifyKindSpec k;
   k.name = kVerifyDsbdLayers;
@@ -183,6 +252,7 @@ VerifyKindSpec spec() {
   k.accumulate = accumulate;
   k.rows = [](const VerifyInfo& info, const StepView&) { return verify_layer_rows(info); };
   k.summary = verify_layer_summary;
+  k.narrate = narrate;
   k.verifier = typeid(DsbdLayerVerifier);
   return k;
 }

@@ -150,6 +150,42 @@ std::string summary(const VerifyInfo& I) {
          n(I.accepted_nodes.size()) + "</b> candidate token(s) + 1 greedy = <b>" + n(I.accepted_tokens.size()) + "</b> token(s) this pass.";
 }
 
+// Narration (lookahead decoding): the pending token is fed with the Jacobi
+// window and the pool's candidates; the longest candidate prefix that greedy
+// decoding agrees with is accepted, plus the greedy token after it.
+std::vector<NarrationSentence> narrate(const VerifyInfo& I, const StepView& v, const TraceReplay& r) {
+  std::vector<NarrationSentence> out;
+  NarrationBuilder pass(v, r, "verify");
+  pass.text("Lookahead pass: ");
+  if (I.pending_node >= 0) pass.node(I.pending_node).text(" (the pending token, accepted last pass) is fed with ");
+  else pass.text("the pending token is fed with ");
+  pass.text(std::to_string(I.window_nodes.size()) + " window guesses (Jacobi iteration: computed, never accepted) and " +
+            std::to_string(I.candidates.size()) + " candidate n-gram(s) from the pool");
+  if (!I.candidates.empty())
+    pass.text(", " + std::string(I.mode.empty() ? "" : I.mode + " verification, ") + std::to_string(I.candidate_nodes.size()) +
+              " candidate node(s) computed (independent chains would compute " + std::to_string(I.candidate_tokens()) + ")");
+  out.push_back(pass.text(".").take());
+  NarrationBuilder b(v, r, "verify");
+  size_t best = I.candidates.size();
+  for (size_t k = 0; k < I.candidates.size(); ++k)
+    if (I.candidates[k].matched > 0 && (best == I.candidates.size() || I.candidates[k].matched > I.candidates[best].matched)) best = k;
+  if (!I.accepted_nodes.empty()) {
+    if (best < I.candidates.size())
+      b.text("Candidate " + std::to_string(best + 1) + " matched " + std::to_string(I.candidates[best].matched) + " of its " +
+             std::to_string(I.candidates[best].tokens.size()) + " tokens; ");
+    b.text("accepted path: ");
+    for (size_t i = 0; i < I.accepted_nodes.size(); ++i) b.text(i ? " \u2192 " : "").node(I.accepted_nodes[i]);
+  } else {
+    b.text(I.candidates.empty() ? "No candidate to verify" : "No candidate matched greedy decoding");
+  }
+  if (I.accepted_tokens.size() > I.accepted_nodes.size())
+    b.text(std::string(I.accepted_nodes.empty() ? "; the pass yields only" : ", then") + " the greedy token '" +
+           r.token_text(I.accepted_tokens[I.accepted_nodes.size()]) + "' (the next pending token)");
+  b.text(": " + std::to_string(I.accepted_tokens.size()) + " token(s) this pass.");
+  out.push_back(b.take());
+  return out;
+}
+
 VerifyKindSpec spec() {
   VerifyKindSpec k;
   k.name = kVerifyLookahead;
@@ -158,6 +194,7 @@ VerifyKindSpec spec() {
   k.accumulate = accumulate;
   k.rows = rows;
   k.summary = summary;
+  k.narrate = narrate;
   k.verifier = typeid(LookaheadVerifier);
   return k;
 }

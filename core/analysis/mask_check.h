@@ -8,6 +8,7 @@
 // `triescope check`, `triescope inspect` and the Python bindings call it.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -46,12 +47,35 @@ struct MaskViolation {
 // names a draft model's pass ("" for the target's forward).
 int64_t mask_check_tree(const StepView& v, const ForwardView& f, const ForwardLayout& layout, std::vector<MaskViolation>& out,
                         size_t limit, const std::string& pass = {});
+// One row of that pass (the same rule and faults, for one cell's
+// explanation: O(columns + depth)).
+int64_t mask_check_tree_row(const StepView& v, const ForwardView& f, const ForwardLayout& layout, int32_t row,
+                            std::vector<MaskViolation>& out, size_t limit, const std::string& pass = {});
+
+// The batch layout's geometry: `region` slots per beam copy (prompt +
+// max_new_tokens), `prompt` tokens each; read from the header's config.
+struct CopyLayout {
+  int32_t region = 0;
+  int32_t prompt = 0;
+};
+// nullopt for a tree layout (any algorithm but batch_beam_search).
+std::optional<CopyLayout> mask_copy_layout(const TraceReplay& t);
+// Where row `row` of step `step`'s pass belongs in the batch layout: its
+// copy (beam) and its position in that copy (its slot = copy * region + position).
+struct CopyRow {
+  int64_t copy = 0;
+  int64_t position = 0;
+};
+CopyRow copy_row(int32_t step, int32_t row, int32_t prompt);
+
 // The batch layout: `region` slots per beam copy, `prompt` tokens each. The
 // slot and position a row must have follow from the step and the row
 // (step 0: copy r / prompt, position r % prompt; step t: copy r, position
 // prompt + t - 1), so a wrong slot and a wrong position are named apart.
 int64_t mask_check_copies(const StepView& v, const ForwardView& f, int32_t region, int32_t prompt, std::vector<MaskViolation>& out,
                           size_t limit);
+int64_t mask_check_copies_row(const StepView& v, const ForwardView& f, int32_t region, int32_t prompt, int32_t row,
+                              std::vector<MaskViolation>& out, size_t limit);
 
 struct MaskCheckReport {
   std::string layout;            // "tree" or "copies"

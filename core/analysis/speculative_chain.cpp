@@ -101,6 +101,55 @@ void accumulate(const json& ver, int32_t step, AcceptanceSeries& s) {
   }
 }
 
+// Narration (DSBD paper, Section 2.2): the drafts are tested in order and the
+// first rejection ends the chain; its place takes a token from the residual,
+// or, when every draft passed, a bonus token from p.
+std::vector<NarrationSentence> narrate(const VerifyInfo& I, const StepView& v, const TraceReplay& r) {
+  std::vector<NarrationSentence> out;
+  const std::string it = I.iteration >= 0 ? " (iteration " + std::to_string(I.iteration) + ")" : "";
+  NarrationBuilder b(v, r, "verify");
+  if (I.draft) {
+    std::vector<std::pair<int32_t, int32_t>> chain;
+    for (const VerifyLayer& L : I.layers)
+      for (const auto& n : verify_chip_nodes(L, Decision::drafted)) chain.push_back(n);
+    verify_narrate_nodes(b.text("Speculative draft" + it + ": the draft model proposes a chain of " + std::to_string(chain.size()) + " token(s): "), chain);
+    b.text(I.verify_step >= 0 ? "; the target verifies them at step " + std::to_string(I.verify_step) + "." : ".");
+    out.push_back(b.take());
+    return out;
+  }
+  std::vector<std::pair<int32_t, int32_t>> accepted, untested, residual, bonus;
+  const VerifyChip* rejected = nullptr;
+  for (const VerifyLayer& L : I.layers)
+    for (const VerifyChip& c : L.chips) {
+      if (c.decision == Decision::accepted) accepted.emplace_back(c.node, 1);
+      else if (c.decision == Decision::untested) untested.emplace_back(c.node, 1);
+      else if (c.decision == Decision::rejected && !rejected) rejected = &c;
+      else if (c.decision == Decision::sampled_residual) residual.emplace_back(c.node, 1);
+      else if (c.decision == Decision::sampled_target) bonus.emplace_back(c.node, 1);
+    }
+  b.text("Speculative verification" + it + ": ");
+  if (accepted.empty()) b.text("no draft accepted");
+  else verify_narrate_nodes(b.text("the first " + std::to_string(accepted.size()) + " draft(s) accepted: "), accepted);
+  if (rejected) {
+    b.text("; ").node(rejected->node).text(" rejected (u = " + verify_fixed(rejected->u) + " >= accept probability " + verify_fixed(rejected->accept_prob) + ")");
+    if (!untested.empty()) {
+      verify_narrate_nodes(b.text(", so "), untested);
+      b.text(" after it is not tested");
+    }
+  }
+  if (!residual.empty()) {
+    verify_narrate_nodes(b.text("; in its place "), residual);
+    b.text(" is sampled from the residual norm(max(0, p - q))");
+  }
+  if (!bonus.empty()) {
+    verify_narrate_nodes(b.text("; every draft passed, so the bonus token "), bonus);
+    b.text(" is sampled from p");
+  }
+  if (I.steps >= 0) b.text("; " + std::to_string(I.steps) + " token(s) this iteration");
+  out.push_back(b.text(".").take());
+  return out;
+}
+
 VerifyKindSpec spec() {
   VerifyKindSpec k;
   k.name = kVerifySpeculativeChain;
@@ -110,6 +159,7 @@ VerifyKindSpec spec() {
   k.accumulate = accumulate;
   k.rows = [](const VerifyInfo& info, const StepView&) { return verify_layer_rows(info); };
   k.summary = verify_layer_summary;
+  k.narrate = narrate;
   k.verifier = typeid(SpeculativeVerifier);
   return k;
 }

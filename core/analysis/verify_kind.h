@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/analysis/narration_sentence.h"
 #include "core/analysis/verify_info.h"
 
 namespace triescope {
@@ -53,6 +54,10 @@ struct VerifyKindSpec {
   std::function<std::vector<VerifyRow>(const VerifyInfo& info, const StepView& view)> rows;
   // The pane's one-paragraph summary of `info` (rich text).
   std::function<std::string(const VerifyInfo& info)> summary;
+  // The narration pane's sentences for `info` in the kind's own words
+  // (core/analysis/step_narration.h): what was decided and why, from the
+  // records only; `replay` labels the nodes it names.
+  std::function<std::vector<NarrationSentence>(const VerifyInfo& info, const StepView& view, const TraceReplay& replay)> narrate;
   // The device verifier type this kind's decoder looks up in a VerifierSet
   // (core/decode/verifier_set.h); typeid(void): the kind has none.
   std::type_index verifier = typeid(void);

@@ -20,8 +20,8 @@ std::map<std::string, VerifyKindSpec, std::less<>>& registry() {
 
 void verify_kind_register(VerifyKindSpec spec) {
   TS_CHECK(!spec.name.empty(), "verify kind registry: a spec without a name");
-  TS_CHECK(spec.read_verify && spec.accumulate && spec.rows && spec.summary,
-           "verify kind registry: " << spec.name << " needs read_verify, accumulate, rows and summary");
+  TS_CHECK(spec.read_verify && spec.accumulate && spec.rows && spec.summary && spec.narrate,
+           "verify kind registry: " << spec.name << " needs read_verify, accumulate, rows, summary and narrate");
   TS_CHECK(!registry().count(spec.name), "verify kind registry: " << spec.name << " is registered twice");
   std::string name = spec.name;
   registry().emplace(std::move(name), std::move(spec));

@@ -185,6 +185,25 @@ std::string verify_layer_summary(const VerifyInfo& I) {
   return s;
 }
 
+std::vector<std::pair<int32_t, int32_t>> verify_chip_nodes(const VerifyLayer& L, Decision d) {
+  std::vector<std::pair<int32_t, int32_t>> out;
+  for (const VerifyChip& c : L.chips) {
+    if (c.decision != d) continue;
+    auto it = std::find_if(out.begin(), out.end(), [&](const auto& e) { return e.first == c.node; });
+    if (it == out.end()) out.emplace_back(c.node, 1);
+    else ++it->second;
+  }
+  return out;
+}
+
+void verify_narrate_nodes(NarrationBuilder& b, const std::vector<std::pair<int32_t, int32_t>>& nodes) {
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (i > 0) b.text(i + 1 == nodes.size() ? " and " : ", ");
+    b.node(nodes[i].first);
+    if (nodes[i].second > 1) b.text(" (x" + std::to_string(nodes[i].second) + ")");
+  }
+}
+
 LayerAcceptance& acceptance_layer(AcceptanceSeries& s, int32_t l) {
   if (l < 1) l = 1;
   while (static_cast<int32_t>(s.layers.size()) < l) s.layers.push_back(LayerAcceptance{static_cast<int32_t>(s.layers.size()) + 1});

@@ -47,6 +47,12 @@ std::vector<VerifyRow> verify_layer_rows(const VerifyInfo& info);
 // Their summary: the draft step's proposal or the verify step's outcome.
 std::string verify_layer_summary(const VerifyInfo& info);
 
+// Narration helpers for the kinds' `narrate`: the distinct nodes of L's
+// chips with decision `d`, in chip order, with how many chips named each (a
+// node drafted by several beams); appended to `b` as "'a' #4, 'b' #5 (x2)".
+std::vector<std::pair<int32_t, int32_t>> verify_chip_nodes(const VerifyLayer& L, Decision d);
+void verify_narrate_nodes(NarrationBuilder& b, const std::vector<std::pair<int32_t, int32_t>>& nodes);
+
 // The series entry of draft layer `l` (>= 1), added when missing.
 LayerAcceptance& acceptance_layer(AcceptanceSeries& s, int32_t l);
 // An object's "layer" in [1, 4096] (it sizes the table), or none.

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "core/common/error.h"
+#include "core/common/text_excerpt.h"
 #include "core/common/file_io.h"
 
 namespace triescope {
@@ -126,7 +127,7 @@ static ConstraintSet parse_text_checked(const std::string& text, int32_t vocab_s
       } catch (const std::exception&) {
         used = 0;
       }
-      TS_CHECK(used == tok.size() && !tok.empty(), origin << ":" << lineno << ": token " << count << " \"" << tok << "\" is not an integer");
+      TS_CHECK(used == tok.size() && !tok.empty(), origin << ":" << lineno << ": token " << count << " \"" << text_excerpt(tok) << "\" is not an integer");
       TS_CHECK(v >= 0 && v < vocab_size, origin << ":" << lineno << ": token " << count << " = " << v
                                                 << " outside the vocabulary [0, " << vocab_size << ")");
       TS_CHECK(count < kConstraintMaxLength, origin << ":" << lineno << ": more than " << kConstraintMaxLength << " tokens in one id");
@@ -202,18 +203,18 @@ ConstraintSet parse_npy_checked(const std::string& b, int32_t vocab_size, const 
   TS_CHECK(hstart + hlen <= b.size(), origin << ": truncated .npy header (header length " << hlen << ", file " << b.size() << " bytes)");
   const std::string header = b.substr(hstart, hlen);
   const std::string descr = npy_field(header, "descr"), order = npy_field(header, "fortran_order"), shape = npy_field(header, "shape");
-  TS_CHECK(!descr.empty(), origin << ": .npy header has no 'descr' field: " << header);
-  TS_CHECK(!order.empty(), origin << ": .npy header has no 'fortran_order' field: " << header);
-  TS_CHECK(!shape.empty(), origin << ": .npy header has no 'shape' field: " << header);
+  TS_CHECK(!descr.empty(), origin << ": .npy header has no 'descr' field: " << text_excerpt(header, 80));
+  TS_CHECK(!order.empty(), origin << ": .npy header has no 'fortran_order' field: " << text_excerpt(header, 80));
+  TS_CHECK(!shape.empty(), origin << ": .npy header has no 'shape' field: " << text_excerpt(header, 80));
   // descr: '<i4' etc. '|' means byte order does not apply (1-byte types).
-  TS_CHECK(descr.size() == 5, origin << ": .npy dtype " << descr << " is not an integer type (need <i1/<i2/<i4/<i8/<u1/<u2/<u4/<u8)");
+  TS_CHECK(descr.size() == 5, origin << ": .npy dtype " << text_excerpt(descr) << " is not an integer type (need <i1/<i2/<i4/<i8/<u1/<u2/<u4/<u8)");
   const char endian = descr[1], kind = descr[2];
   const int width = descr[3] - '0';
-  TS_CHECK(kind == 'i' || kind == 'u', origin << ": .npy dtype " << descr << " is not an integer type (need <i1/<i2/<i4/<i8/<u1/<u2/<u4/<u8)");
-  TS_CHECK(width == 1 || width == 2 || width == 4 || width == 8, origin << ": .npy dtype " << descr << " has an unsupported width");
+  TS_CHECK(kind == 'i' || kind == 'u', origin << ": .npy dtype " << text_excerpt(descr) << " is not an integer type (need <i1/<i2/<i4/<i8/<u1/<u2/<u4/<u8)");
+  TS_CHECK(width == 1 || width == 2 || width == 4 || width == 8, origin << ": .npy dtype " << text_excerpt(descr) << " has an unsupported width");
   TS_CHECK(endian == '<' || endian == '|' || (endian == '=' && width == 1),
-           origin << ": .npy dtype " << descr << " is not little-endian");
-  TS_CHECK(order == "False" || order == "True", origin << ": .npy fortran_order must be True or False, got " << order);
+           origin << ": .npy dtype " << text_excerpt(descr) << " is not little-endian");
+  TS_CHECK(order == "False" || order == "True", origin << ": .npy fortran_order must be True or False, got " << text_excerpt(order));
   const bool fortran = order == "True";
   // shape: "(N, L)"
   std::vector<int64_t> dims;
@@ -231,21 +232,21 @@ ConstraintSet parse_npy_checked(const std::string& b, int32_t vocab_size, const 
       } catch (const std::exception&) {
         used = 0;
       }
-      TS_CHECK(used > 0 && v >= 0, origin << ": .npy shape " << shape << " is malformed");
+      TS_CHECK(used > 0 && v >= 0, origin << ": .npy shape " << text_excerpt(shape) << " is malformed");
       dims.push_back(v);
     }
   }
-  TS_CHECK(dims.size() == 2, origin << ": .npy shape " << shape << " must be 2-D (num_items, L), got " << dims.size() << "-D");
+  TS_CHECK(dims.size() == 2, origin << ": .npy shape " << text_excerpt(shape) << " must be 2-D (num_items, L), got " << dims.size() << "-D");
   const int64_t n = dims[0], L = dims[1];
-  TS_CHECK(n > 0, origin << ": empty constraint set (.npy shape " << shape << ")");
+  TS_CHECK(n > 0, origin << ": empty constraint set (.npy shape " << text_excerpt(shape) << ")");
   TS_CHECK(L >= 1 && L <= kConstraintMaxLength,
-           origin << ": .npy item length " << L << " (shape " << shape << ") must be in [1, " << kConstraintMaxLength << "]");
+           origin << ": .npy item length " << L << " (shape " << text_excerpt(shape) << ") must be in [1, " << kConstraintMaxLength << "]");
   const size_t data_start = hstart + hlen;
   const size_t have = b.size() - data_start;
   // n is compared with what the data holds before n * L * width is formed: it wraps for n near 2^62.
   const size_t row_bytes = static_cast<size_t>(L) * static_cast<size_t>(width);
   TS_CHECK(static_cast<uint64_t>(n) <= have / row_bytes && static_cast<size_t>(n) * row_bytes == have,
-           origin << ": .npy data holds " << have << " bytes, shape " << shape << " of " << descr << " needs "
+           origin << ": .npy data holds " << have << " bytes, shape " << text_excerpt(shape) << " of " << text_excerpt(descr) << " needs "
                   << (static_cast<uint64_t>(n) <= SIZE_MAX / row_bytes ? std::to_string(static_cast<size_t>(n) * row_bytes)
                                                                          : std::string("2^64 or more")));
   std::vector<int32_t> rows(static_cast<size_t>(n * L));

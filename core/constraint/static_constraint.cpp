@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "core/common/error.h"
+#include "core/common/text_excerpt.h"
 #include "core/constraint/baselines.h"
 #include "core/constraint/vntk.h"
 
@@ -104,8 +105,14 @@ std::shared_ptr<StaticConstraint> static_constraint_from_json(JsonObjectReader r
   TS_CHECK(ranking == "full" || ranking == "sparse", r.where("ranking") << " must be full or sparse, got \"" << ranking << "\"");
   TS_CHECK(ranking == "full" || impl == "vntk", r.where("ranking") << ": \"sparse\" needs impl vntk (the CSR index), not " << impl);
   r.finish();
+  // Confined to the sample's folder: a sample names its set beside it, not any
+  // file the user running it can read.
   std::filesystem::path p(file);
-  if (p.is_relative()) p = std::filesystem::path(sample_path).parent_path() / p;
+  bool escapes = p.is_absolute() || file.empty();
+  for (const auto& part : p) escapes = escapes || part == "..";
+  TS_CHECK(!escapes, r.where("file") << ": \"" << text_excerpt(file, 80)
+                                     << "\" must be a relative path inside the sample's folder, without \"..\" (copy or link the set there)");
+  p = std::filesystem::path(sample_path).parent_path() / p;
   auto set = std::make_shared<const ConstraintSet>(constraint_set_read(p.string(), format, vocab_size));
   try {
     auto c = std::make_shared<StaticConstraint>(set, constraint_index_make(impl, set, opt, top_k), ranking == "sparse");

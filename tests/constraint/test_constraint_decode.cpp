@@ -183,6 +183,13 @@ TEST_CASE("samples: a bad constraint object is named", "[constraint]") {
   bad = j;
   bad["constraint"]["file"] = "missing_ids.txt";
   CHECK_THROWS_WITH(sample_parse(bad, origin), Catch::Contains("missing_ids.txt: cannot open"));
+  // Confined to the sample's folder: any readable file's first token was echoed.
+  for (const char* outside : {"/etc/passwd", "../README.md", "sub/../../x.txt"}) {
+    CAPTURE(outside);
+    bad = j;
+    bad["constraint"]["file"] = outside;
+    CHECK_THROWS_WITH(sample_parse(bad, origin), Catch::Contains("bad.json: constraint.file") && Catch::Contains("must be a relative path inside the sample's folder"));
+  }
   bad = j;
   bad["constraint"]["impl"] = "fst";
   CHECK_THROWS_WITH(sample_parse(bad, origin), Catch::Contains("constraint.impl must be one of"));

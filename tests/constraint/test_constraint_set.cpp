@@ -1,3 +1,4 @@
+#include <functional>
 #include <catch2/catch.hpp>
 
 #include <cstdio>
@@ -37,6 +38,14 @@ std::string le(int64_t v, int width) {
 std::string tmp_path(const std::string& name) {
   return (std::filesystem::temp_directory_path() / ("triescope_constraint_" + std::to_string(::getpid()) + "_" + name)).string();
 }
+std::string error_text(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
 }  // namespace
 
 TEST_CASE("constraint set: text is sorted, deduplicated and counted", "[constraint]") {
@@ -59,6 +68,23 @@ TEST_CASE("constraint set: every bad text input is named with its line", "[const
   CHECK_THROWS_WITH(constraint_set_parse_text("1 2.5 3\n", 8, "ids.txt"), Contains("ids.txt:1: token 1 \"2.5\" is not an integer"));
   CHECK_THROWS_WITH(constraint_set_parse_text("# nothing\n\n", 8, "ids.txt"), Contains("ids.txt: empty constraint set"));
   CHECK_THROWS_WITH(constraint_set_read_text("/nonexistent/ids.txt", 8), Contains("/nonexistent/ids.txt: cannot open"));
+}
+
+TEST_CASE("constraint set: errors quote at most a short, escaped excerpt of the file", "[constraint]") {
+  // A 1 MB token was echoed whole; raw bytes (a terminal escape) reached stderr.
+  const std::string big(1 << 20, 'A');
+  const std::string e1 = error_text([&] { (void)constraint_set_parse_text("1 " + big + " 3\n", 8, "ids.txt"); });
+  CHECK(e1.find("ids.txt:1: token 1 \"AAAA") != std::string::npos);
+  CHECK(e1.find("... (1048576 bytes)") != std::string::npos);
+  CHECK(e1.size() < 200);
+  const std::string e2 = error_text([&] { (void)constraint_set_parse_text("1 \x1b[31mred 3\n", 8, "ids.txt"); });
+  CHECK(e2.find("\\x1b[31mred") != std::string::npos);
+  CHECK(e2.find('\x1b') == std::string::npos);
+  // A 4 MB .npy header without a field: named, not printed whole.
+  const std::string header = "{'fortran_order': False, 'shape': (2, 3), 'pad': '" + std::string(4 << 20, 'p') + "'}";
+  const std::string e3 = error_text([&] { (void)constraint_set_parse_npy(npy_bytes(header, "", 2), 8, "a.npy"); });
+  CHECK(e3.find("a.npy: .npy header has no 'descr' field") != std::string::npos);
+  CHECK(e3.size() < 300);
 }
 
 TEST_CASE("constraint set: npy of every integer width and order reads the same ids", "[constraint]") {

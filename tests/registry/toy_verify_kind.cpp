@@ -51,6 +51,13 @@ VerifyKindSpec spec() {
   k.accumulate = accumulate;
   k.rows = rows;
   k.summary = [](const VerifyInfo& info) { return "<b>Toy guess</b>: " + std::to_string(info.steps) + " token(s) this step."; };
+  k.narrate = [](const VerifyInfo& info, const StepView& v, const TraceReplay& r) {
+    std::vector<NarrationSentence> out;
+    for (const VerifyLayer& L : info.layers)
+      for (const VerifyChip& c : L.chips)
+        out.push_back(NarrationBuilder(v, r, "verify").text("Toy guess: ").node(c.node).text(L.passed ? " was guessed right." : " was guessed wrong.").take());
+    return out;
+  };
   k.verifier = typeid(ToyGuessVerifier);
   return k;
 }
