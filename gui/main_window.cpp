@@ -39,7 +39,12 @@
 
 #include "core/common/error.h"
 #include "core/common/file_io.h"
+#include "gui/export/figure_export.h"
+#include "gui/export/mask_figure.h"
+#include "gui/export/pane_figures.h"
 #include "gui/panes/beams_pane.h"
+#include "gui/panes/constraint_view.h"
+#include "gui/panes/narration_pane.h"
 #include "gui/panes/diff_pane.h"
 #include "gui/panes/json_pane.h"
 #include "gui/panes/kv_view.h"
@@ -47,6 +52,7 @@
 #include "gui/panes/plots_pane.h"
 #include "gui/panes/trie_view.h"
 #include "gui/panes/verify_pane.h"
+#include "gui/start_page.h"
 #include "gui/step_colors.h"
 #include "gui/timeline.h"
 #include "gui/widgets/status_text.h"
@@ -78,15 +84,17 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   kv_ = new KvView(ctx_, this);
   plots_ = new PlotsPane(ctx_, this);
   beams_ = new BeamsPane(ctx_, this);
-  constraint_ = new JsonPane(ctx_, QStringLiteral("constraint"),
-                             tr("Step %1 has no \"constraint\" record: this trace was decoded without a logits constraint."), this);
+  narration_ = new NarrationPane(ctx_, this);
+  constraintView_ = new ConstraintView(ctx_, this);
+  constraint_ = constraintView_->rawPane();
   verify_ = new VerifyPane(ctx_, this);
   diff_ = new DiffPane(ctx_, this);
   auto* dMask = dock(tr("Attention mask + position ids"), mask_, Qt::RightDockWidgetArea, "mask");
   auto* dKv = dock(tr("KV cache"), kv_, Qt::BottomDockWidgetArea, "kv");
   auto* dPlots = dock(tr("Plots"), plots_, Qt::BottomDockWidgetArea, "plots");
   auto* dBeams = dock(tr("Chosen beams"), beams_, Qt::RightDockWidgetArea, "beams");
-  auto* dCons = dock(tr("Constraint"), constraint_, Qt::RightDockWidgetArea, "constraint");
+  auto* dNarr = dock(tr("Narration"), narration_, Qt::RightDockWidgetArea, "narration");
+  auto* dCons = dock(tr("Constraint"), constraintView_, Qt::RightDockWidgetArea, "constraint");
   auto* dVer = dock(tr("Verification"), verify_, Qt::RightDockWidgetArea, "verify");
   auto* dDiff = dock(tr("Diff"), diff_, Qt::RightDockWidgetArea, "diff");
   splitDockWidget(dMask, dBeams, Qt::Vertical);
@@ -94,12 +102,16 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   tabifyDockWidget(dCons, dVer);
   tabifyDockWidget(dVer, dDiff);
   dBeams->raise();
-  splitDockWidget(dKv, dPlots, Qt::Horizontal);
+  // The step in words beside the KV cache: on screen whichever pane (constraint,
+  // verification, diff) a trace brings to the front on the right.
+  splitDockWidget(dKv, dNarr, Qt::Horizontal);
+  tabifyDockWidget(dNarr, dPlots);
+  dNarr->raise();
   resizeDocks({dMask, dBeams}, {560, 200}, Qt::Vertical);
   resizeDocks({dMask}, {640}, Qt::Horizontal);
   resizeDocks({dKv}, {300}, Qt::Vertical);
-  resizeDocks({dKv, dPlots}, {900, 600}, Qt::Horizontal);
-  docks_ = {dMask, dKv, dPlots, dBeams, dCons, dVer, dDiff};
+  resizeDocks({dKv, dNarr}, {800, 700}, Qt::Horizontal);
+  docks_ = {dMask, dKv, dPlots, dBeams, dNarr, dCons, dVer, dDiff};
 
   status_ = new StatusText(this, 400);
   status_->setText(tr("Open a trace: File > Open, drag a .jsonl here, or run a sample."));
@@ -114,20 +126,32 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   connect(&ctx_, &TraceContext::errorOccurred, this, [this](const QString& m) { showError(tr("Cannot replay this step"), m); });
   // Panes in hidden dock tabs skip their widget updates until shown.
   connect(dVer, &QDockWidget::visibilityChanged, verify_, &VerifyPane::setOnScreen);
-  connect(dCons, &QDockWidget::visibilityChanged, constraint_, &JsonPane::setOnScreen);
+  connect(dCons, &QDockWidget::visibilityChanged, constraintView_, &ConstraintView::setOnScreen);
   // Bring the pane that explains this kind of trace to the front.
   connect(verify_, &VerifyPane::speculativeTraceLoaded, this, [this, dVer, dMask] {
     dVer->raise();
     // The layers need the room more than a mask of a few dozen queries.
     resizeDocks({dMask, dVer}, {height() / 4, height() / 3}, Qt::Vertical);
   });
-  connect(&ctx_, &TraceContext::traceLoaded, this, [this, dDiff, dCons] {
+  connect(&ctx_, &TraceContext::traceLoaded, this, [this, dDiff, dCons, dMask] {
     if (ctx_.diffMode()) dDiff->raise();
-    else if (constraint_->traceHasData()) dCons->raise();
+    else if (constraint_->traceHasData()) {
+      dCons->raise();
+      // The prefix tree and the CSR rows need the height more than a mask of a few beams.
+      resizeDocks({dMask, dCons}, {height() / 5, height() * 3 / 5}, Qt::Vertical);
+      resizeDocks({dCons}, {width() / 2}, Qt::Horizontal);
+    }
   });
 }
 
-MainWindow::~MainWindow() { ctx_.removeViewer(this); }
+// The panes are viewers of ctx_, a member: they must go before it does (Qt
+// would delete them, as children, only after the members are destroyed).
+MainWindow::~MainWindow() {
+  ctx_.removeViewer(this);
+  for (QDockWidget* d : docks_) delete d;
+  docks_.clear();
+  delete takeCentralWidget();
+}
 
 void MainWindow::buildMenus() {
   QMenu* file = menuBar()->addMenu(tr("&File"));
@@ -138,10 +162,8 @@ void MainWindow::buildMenus() {
   rebuildRecentMenu();
   file->addSeparator();
   QMenu* ex = file->addMenu(tr("&Export"));
-  ex->addAction(tr("Trie view (PNG/SVG)..."), this, [this] { exportDialog(QStringLiteral("trie")); });
-  ex->addAction(tr("Mask (PNG/SVG)..."), this, [this] { exportDialog(QStringLiteral("mask")); });
-  ex->addAction(tr("KV cache (PNG/SVG)..."), this, [this] { exportDialog(QStringLiteral("kv")); });
-  ex->addAction(tr("Whole window (PNG/SVG)..."), this, [this] { exportDialog(QStringLiteral("window")); });
+  for (const QString& pane : figurePanes())
+    ex->addAction(tr("%1 (SVG/PNG)...").arg(pane), this, [this, pane] { exportDialog(pane); });
   ex->addAction(tr("Current step as JSON..."), QKeySequence(tr("Ctrl+E")), this, &MainWindow::exportStepDialog);
   file->addSeparator();
   file->addAction(tr("&Quit"), QKeySequence::Quit, qApp, &QApplication::quit);
@@ -334,6 +356,35 @@ void MainWindow::openDiffDialog() {
   if (!b.isEmpty()) openDiff(a, b);
 }
 
+void MainWindow::showStartPage() {
+  if (!start_) {
+    start_ = new StartPage(centralWidget());
+    static_cast<QVBoxLayout*>(centralWidget()->layout())->insertWidget(1, start_, 1);
+    connect(start_, &StartPage::sampleChosen, this, &MainWindow::openFigureSample);
+    connect(&ctx_, &TraceContext::traceLoaded, this, [this] {
+      start_->hide();
+      trie_->show();
+    });
+  }
+  trie_->hide();
+  start_->show();
+}
+
+void MainWindow::openFigureSample(const QString& samplePath) {
+  auto* once = new QObject(this);
+  connect(this, &MainWindow::loadFinished, once, [this, once](bool ok, const QString&) {
+    once->deleteLater();
+    if (!ok) return;
+    ctx_.setStepIndex(0);
+    for (QDockWidget* d : docks_)
+      if (d->objectName() == QLatin1String("narration")) {
+        d->show();
+        d->raise();
+      }
+  });
+  runSample(samplePath);
+}
+
 void MainWindow::runSampleDialog() {
   QDialog dlg(this);
   dlg.setWindowTitle(tr("Run a sample live"));
@@ -386,59 +437,50 @@ void MainWindow::runSampleDialog() {
   });
 }
 
-bool MainWindow::exportPane(const QString& pane, const QString& path, QString* error) {
-  const bool svg = path.endsWith(QStringLiteral(".svg"), Qt::CaseInsensitive);
-  // Write next to the target and rename: never a half-written file.
-  const QString tmp = path + QStringLiteral(".tmp");
-  QFile::remove(tmp);
-  auto fail = [&](const QString& m) {
-    QFile::remove(tmp);
-    if (error) *error = path + QStringLiteral(": ") + m;
-    return false;
-  };
-  QWidget* w = pane == QLatin1String("mask") ? static_cast<QWidget*>(mask_) : pane == QLatin1String("kv") ? static_cast<QWidget*>(kv_) : pane == QLatin1String("window") ? static_cast<QWidget*>(this) : nullptr;
-  if (pane == QLatin1String("trie")) {
-    QGraphicsScene* sc = trie_->scene();
-    const QRectF src = sc->itemsBoundingRect().adjusted(-10, -10, 10, 10);
-    if (svg) {
-      QSvgGenerator gen;
-      gen.setFileName(tmp);
-      gen.setSize(src.size().toSize());
-      gen.setViewBox(QRectF(QPointF(0, 0), src.size()));
-      gen.setTitle(QStringLiteral("TrieScope trie, step %1").arg(ctx_.step()));
-      QPainter p(&gen);
-      sc->render(&p, QRectF(QPointF(0, 0), src.size()), src);
-    } else {
-      const double scale = std::min(2.0, 12000.0 / std::max(src.width(), src.height()));
-      QImage img((src.size() * scale).toSize(), QImage::Format_ARGB32_Premultiplied);
-      img.fill(Qt::white);
-      QPainter p(&img);
-      p.setRenderHint(QPainter::Antialiasing);
-      sc->render(&p, QRectF(QPointF(0, 0), img.size()), src);
-      p.end();
-      if (!img.save(tmp, "PNG")) return fail(tr("cannot write the image"));
+QStringList MainWindow::figurePanes() {
+  return {QStringLiteral("trie"), QStringLiteral("mask"), QStringLiteral("kv"), QStringLiteral("plots"), QStringLiteral("verify"),
+          QStringLiteral("constraint"), QStringLiteral("narration"), QStringLiteral("window")};
+}
+
+std::unique_ptr<FigureSource> MainWindow::figure(const QString& pane) {
+  if (!figurePanes().contains(pane)) return nullptr;
+  for (QDockWidget* d : docks_)
+    if (d->objectName() == pane) {
+      d->show();
+      d->raise();
     }
-  } else if (pane == QLatin1String("mask") && !svg) {
-    const double cell = std::clamp(mask_->cellSize(), 1.0, 16.0);
-    if (!mask_->renderFull(cell).save(tmp, "PNG")) return fail(tr("cannot write the image"));
-  } else if (w) {
-    if (svg) {
-      QSvgGenerator gen;
-      gen.setFileName(tmp);
-      gen.setSize(w->size());
-      gen.setViewBox(QRect(QPoint(0, 0), w->size()));
-      QPainter p(&gen);
-      w->render(&p);
-    } else if (!w->grab().save(tmp, "PNG")) {
-      return fail(tr("cannot write the image"));
-    }
-  } else {
-    return fail(tr("unknown pane %1").arg(pane));
+  QApplication::processEvents();  // lay out a pane that was in a hidden tab
+  if (pane == QLatin1String("trie")) return std::make_unique<SceneFigure>(pane, trie_->scene());
+  if (pane == QLatin1String("mask")) return std::make_unique<MaskFigure>(ctx_);
+  if (pane == QLatin1String("kv")) return std::make_unique<WidgetFigure>(pane, kv_);
+  if (pane == QLatin1String("plots")) return std::make_unique<WidgetFigure>(pane, plots_->tabs()->currentWidget());
+  if (pane == QLatin1String("verify")) {
+    verify_->ensureUpToDate();
+    if (!verify_->hasData())
+      return std::make_unique<NoteFigure>(pane, tr("step %1: no verification record").arg(ctx_.step()));
+    return std::make_unique<WidgetFigure>(pane, verify_->canvas());
   }
-  if (!QFileInfo::exists(tmp)) return fail(tr("nothing was written"));
-  QFile::remove(path);
-  if (!QFile::rename(tmp, path)) return fail(tr("cannot rename the temporary file into place"));
-  return true;
+  if (pane == QLatin1String("window")) return std::make_unique<WidgetFigure>(pane, this);
+  // A dock whose pane draws its own figure (narration, constraint), else the pane's paint.
+  for (QDockWidget* d : docks_) {
+    if (d->objectName() != pane) continue;
+    if (const auto* own = dynamic_cast<const FigureSource*>(d->widget())) return std::make_unique<FigureRef>(*own);
+    return std::make_unique<WidgetFigure>(pane, d->widget());
+  }
+  return nullptr;
+}
+
+bool MainWindow::exportPane(const QString& pane, const QString& path, QSize size, QString* error) {
+  if (!ctx_.loaded() && pane != QLatin1String("window")) {
+    if (error) *error = path + QStringLiteral(": no trace loaded");
+    return false;
+  }
+  const std::unique_ptr<FigureSource> f = figure(pane);
+  if (!f) {
+    if (error) *error = path + QStringLiteral(": unknown pane \"%1\" (one of %2)").arg(pane, figurePanes().join(QStringLiteral(", ")));
+    return false;
+  }
+  return export_figure(*f, path, size, error);
 }
 
 bool MainWindow::exportStepJson(const QString& path, QString* error) {
@@ -462,7 +504,7 @@ void MainWindow::exportDialog(const QString& pane) {
                                                  tr("PNG image (*.png);;SVG drawing (*.svg)"));
   if (p.isEmpty()) return;
   QString err;
-  if (!exportPane(pane, p, &err)) showError(tr("Export failed"), err);
+  if (!exportPane(pane, p, {}, &err)) showError(tr("Export failed"), err);
 }
 
 void MainWindow::exportStepDialog() {

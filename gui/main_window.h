@@ -4,6 +4,7 @@
 #include <QMainWindow>
 
 #include <functional>
+#include <memory>
 
 #include "gui/trace_context.h"
 
@@ -20,9 +21,13 @@ class KvView;
 class PlotsPane;
 class DiffPane;
 class BeamsPane;
+class NarrationPane;
 class JsonPane;
+class ConstraintView;
 class VerifyPane;
 class Timeline;
+class FigureSource;
+class StartPage;
 
 class MainWindow final : public QMainWindow, public ITraceViewer {
   Q_OBJECT
@@ -37,7 +42,9 @@ class MainWindow final : public QMainWindow, public ITraceViewer {
   PlotsPane* plotsPane() const { return plots_; }
   DiffPane* diffPane() const { return diff_; }
   BeamsPane* beamsPane() const { return beams_; }
+  NarrationPane* narrationPane() const { return narration_; }
   JsonPane* constraintPane() const { return constraint_; }
+  ConstraintView* constraintView() const { return constraintView_; }
   VerifyPane* verifyPane() const { return verify_; }
   Timeline* timeline() const { return timeline_; }
   QString statusText() const;
@@ -50,9 +57,20 @@ class MainWindow final : public QMainWindow, public ITraceViewer {
   void openTrace(const QString& path);
   void openDiff(const QString& a, const QString& b);
   void runSample(const QString& samplePath, std::function<void(nlohmann::json&)> edit = {});
+  // The start page (opened with nothing): the paper-figure samples; choosing
+  // one runs it and shows step 0 with the narration in front.
+  void showStartPage();
+  StartPage* startPage() const { return start_; }
+  void openFigureSample(const QString& samplePath);
 
-  // Export: .svg by vector, anything else as an image Qt can write (PNG).
-  bool exportPane(const QString& pane, const QString& path, QString* error = nullptr);  // "trie", "mask", "kv", "window"
+  // The panes a figure can be exported from ("trie", "mask", "kv", ...), and
+  // the figure of one for the shown step (null for another name). Raises the
+  // pane's dock, so a pane in a hidden tab is laid out before it is drawn.
+  static QStringList figurePanes();
+  std::unique_ptr<FigureSource> figure(const QString& pane);
+  // Export: .svg (vector, text as text) or .png, at the figure's natural size
+  // or scaled to fit `size` (gui/export/figure_export.h).
+  bool exportPane(const QString& pane, const QString& path, QSize size = {}, QString* error = nullptr);
   bool exportStepJson(const QString& path, QString* error = nullptr);
 
   void onTraceLoaded(TraceContext& ctx) override;
@@ -93,9 +111,12 @@ class MainWindow final : public QMainWindow, public ITraceViewer {
   PlotsPane* plots_;
   DiffPane* diff_;
   BeamsPane* beams_;
+  NarrationPane* narration_;
   JsonPane* constraint_;
+  ConstraintView* constraintView_;
   VerifyPane* verify_;
   Timeline* timeline_;
+  StartPage* start_ = nullptr;
   StatusText* status_;
   QProgressBar* progress_;
   QMenu* recentMenu_ = nullptr;

@@ -19,6 +19,8 @@ inline const QColor kMaskGrid{200, 200, 208};
 inline const QColor kSelection{0, 150, 255};   // selection (cyan blue), everywhere
 inline const QColor kAddedOutline{235, 100, 0};  // added at this step (orange)
 inline const QColor kDiffMark{220, 0, 140};
+inline const QColor kCellHighlight{230, 170, 0};  // the mask cell pointed at: its tree path and slots (gold)
+inline const QColor kRuleViolation{215, 20, 20};  // a mask cell or row `check` faults
 inline const QColor kSharedBranch{150, 150, 160};
 inline const QColor kFreeSlot{255, 255, 255};
 

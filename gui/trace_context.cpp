@@ -154,6 +154,7 @@ void TraceContext::computeView() {
   viewB_.reset();
   viewsValid_ = false;
   fwd_ = ForwardLayout{};
+  highlight_ = MaskCellHighlight{};  // its row and column named the old pass; viewers repaint on onStepChanged
   if (!a_) return;
   lastReplayMs_ = 0;
   auto done = [&](ViewSource src) {
@@ -289,6 +290,13 @@ void TraceContext::selectNode(int32_t node) {
   selected_ = node;
   for (auto* vw : viewers_) vw->onSelectionChanged(*this);
   Q_EMIT selectionChanged(selected_);
+}
+
+void TraceContext::setHighlight(MaskCellHighlight h) {
+  if (h == highlight_) return;
+  highlight_ = std::move(h);
+  for (auto* vw : viewers_) vw->onHighlightChanged(*this);
+  Q_EMIT highlightChanged();
 }
 
 int32_t TraceContext::rowOfNode(int32_t node) const {

@@ -26,6 +26,22 @@ class ITraceViewer {
   virtual void onTraceLoaded(TraceContext& ctx) = 0;
   virtual void onStepChanged(TraceContext& ctx) = 0;
   virtual void onSelectionChanged(TraceContext& ctx) = 0;
+  // The mask cell pointed at changed (TraceContext::highlight()).
+  virtual void onHighlightChanged(TraceContext&) {}
+};
+
+// The mask cell the user points at (hover or click in the mask pane): the
+// tree path between its query and key and their slots, drawn by the trie and
+// KV panes. Distinct from the selection (a click also selects the query);
+// cleared when the shown step changes.
+struct MaskCellHighlight {
+  int32_t row = -1, col = -1;        // the cell
+  int32_t query = -1, key = -1;      // their nodes, -1 where none (free slot, batch layout)
+  std::vector<int32_t> path;         // from the query up to the key or the common ancestor, then down to the key
+  int32_t querySlot = -1, keySlot = -1;  // in the layout the pass read (forward slots)
+  bool violation = false;            // `check` finds a fault on the cell
+  bool empty() const { return row < 0; }
+  bool operator==(const MaskCellHighlight& o) const = default;
 };
 
 // Divergences of the shown step, mapped onto what the panes draw.
@@ -97,6 +113,10 @@ class TraceContext : public QObject {
   int32_t forwardSlotOfNode(int32_t node) const;
   int32_t nodeInForwardSlot(int32_t slot) const;
   bool forwardBeforeGc() const { return fwd_.before_gc; }
+  const ForwardLayout& forwardLayout() const { return fwd_; }
+
+  const MaskCellHighlight& highlight() const { return highlight_; }
+  void setHighlight(MaskCellHighlight h);  // an empty one clears
 
   const std::vector<TraceDivergence>& divergences() const { return divergences_; }
   const StepMarks& marks() const;  // for the current step
@@ -109,6 +129,7 @@ class TraceContext : public QObject {
   void traceLoaded();
   void stepChanged(int32_t step);
   void selectionChanged(int32_t node);
+  void highlightChanged();
   // A record of the shown step could not be replayed (message names file:line and field).
   void errorOccurred(const QString& message);
 
@@ -157,6 +178,7 @@ class TraceContext : public QObject {
   Side shown_ = A;
   int32_t step_ = 0;
   int32_t selected_ = -1;
+  MaskCellHighlight highlight_;
   StepView viewA_;
   std::optional<StepView> viewB_;
   std::vector<TraceDivergence> divergences_;

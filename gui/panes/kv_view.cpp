@@ -27,6 +27,30 @@ void KvView::onStepChanged(TraceContext&) {
   update();
 }
 void KvView::onSelectionChanged(TraceContext&) { update(); }
+void KvView::onHighlightChanged(TraceContext&) { update(); }
+
+std::vector<std::pair<int, QRect>> KvView::highlightedSlots() const {
+  std::vector<std::pair<int, QRect>> out;
+  const MaskCellHighlight& h = ctx_.highlight();
+  if (h.empty() || !ctx_.loaded()) return out;
+  const bool old = ctx_.forwardBeforeGc() && oldSlots_ > 0;
+  for (int s : {h.keySlot, h.querySlot}) {
+    if (s < 0 || s >= (old ? oldSlots_ : slots_)) continue;
+    if (!out.empty() && out.front().first == s) continue;
+    out.emplace_back(s, old ? oldSlotRect(s) : slotRect(s));
+  }
+  return out;
+}
+
+// The pointed mask cell: its key slot framed solid gold, its query's dashed.
+void KvView::paintHighlight(QPainter& p) const {
+  const MaskCellHighlight& h = ctx_.highlight();
+  p.setBrush(Qt::NoBrush);
+  for (const auto& [s, r] : highlightedSlots()) {
+    p.setPen(QPen(kCellHighlight, 3, s == h.keySlot ? Qt::SolidLine : Qt::DashLine));
+    p.drawRect(r.adjusted(-2, -2, 2, 2));
+  }
+}
 
 QSize KvView::sizeHint() const { return {700, 260}; }
 
@@ -176,6 +200,7 @@ void KvView::paintEvent(QPaintEvent*) {
   }
   for (int s = 0; s < slots_; ++s) slot.draw(slotRect(s), v.slot_to_node[static_cast<size_t>(s)], s, true);
   if (oldSlots_) paintGcMoves(p);
+  paintHighlight(p);
 }
 
 void KvView::paintLegend(QPainter& p) const {

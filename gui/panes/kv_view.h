@@ -19,12 +19,17 @@ class KvView final : public QWidget, public ITraceViewer {
   void onTraceLoaded(TraceContext& ctx) override;
   void onStepChanged(TraceContext& ctx) override;
   void onSelectionChanged(TraceContext& ctx) override;
+  void onHighlightChanged(TraceContext& ctx) override;
 
   QRect slotRect(int slot) const;       // after-GC (current) grid, widget coordinates
   QRect oldSlotRect(int slot) const;    // before-GC grid, only on GC steps
   int slotAt(QPoint p) const;
   QSize sizeHint() const override;
   QString headerText() const;
+  // Where the highlighted mask cell's slots are drawn (TraceContext::highlight):
+  // key first, then the query's, in the grid of the layout the pass read (the
+  // pre-GC grid when the step compacted after its pass); empty when not shown.
+  std::vector<std::pair<int, QRect>> highlightedSlots() const;
 
  protected:
   void paintEvent(QPaintEvent* e) override;
@@ -38,6 +43,7 @@ class KvView final : public QWidget, public ITraceViewer {
   void paintLegend(QPainter& p) const;  // header text and colour legend
   void paintBeforeGc(QPainter& p, const SlotPainter& slot) const;
   void paintGcMoves(QPainter& p) const;
+  void paintHighlight(QPainter& p) const;
   TraceContext& ctx_;
   std::vector<int32_t> branch_;  // [nodes]
   int cell_ = 30, perRow_ = 32, slots_ = 0, oldSlots_ = 0;

@@ -1,6 +1,7 @@
 #include "gui/panes/mask_view.h"
 
 #include <QHelpEvent>
+#include <QLabel>
 #include <QMouseEvent>
 #include <QPainter>
 #include <QScrollBar>
@@ -10,6 +11,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/analysis/batch_copies.h"
+#include "core/common/error.h"
 #include "gui/step_colors.h"
 
 namespace triescope::gui {
@@ -32,6 +35,15 @@ MaskView::MaskView(TraceContext& ctx, QWidget* parent) : QAbstractScrollArea(par
   viewport()->setMouseTracking(true);
   setMouseTracking(true);
   setMinimumSize(200, 160);
+  // The explanation line sits in a bottom margin of the scroll area, under
+  // the viewport (its geometry follows in resizeEvent).
+  explainLabel_ = new QLabel(this);
+  explainLabel_->setObjectName(QStringLiteral("maskExplanation"));
+  explainLabel_->setWordWrap(true);
+  explainLabel_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  explainLabel_->setContentsMargins(4, 0, 4, 0);
+  setViewportMargins(0, 0, 0, kExplainHeight);
+  showPinned();
   ctx_.addViewer(this);
 }
 
@@ -56,6 +68,7 @@ QRect MaskView::gridRect() const {
 void MaskView::onTraceLoaded(TraceContext&) {
   fitPending_ = true;
   shown_ = Shown{};
+  copyTokensOf_ = nullptr;
   viewport()->update();
 }
 
@@ -92,6 +105,9 @@ bool MaskView::sameAsShown() {
 void MaskView::onStepChanged(TraceContext& ctx) {
   // Diff marks and the tooltip depend on more than the pass: always repaint there.
   const bool same = sameAsShown() && !ctx.diffMode();
+  pinnedRow_ = pinnedCol_ = -1;  // the context dropped the highlight with the step
+  showPinned();
+  if (!same) computeFaults();
   if (same && hoverRow_ < 0) return;
   hoverRow_ = hoverCol_ = -1;
   // Until the user zooms, every step is shown whole (the mask grows).
@@ -116,6 +132,8 @@ void MaskView::onSelectionChanged(TraceContext& ctx) {
   }
   viewport()->update();
 }
+
+void MaskView::onHighlightChanged(TraceContext&) { viewport()->update(); }
 
 void MaskView::setCellSize(double px) {
   const double c = std::clamp(px, 0.05, 64.0);
@@ -169,6 +187,8 @@ void MaskView::updateScrollBars() {
 
 void MaskView::resizeEvent(QResizeEvent* e) {
   QAbstractScrollArea::resizeEvent(e);
+  const QRect vg = viewport()->geometry();
+  explainLabel_->setGeometry(vg.left(), vg.bottom() + 1, vg.width(), kExplainHeight);
   if (fitPending_ && rows() > 0) fit();
   updateScrollBars();
 }
@@ -191,42 +211,134 @@ QPair<int, int> MaskView::cellAt(QPoint p) const {
 QString MaskView::cellExplanation(int row, int col) const {
   const StepView& v = ctx_.view();
   if (!v.forward || row < 0 || col < 0 || row >= rows() || col >= cols()) return {};
-  const auto& f = *v.forward;
-  const TraceDocument* doc = ctx_.shownDoc();
-  const bool allowed = f.mask.test(row, col);
-  const int32_t q = row < static_cast<int>(f.queries.size()) ? f.queries[static_cast<size_t>(row)] : -1;
-  const int32_t k = ctx_.nodeInForwardSlot(col);
-  auto describe = [&](int32_t id) {
-    if (id < 0 || static_cast<size_t>(id) >= v.nodes.size()) return QStringLiteral("?");
-    const TreeNode& n = v.nodes[static_cast<size_t>(id)];
-    return QStringLiteral("node %1 \"%2\" (position %3)").arg(id).arg(token_label(*doc->replay, n.token, 24)).arg(n.depth);
-  };
-  QString s = QStringLiteral("query row %1: %2, position id %3, writes slot %4\n")
+  const MaskCellExplanation e = explain(row, col);
+  QString s = QStringLiteral("query row %1, position id %2, writes slot %3; key slot %4\n")
                   .arg(row)
-                  .arg(describe(q))
-                  .arg(f.positions[static_cast<size_t>(row)])
-                  .arg(f.slots[static_cast<size_t>(row)]);
-  s += QStringLiteral("key slot %1: %2\n").arg(col).arg(k < 0 ? QStringLiteral("free (no node)") : describe(k));
-  s += allowed ? QStringLiteral("ALLOWED (bit set)\n") : QStringLiteral("not allowed (bit clear)\n");
-  // Why: the rule every algorithm shares (ARCHITECTURE.md): a query attends
-  // to exactly its ancestors and itself in the token tree.
+                  .arg(e.query_position)
+                  .arg(e.query_slot)
+                  .arg(col);
+  s += e.bit ? QStringLiteral("ALLOWED (bit set)\n") : QStringLiteral("not allowed (bit clear)\n");
+  // The short reason, in the rule's terms (ARCHITECTURE.md): a query
+  // attends to exactly its ancestors and itself in the token tree.
   QString why;
-  bool expected = false;
-  if (q < 0 || k < 0) {
-    why = k < 0 ? QStringLiteral("the slot holds no node") : QStringLiteral("the row names no tree node");
-  } else if (q == k) {
-    why = QStringLiteral("the key is the query itself");
-    expected = true;
-  } else {
-    int32_t a = v.nodes[static_cast<size_t>(q)].parent;
-    while (a >= 0 && a != k) a = v.nodes[static_cast<size_t>(a)].parent;
-    expected = a == k;
-    why = expected ? QStringLiteral("the key is an ancestor of the query") : QStringLiteral("the key is not an ancestor of the query");
+  switch (e.relation) {
+    case CellRelation::self: why = QStringLiteral("the key is the query itself"); break;
+    case CellRelation::parent:
+    case CellRelation::ancestor:
+    case CellRelation::prompt: why = QStringLiteral("the key is an ancestor of the query"); break;
+    case CellRelation::free_slot: why = QStringLiteral("the slot holds no node"); break;
+    case CellRelation::unknown_query: why = QStringLiteral("the row names no tree node"); break;
+    case CellRelation::other_copy: why = QStringLiteral("the key is in another beam's copy"); break;
+    case CellRelation::not_written: why = QStringLiteral("the key is past the row's position in its copy"); break;
+    default: why = QStringLiteral("the key is not an ancestor of the query"); break;
   }
-  s += QStringLiteral("why: ") + why;
-  if (expected != allowed) s += QStringLiteral("\n\u26a0 the recorded bit disagrees with the tree's ancestry");
+  s += QStringLiteral("why: ") + why + QStringLiteral("\n") + QString::fromStdString(e.sentence);
+  if (!e.fault_text.empty())
+    s += QStringLiteral("\n\u2717 the recorded mask disagrees with the rule: ") + QString::fromStdString(e.fault_text);
   if (ctx_.diffMode() && ctx_.marks().mask_cells.count({row, col})) s += QStringLiteral("\n\u2260 differs between trace A and trace B");
   return s;
+}
+
+MaskCellSource MaskView::cellSource() const {
+  MaskCellSource src;
+  const StepView& v = ctx_.view();
+  const TraceDocument* doc = ctx_.shownDoc();
+  if (!doc || !v.forward) return src;
+  const TraceReplay& t = *doc->replay;
+  src.view = &v;
+  src.pass = &*v.forward;
+  src.layout = &ctx_.forwardLayout();
+  src.prompt_len = trace_prompt_length(t);
+  src.token_text = [&t](int32_t tok) { return token_label(t, tok, 24).toStdString(); };
+  try {
+    src.copies = mask_copy_layout(t);
+    if (src.copies && (copyTokensOf_ != doc || copyTokensStep_ != v.step)) {
+      copyTokensOf_ = doc;
+      copyTokensStep_ = v.step;
+      copyTokens_.clear();
+      copyTokens_ = batch_copy_tokens(t, v.step);
+    }
+  } catch (const Error&) {
+    copyTokens_.clear();  // the copies' tokens go unnamed; the check's own errors show on the cell
+  }
+  src.copy_tokens = &copyTokens_;
+  return src;
+}
+
+MaskCellExplanation MaskView::explain(int row, int col) const { return mask_cell_explain(cellSource(), row, col); }
+
+MaskCellHighlight MaskView::highlightOf(const MaskCellExplanation& e) const {
+  MaskCellHighlight h;
+  h.row = e.row;
+  h.col = e.col;
+  h.query = e.query;
+  h.key = e.key;
+  h.path = e.path;
+  h.querySlot = e.query_slot;
+  h.keySlot = e.col;
+  h.violation = !e.agrees || !e.row_faults.empty();
+  return h;
+}
+
+void MaskView::hoverCell(int row, int col) {
+  if (row >= 0) ctx_.setHighlight(highlightOf(explain(row, col)));
+  else if (pinnedRow_ >= 0) ctx_.setHighlight(highlightOf(explain(pinnedRow_, pinnedCol_)));
+  else ctx_.setHighlight({});
+}
+
+void MaskView::pinCell(int row, int col) {
+  const bool valid = ctx_.view().forward && row >= 0 && col >= 0 && row < rows() && col < cols();
+  pinnedRow_ = valid ? row : -1;
+  pinnedCol_ = valid ? col : -1;
+  showPinned();
+  ctx_.setHighlight(valid ? highlightOf(explain(row, col)) : MaskCellHighlight{});
+  viewport()->update();
+}
+
+QString MaskView::pinnedText() const { return explainLabel_->text(); }
+
+void MaskView::showPinned() {
+  if (pinnedRow_ < 0) {
+    explainLabel_->setStyleSheet({});
+    explainLabel_->setText(ctx_.loaded() && ctx_.view().forward ? tr("Hover or click a mask cell: why it is set or not.") : QString());
+    explainLabel_->setToolTip({});
+    return;
+  }
+  const MaskCellExplanation e = explain(pinnedRow_, pinnedCol_);
+  QString t = QString::fromStdString(e.sentence);
+  if (!e.fault_text.empty()) t = QStringLiteral("\u2717 ") + t + QStringLiteral(" \u2014 ") + QString::fromStdString(e.fault_text);
+  explainLabel_->setStyleSheet(e.fault_text.empty() ? QString() : QStringLiteral("color: rgb(%1, %2, %3);").arg(kRuleViolation.red()).arg(kRuleViolation.green()).arg(kRuleViolation.blue()));
+  explainLabel_->setText(t);
+  explainLabel_->setToolTip(t);
+}
+
+// mask_check over the shown pass, once per step: O(rows x columns), so only
+// up to kMaxCheckedCells (a hovered cell is checked by its row anyway).
+void MaskView::computeFaults() {
+  faultCells_.clear();
+  faultRows_.clear();
+  faultCount_ = 0;
+  faultsSkipped_ = false;
+  const StepView& v = ctx_.view();
+  const TraceDocument* doc = ctx_.shownDoc();
+  if (!v.forward || !doc) return;
+  const ForwardView& f = *v.forward;
+  if (int64_t{f.mask.rows} * f.mask.cols > kMaxCheckedCells) {
+    faultsSkipped_ = true;
+    return;
+  }
+  std::vector<MaskViolation> out;
+  constexpr size_t kMaxMarks = 100000;
+  try {
+    if (const auto copies = mask_copy_layout(*doc->replay)) faultCount_ = mask_check_copies(v, f, copies->region, copies->prompt, out, kMaxMarks);
+    else faultCount_ = mask_check_tree(v, f, ctx_.forwardLayout(), out, kMaxMarks);
+  } catch (const Error&) {
+    faultsSkipped_ = true;  // the hovered cell names the check's error
+  }
+  for (const MaskViolation& m : out) {
+    if (m.fault == MaskFault::wrong_position || m.fault == MaskFault::wrong_slot) faultRows_.insert(m.row);
+    else if (m.slot >= 0 && m.slot < f.mask.cols) faultCells_.emplace(m.row, m.slot);
+  }
 }
 
 void MaskView::paintEvent(QPaintEvent*) {
@@ -266,6 +378,7 @@ void MaskView::paintTo(QPainter& p, QRect area, int sx, int sy) const {
   fr.cw = cw_;
   fr.ch = ch_;
   paintBitmap(p, fr);
+  paintFaults(p, fr);  // under the diff marks: in diff mode "A != B" is the question
   paintMarks(p, fr);
   // Axes. Rows: query node, token and the position id the backend recorded;
   // columns: KV slot and the token in it; the strip below: each slot's
@@ -398,7 +511,7 @@ void MaskView::paintRowLabels(QPainter& p, const Frame& fr) const {
       t = QString::number(r);
     }
     const bool diffPos = ctx_.diffMode() && ctx_.marks().positions.count(r);
-    p.setPen(r == fr.selRow ? fr.selText : diffPos ? kDiffMark : fr.text);
+    p.setPen(r == fr.selRow ? fr.selText : diffPos ? kDiffMark : faultRows_.count(r) ? kRuleViolation : fr.text);
     p.drawText(QRectF(fr.area.left() + 2, y + chh / 2 - 8, fr.L - 6, 16), Qt::AlignRight | Qt::AlignVCenter, t);
   }
   p.restore();
@@ -491,6 +604,41 @@ void MaskView::paintLegend(QPainter& p, const Frame& fr) const {
     p.fillRect(QRect(area.left() + 74, ly + 2, 10, 10), kDiffMark);
     p.drawText(QPoint(area.left() + 88, ly + 11), tr("A \u2260 B"));
   }
+  // check's verdict on this pass, right of the legend.
+  const int fx = area.left() + (ctx_.diffMode() ? 140 : 74);
+  if (faultCount_ > 0) {
+    p.setPen(kRuleViolation);
+    p.drawText(QPoint(fx, ly + 11), tr("\u2717 %n cell(s)/row(s) break the rule", nullptr, int(std::min<int64_t>(faultCount_, INT32_MAX))));
+  } else if (faultsSkipped_) {
+    p.drawText(QPoint(fx, ly + 11), tr("rule marks skipped above %1 cells: hover a cell to check it").arg(kMaxCheckedCells));
+  }
+}
+
+// Cells `check` faults: a red frame and cross (zoomed in) or a solid cell;
+// the highlighted (hovered or pinned) cell: a gold frame.
+void MaskView::paintFaults(QPainter& p, const Frame& fr) const {
+  const QRect& g = fr.g;
+  const double cw = fr.cw, chh = fr.ch;
+  p.save();
+  p.setClipRect(g);
+  p.setBrush(Qt::NoBrush);
+  for (auto [r, col] : faultCells_) {
+    const QRectF cell(g.left() + col * cw - fr.sx, g.top() + r * chh - fr.sy, std::max(cw, 3.0), std::max(chh, 3.0));
+    if (!cell.intersects(g)) continue;
+    if (cw >= 6 && chh >= 6) {
+      p.setPen(QPen(kRuleViolation, 2.5));
+      p.drawRect(cell.adjusted(1, 1, -1, -1));
+      p.drawLine(cell.topRight() + QPointF(-2, 2), cell.bottomLeft() + QPointF(2, -2));
+    } else {
+      p.fillRect(cell, kRuleViolation);
+    }
+  }
+  const MaskCellHighlight& h = ctx_.highlight();
+  if (!h.empty() && h.row < fr.R && h.col < fr.C) {
+    p.setPen(QPen(kCellHighlight, 3));
+    p.drawRect(QRectF(g.left() + h.col * cw - fr.sx - 1.5, g.top() + h.row * chh - fr.sy - 1.5, std::max(cw, 3.0) + 3, std::max(chh, 3.0) + 3));
+  }
+  p.restore();
 }
 
 QImage MaskView::renderFull(double cellPx) const {
@@ -513,11 +661,13 @@ void MaskView::mouseMoveEvent(QMouseEvent* e) {
   if (r != hoverRow_ || c != hoverCol_) {
     hoverRow_ = r;
     hoverCol_ = c;
+    hoverCell(r, c);
     viewport()->update();
   }
 }
 
 void MaskView::leaveEvent(QEvent* e) {
+  if (hoverRow_ >= 0) hoverCell(-1, -1);  // back to the pinned cell, if any
   hoverRow_ = hoverCol_ = -1;
   viewport()->update();
   QAbstractScrollArea::leaveEvent(e);
@@ -528,7 +678,10 @@ void MaskView::mousePressEvent(QMouseEvent* e) {
   const QRect g = gridRect();
   const auto [r, c] = cellAt(pos);
   if (r >= 0) {
+    hoverRow_ = r;  // the pointer is on it (a press may come without a move)
+    hoverCol_ = c;
     ctx_.selectNode(ctx_.nodeOfRow(r));  // a cell selects its query node
+    pinCell(r, c);                       // and says why it is set or not
     return;
   }
   // The column axis and the position strip select the slot's node.

@@ -18,6 +18,7 @@
 #include <QWheelEvent>
 
 #include <array>
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -64,6 +65,17 @@ class TreeItem final : public QGraphicsItem {
   const StepMarks* marks = nullptr;
   std::vector<char> added;  // [nodes]
   int32_t selected = -1;
+  std::vector<int32_t> path;  // the highlighted mask cell's tree path (query ... key)
+  std::vector<char> onPath;   // [nodes] 1 on `path`
+  void setPath(const std::vector<int32_t>& p) {
+    path = p;
+    onPath.clear();
+    for (int32_t id : p)
+      if (id >= 0) {
+        if (static_cast<size_t>(id) >= onPath.size()) onPath.resize(static_cast<size_t>(id) + 1, 0);
+        onPath[static_cast<size_t>(id)] = 1;
+      }
+  }
   bool gcAfterForward = false;  // this step compacts the cache after its pass
   std::function<void(int32_t)> onClick;
 
@@ -95,6 +107,7 @@ class TreeItem final : public QGraphicsItem {
       }
     p->drawPath(vis);
     p->drawPath(lay->edgePaths);
+    paintPathEdges(p);
     QFont f = p->font();
     f.setPointSizeF(9);
     QFont fb = f;
@@ -127,6 +140,11 @@ class TreeItem final : public QGraphicsItem {
       p->setPen(pen);
       p->setBrush(fill);
       p->drawRoundedRect(r, 5, 5);
+      if (static_cast<size_t>(id) < onPath.size() && onPath[static_cast<size_t>(id)]) {
+        p->setPen(QPen(kCellHighlight, 3.5));
+        p->setBrush(Qt::NoBrush);
+        p->drawRoundedRect(r.adjusted(-3, -3, 3, 3), 7, 7);
+      }
       if (marks && marks->nodes.count(id)) {
         p->setPen(QPen(kDiffMark, 3, Qt::DotLine));
         p->setBrush(Qt::NoBrush);
@@ -142,6 +160,27 @@ class TreeItem final : public QGraphicsItem {
       }
     }
     p->setOpacity(1.0);
+  }
+
+  // The highlighted path's edges, parent box to child box, under the boxes.
+  void paintPathEdges(QPainter* p) const {
+    if (path.size() < 2) return;
+    auto box = [&](int32_t id) -> const QRectF* {
+      if (id < 0 || static_cast<size_t>(id) >= lay->index_of.size() || lay->index_of[static_cast<size_t>(id)] < 0) return nullptr;
+      return &lay->boxes[static_cast<size_t>(lay->index_of[static_cast<size_t>(id)])];
+    };
+    p->save();
+    p->setPen(QPen(kCellHighlight, 5, Qt::SolidLine, Qt::RoundCap));
+    for (size_t i = 0; i + 1 < path.size(); ++i) {
+      const QRectF* a = box(path[i]);
+      const QRectF* b = box(path[i + 1]);
+      if (!a || !b) continue;
+      const bool aAbove = a->center().y() < b->center().y();
+      const QRectF& up = aAbove ? *a : *b;
+      const QRectF& down = aAbove ? *b : *a;
+      p->drawLine(QPointF(up.center().x(), up.bottom()), QPointF(down.center().x(), down.top()));
+    }
+    p->restore();
   }
 
  protected:
@@ -325,6 +364,19 @@ void TrieView::onSelectionChanged(TraceContext& ctx) {
   item_->update();
   const QPointF p = nodeScenePos(ctx.selectedNode());
   if (!std::isnan(p.x())) view_->ensureVisible(QRectF(p - QPointF(40, 20), QSizeF(80, 40)), 20, 20);
+}
+
+void TrieView::onHighlightChanged(TraceContext& ctx) {
+  item_->setPath(ctx.highlight().path);
+  item_->update();
+}
+
+std::vector<int32_t> TrieView::highlightedNodes() const {
+  std::vector<int32_t> out;
+  const auto& l = item_->lay;
+  for (int32_t id : item_->path)
+    if (l && id >= 0 && static_cast<size_t>(id) < l->index_of.size() && l->index_of[static_cast<size_t>(id)] >= 0) out.push_back(id);
+  return out;
 }
 
 void TrieView::setCollapsePrompt(bool on) {
@@ -579,6 +631,7 @@ void TrieView::showLayout(std::shared_ptr<const CachedLayout> lay, std::vector<c
     item_->gcAfterForward = si >= 0 && static_cast<size_t>(si) < doc->stats.size() && doc->stats[static_cast<size_t>(si)].gc_after_forward;
   }
   item_->selected = ctx_.selectedNode();
+  item_->setPath(ctx_.highlight().path);
   engine_ = lay->engine;
   scene_->setSceneRect(item_->boundingRect());
   item_->update();

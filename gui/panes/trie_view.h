@@ -31,6 +31,7 @@ class TrieView final : public QWidget, public ITraceViewer {
   void onTraceLoaded(TraceContext& ctx) override;
   void onStepChanged(TraceContext& ctx) override;
   void onSelectionChanged(TraceContext& ctx) override;
+  void onHighlightChanged(TraceContext& ctx) override;  // the pointed mask cell's path, drawn gold
 
   void setCollapsePrompt(bool on);
   void setHideCollected(bool on);  // drop nodes whose KV was garbage-collected
@@ -42,6 +43,9 @@ class TrieView final : public QWidget, public ITraceViewer {
   int shownNodeCount() const;
   QPointF nodeScenePos(int32_t node) const;  // NaN if not shown
   int32_t nodeAtScenePos(QPointF p) const;
+  // The nodes of the highlighted path (TraceContext::highlight) drawn now:
+  // the ones the layout shows (a folded prompt token is not).
+  std::vector<int32_t> highlightedNodes() const;
   QGraphicsView* graphicsView() const { return view_; }
   QGraphicsScene* scene() const { return scene_; }
   // Set before the first layout: trees above this size use the tidy layout.

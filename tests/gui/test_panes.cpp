@@ -283,7 +283,7 @@ TEST_CASE("export PNG and SVG and step JSON and errors name the file and field",
       CAPTURE(pane, ext);
       const QString p = dir.filePath(QStringLiteral("%1.%2").arg(pane, ext));
       QString err;
-      REQUIRE(win.w.exportPane(pane, p, &err));
+      REQUIRE(win.w.exportPane(pane, p, {}, &err));
       CHECK(err.isEmpty());
       QFile f(p);
       REQUIRE(f.open(QIODevice::ReadOnly));
