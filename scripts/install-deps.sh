@@ -20,6 +20,10 @@ $SUDO apt-get install -y -qq --no-install-recommends libopenblas0-pthread >/dev/
 # The Python bindings (python/, module triescope._core): pybind11 and the Python headers.
 $SUDO apt-get install -y -qq --no-install-recommends pybind11-dev python3-dev >/dev/null
 
+# The CI reports' tests (tests/app, docs/ci.md): headless Chromium renders the
+# --html pages, lxml validates the --junit XML against tests/app/junit.xsd.
+$SUDO apt-get install -y -qq --no-install-recommends chromium python3-lxml >/dev/null
+
 # libFuzzer for scripts/fuzz.sh and .ci/run's short fuzzing runs (tests/fuzz).
 $SUDO apt-get install -y -qq --no-install-recommends clang-14 libclang-rt-14-dev >/dev/null
 
