@@ -55,8 +55,8 @@ def tolerance_for(engine: Engine, floor: float) -> float:
 
 def differential(engine: Engine, layout: Layout, tree: TreePass, top_k: int) -> Differential:
     paths = [layout.path_tokens(i) for i in range(len(layout.nodes))]
-    seq = engine.sequential(layout.prompt, paths, whole=False)
-    whole = engine.sequential(layout.prompt, paths, whole=True)
+    seq = engine.sequential_reference(layout.prompt, paths, whole=False)
+    whole = engine.sequential_reference(layout.prompt, paths, whole=True)
     floor = float(np.max(np.abs(seq.astype(np.float64) - whole.astype(np.float64))))
     tol = tolerance_for(engine, floor)
     deltas = []

@@ -62,3 +62,16 @@ class Engine:
         ordinary sequence: the prompt in one batch then one token at a time
         (whole=False), or prompt + path in one batch (whole=True)."""
         raise NotImplementedError
+
+    def sequential_reference(self, prompt: Sequence[int], paths: Sequence[Sequence[int]], whole: bool) -> np.ndarray:
+        """sequential(), decoded once per (prompt, paths, whole) by this engine object: the
+        reference does not depend on the tree pass being checked, so checking several
+        layouts of one tree (the planted faults) decodes the paths once. The settings the
+        logits depend on are fixed when the adapter is made, and the cached copy is read-only."""
+        key = (tuple(int(t) for t in prompt), tuple(tuple(int(t) for t in p) for p in paths), bool(whole))
+        cache = self.__dict__.setdefault("_sequential_cache", {})
+        if key not in cache:
+            logits = np.array(self.sequential(prompt, paths, whole), copy=True)
+            logits.setflags(write=False)
+            cache[key] = logits
+        return cache[key]
