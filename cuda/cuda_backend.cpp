@@ -90,7 +90,8 @@ void sample_install(Sample& s) {
     verifiers_install(s.options.verifiers, VerifyExec::device);  // every registered device verifier
     // A STATIC constraint with the VNTK index masks on the device (its masks,
     // valid counts, rows read and next states are the kernel's); the
-    // baselines (pointer trie, PPV, hash bitmap) stay on the host.
+    // baselines (pointer trie, PPV, hash bitmap) and "ranking": "sparse"
+    // (the host StaticStep) stay on the host.
     if (auto c = static_constraint_to_cuda(s.constraint, VerifyExec::device)) s.constraint = std::move(c);
   } catch (const Error& e) {
     TS_FAIL(s.path << ": " << e.what());

@@ -42,6 +42,8 @@ class StaticConstraint final : public SampleConstraint {
 
   const ConstraintSet& set() const override { return *set_; }
   ConstraintIndex& index() { return *index_; }
+  // "ranking": "sparse": rank() runs the host StaticStep over the CSR index.
+  bool sparse_ranking() const { return step_ != nullptr; }
 
  private:
   void check_vocab(int32_t vocab) const;

@@ -182,7 +182,10 @@ void StaticIndexCuda::trace_extra(int64_t state, int32_t step, nlohmann::json& r
 
 std::shared_ptr<StaticConstraint> static_constraint_to_cuda(const std::shared_ptr<SampleConstraint>& sample, VerifyExec exec) {
   const auto c = std::dynamic_pointer_cast<StaticConstraint>(sample);
-  if (!c) return nullptr;
+  // Sparse ranking is the host StaticStep's: the constraint stays on the host
+  // whole (moving only its index dropped the option: the device path ranked
+  // every token and the trace header lost "ranking": "sparse").
+  if (!c || c->sparse_ranking()) return nullptr;
   auto* vntk = dynamic_cast<VntkIndex*>(&c->index());
   if (!vntk) return nullptr;
   // Aliasing pointers: the new constraint keeps the original (its set and matrix) alive.

@@ -84,7 +84,7 @@ class StaticIndexCuda final : public ConstraintIndex {
 
 // A sample's StaticConstraint with its VNTK index replaced by StaticIndexCuda
 // (same set); null when the constraint is not a StaticConstraint over "vntk"
-// (the baselines stay on the host).
+// (the baselines stay on the host) or ranks sparsely (the host StaticStep).
 // The new constraint shares (and keeps alive) the original's set and matrix.
 std::shared_ptr<StaticConstraint> static_constraint_to_cuda(const std::shared_ptr<SampleConstraint>& sample, VerifyExec exec);
 

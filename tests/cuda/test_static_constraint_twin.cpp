@@ -76,4 +76,8 @@ TEST_CASE("static index (cuda): only the VNTK index moves; baselines stay on the
     CHECK(!cuda::static_constraint_to_cuda(c, cuda::VerifyExec::host_twin));
   }
   CHECK(!cuda::static_constraint_to_cuda(nullptr, cuda::VerifyExec::host_twin));
+  // Sparse ranking runs the host StaticStep: the constraint stays whole, option and all.
+  auto sparse = std::make_shared<StaticConstraint>(set, constraint_index_make("vntk", set, {}), /*sparse_ranking=*/true);
+  CHECK(!cuda::static_constraint_to_cuda(sparse, cuda::VerifyExec::host_twin));
+  CHECK(sparse->describe().value("ranking", "") == "sparse");
 }
