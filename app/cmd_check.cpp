@@ -44,7 +44,7 @@ int cmd_check(const Args& args) {
   std::ostringstream out;
   out << path << ": " << t->header().value("algorithm", "?") << ", " << (rep.layout == "copies" ? "copy" : "tree") << " layout, " << rep.passes
       << " forward passes, " << rep.rows << " mask rows: ";
-  if (rep.ok()) {
+  if (rep.violation_count == 0) {
     out << "every mask row and position id follows the " << (rep.layout == "copies" ? "copy layout" : "ancestor rule") << "\n";
   } else {
     out << rep.violation_count << " violation" << (rep.violation_count == 1 ? "" : "s") << "\n";
@@ -52,6 +52,7 @@ int cmd_check(const Args& args) {
     if (rep.violation_count > static_cast<int64_t>(rep.violations.size()))
       out << "  ... " << rep.violation_count - static_cast<int64_t>(rep.violations.size()) << " more (--max N shows more)\n";
   }
+  for (const std::string& problem : rep.summary_problems) out << "  summary: " << problem << "\n";
   std::cout << out.str();
   if (reports.junit()) reports.write_junit(junit_xml("triescope check", {check_junit_case(path, *t, rep, seconds(), out.str())}));
   if (reports.html()) reports.write_html(check_html(path, *t, rep));

@@ -53,6 +53,8 @@ JunitCase check_junit_case(const std::string& path, const TraceReplay& t, const 
   c.system_out = text;
   for (const MaskViolation& v : rep.violations)
     c.failures.push_back({fault_id(v.fault), violation_message(v), v.describe() + "\nthe " + layout_rule(rep) + " (docs/python.md)"});
+  for (const std::string& problem : rep.summary_problems)
+    c.failures.push_back({"summary", problem, "the summary's counters against the records (docs/trace-format.md, summary)"});
   return c;
 }
 
@@ -63,10 +65,18 @@ std::string check_html(const std::string& path, const TraceReplay& t, const Mask
   HtmlVerdict verdict;
   verdict.ok = rep.ok();
   verdict.text = rep.ok() ? "clean: every mask row and position id follows the " + layout_rule(rep)
-                          : std::to_string(rep.violation_count) + " violation" + (rep.violation_count == 1 ? "" : "s") + " of the " +
-                                layout_rule(rep);
+                 : rep.violation_count == 0
+                     ? std::to_string(rep.summary_problems.size()) + " summary counter" + (rep.summary_problems.size() == 1 ? "" : "s") +
+                           " disagreeing with the records"
+                     : std::to_string(rep.violation_count) + " violation" + (rep.violation_count == 1 ? "" : "s") + " of the " +
+                           layout_rule(rep);
   std::ostringstream body;
-  if (rep.ok()) {
+  if (!rep.summary_problems.empty()) {
+    body << "<h2>Summary</h2>\n<ul id=\"summary-problems\">\n";
+    for (const std::string& problem : rep.summary_problems) body << "<li>" << markup_escape(problem) << "</li>\n";
+    body << "</ul>\n";
+  }
+  if (rep.violation_count == 0) {
     body << "<p id=\"clean\">No violation: each query attends to exactly its ancestors and itself, and its position id is its depth, "
             "in every pass of every step.</p>\n";
     return html_page("triescope check: " + path, verdict, summary, body.str());

@@ -1,4 +1,5 @@
 #include "core/analysis/mask_check.h"
+#include "core/analysis/summary_check.h"
 
 #include <algorithm>
 #include <sstream>
@@ -178,10 +179,12 @@ MaskCheckReport mask_check_trace(const TraceReplay& t, size_t limit) {
   const std::set<int32_t> gc_after = t.gc_after_forward_steps();
   StepView v;
   ForwardView draft;
+  RecordedTotals counted;
   bool first = true;
   for (int32_t step : t.steps()) {
     v = first ? t.at(step) : t.advance(v, step);  // stepping forward replays only the records in between
     first = false;
+    recorded_totals_add_step(v, counted);
     if (copies) {
       if (!v.forward) continue;
       for (size_t r = 0; r < v.forward->slots.size(); ++r)
@@ -221,6 +224,7 @@ MaskCheckReport mask_check_trace(const TraceReplay& t, size_t limit) {
     }
   }
   t.parse_unreplayed_records();  // a streamed trace: every record read once, none unparsed
+  rep.summary_problems = summary_check(t, counted);
   return rep;
 }
 

@@ -83,11 +83,15 @@ struct MaskCheckReport {
   int64_t rows = 0;              // mask rows checked
   int64_t violation_count = 0;   // all of them
   std::vector<MaskViolation> violations;  // the first `limit`, by step
-  bool ok() const { return violation_count == 0; }
+  // The summary's counters that disagree with the records, or its absence
+  // (core/analysis/summary_check.h), one line each.
+  std::vector<std::string> summary_problems;
+  bool ok() const { return violation_count == 0 && summary_problems.empty(); }
 };
 
 // Every step's forward passes of a whole trace: the target's, and the draft
-// model's (`draft_forward`, `draft_forwards`) in the same tree layout.
+// model's (`draft_forward`, `draft_forwards`) in the same tree layout; and
+// the summary's counters against the records (summary_check).
 MaskCheckReport mask_check_trace(const TraceReplay& t, size_t limit = 20);
 
 }  // namespace triescope

@@ -36,6 +36,8 @@ void bind_check(pyb::module_& m) {
       .def_readonly("rows", &MaskCheckReport::rows)
       .def_readonly("violation_count", &MaskCheckReport::violation_count)
       .def_readonly("violations", &MaskCheckReport::violations)
+      .def_readonly("summary_problems", &MaskCheckReport::summary_problems,
+                    "The summary's counters that disagree with the records, or its absence, one line each.")
       .def_property_readonly("ok", &MaskCheckReport::ok)
       .def("__bool__", &MaskCheckReport::ok);
 

@@ -30,14 +30,17 @@ namespace {
 struct Checked {
   std::string error;                    // the named error, "" when the trace read
   std::vector<MaskViolation> violations;  // all of them (limit large)
-  bool ok() const { return error.empty() && violations.empty(); }
+  std::vector<std::string> summary;       // the summary's counters against the records
+  bool ok() const { return error.empty() && violations.empty() && summary.empty(); }
 };
 
 Checked check(const std::vector<json>& records) {
   Checked c;
   try {
     const TraceReplay t(records, "corrupt.jsonl");
-    c.violations = mask_check_trace(t, 100000).violations;
+    MaskCheckReport rep = mask_check_trace(t, 100000);
+    c.violations = std::move(rep.violations);
+    c.summary = std::move(rep.summary_problems);
   } catch (const Error& e) {
     c.error = e.what();
   }
@@ -355,6 +358,57 @@ TEST_CASE("check: the last step record dropped is named by the summary's last_st
     CHECK_THAT(streamed, Catch::Contains(p.string()) && (Catch::Contains(by_keyframe) || Catch::Contains(by_summary)));
   }
   fs::remove(p);
+}
+
+TEST_CASE("check: the summary's counters are recounted from the records, a missing summary is named", "[trace][check]") {
+  // Every algorithm's clean trace agrees with itself (the recount reads records as the recorder does).
+  for (const testing::SampleTrace& t : testing::sample_traces()) {
+    CAPTURE(t.name);
+    const Checked clean = check(t.records);
+    CHECK(clean.summary.empty());
+    const json metrics = t.records.back()["metrics"];
+    for (const char* field : {"model_calls", "computed_tokens", "gc_runs", "peak_slots", "final_slots"}) {
+      if (!metrics.contains(field)) continue;
+      CAPTURE(field);
+      std::vector<json> recs = t.records;
+      recs.back()["metrics"][field] = metrics[field].get<int64_t>() + 1;
+      const Checked c = check(recs);
+      CHECK(c.error.empty());
+      CHECK(c.violations.empty());
+      REQUIRE(c.summary.size() == 1);
+      CHECK_THAT(c.summary[0], Catch::Contains("corrupt.jsonl: summary metrics." + std::string(field) + " = " +
+                                               std::to_string(metrics[field].get<int64_t>() + 1) + ", but the records give " +
+                                               std::to_string(metrics[field].get<int64_t>())));
+    }
+    // Cut at a record boundary after the last step: replays fine, but no summary.
+    std::vector<json> cut = t.records;
+    cut.pop_back();
+    const Checked c = check(cut);
+    CHECK(c.error.empty());
+    REQUIRE(c.summary.size() == 1);
+    CHECK_THAT(c.summary[0], Catch::Contains("no summary record after step " + std::to_string(last_step(t.records))));
+  }
+  // Any gc record dropped never passes: one that moved or freed what a later
+  // record relies on fails the replay, one that freed nothing only gc_runs catches.
+  int dropped = 0, by_summary = 0;
+  for (const testing::SampleTrace& t : testing::sample_traces()) {
+    const int64_t runs = t.records.back()["metrics"].value("gc_runs", int64_t{0});
+    for (size_t i = 0; i < t.records.size(); ++i) {
+      if (t.records[i].value("kind", "") != "gc") continue;
+      CAPTURE(t.name, i);
+      std::vector<json> recs = t.records;
+      recs.erase(recs.begin() + static_cast<std::ptrdiff_t>(i));
+      const Checked c = check(recs);
+      CHECK_FALSE(c.ok());
+      ++dropped;
+      if (!c.error.empty()) continue;
+      ++by_summary;
+      CHECK_THAT(c.summary.front(), Catch::Contains("metrics.gc_runs = " + std::to_string(runs) + ", but the records give " + std::to_string(runs - 1)));
+    }
+  }
+  CHECK(dropped > 0);
+  INFO(by_summary << " of " << dropped << " dropped gc records are caught only by the summary");
+  SUCCEED();
 }
 
 TEST_CASE("check (the CLI): a planted corruption exits 1 or 2 with its name, the clean trace exits 0", "[trace][check][cli]") {
