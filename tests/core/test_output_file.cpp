@@ -266,6 +266,12 @@ TEST_CASE("a writer stopped by SIGXFSZ (ulimit -f) or SIGQUIT leaves no temporar
 }
 
 TEST_CASE("file_read_all under an address-space limit says it ran out of memory, never returns part of the file", "[file_io]") {
+#if defined(__SANITIZE_ADDRESS__)
+  // ASan's allocator aborts on exhaustion instead of throwing bad_alloc; the
+  // plain build (triescope_tests_core) runs this case.
+  SUCCEED("not run under AddressSanitizer");
+  return;
+#endif
   const fs::path d = fresh_dir("read_limit");
   const fs::path p = d / "big.txt";
   {
