@@ -27,6 +27,7 @@
 #include "core/decode/run_sample.h"
 #include "gui/json_tree_model.h"
 #include "gui/main_window.h"
+#include "tests/gui/shown_window.h"
 #include "gui/panes/constraint_view.h"
 #include "gui/panes/json_pane.h"
 
@@ -65,14 +66,7 @@ std::string decode_into(const QString& dir, const std::string& sample, const std
   return trace;
 }
 
-struct Window {
-  MainWindow w;
-  Window() {
-    w.setHeadless(true);
-    w.resize(1600, 1000);
-    w.show();
-    QApplication::processEvents();
-  }
+struct Window : triescope::gui_tests::ShownWindow {
   ConstraintView* view() { return w.constraintView(); }
   // Opens a trace file the way File > Open does, and waits for its constraint set.
   void open(const std::string& trace) {

@@ -18,6 +18,7 @@
 #include "core/config/json_reader.h"
 #include "gui/export/mask_figure.h"
 #include "gui/main_window.h"
+#include "tests/gui/shown_window.h"
 #include "gui/panes/trie_view.h"
 #include "gui/start_page.h"
 #include "gui/step_colors.h"
@@ -28,15 +29,7 @@ using namespace triescope::gui;
 
 namespace {
 
-struct Window {
-  MainWindow w;
-  Window() {
-    w.setHeadless(true);
-    w.resize(1600, 1000);
-    w.show();
-    QApplication::processEvents();
-  }
-};
+using Window = triescope::gui_tests::ShownWindow;
 
 // What an SVG file holds: its root element, the text of every <text>
 // element, and how many <image> elements (bitmaps) it embeds.

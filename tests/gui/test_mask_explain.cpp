@@ -14,6 +14,7 @@
 #include "core/decode/run_sample.h"
 #include "core/trace/trace.h"
 #include "gui/main_window.h"
+#include "tests/gui/shown_window.h"
 #include "gui/panes/kv_view.h"
 #include "gui/panes/mask_view.h"
 #include "gui/panes/trie_view.h"
@@ -34,15 +35,7 @@ const testing::SampleTrace& sample(const std::string& name) {
 
 TraceDocumentPtr doc_of(const std::string& name) { return trace_document_from_records(sample(name).records, name); }
 
-struct Window {
-  MainWindow w;
-  Window() {
-    w.setHeadless(true);
-    w.resize(1600, 1000);
-    w.show();
-    QApplication::processEvents();
-  }
-};
+using Window = triescope::gui_tests::ShownWindow;
 
 int32_t node_with_token(const TraceDocument& d, const StepView& v, const std::string& text) {
   for (const TreeNode& n : v.nodes)

@@ -18,6 +18,7 @@
 #include "core/config/json_reader.h"
 #include "core/decode/run_sample.h"
 #include "gui/main_window.h"
+#include "tests/gui/shown_window.h"
 #include "gui/panes/narration_pane.h"
 
 using namespace triescope;
@@ -34,15 +35,7 @@ TraceDocumentPtr decode_figure1() {
   return trace_document_from_records(std::move(sink.records), path);
 }
 
-struct Window {
-  MainWindow w;
-  Window() {
-    w.setHeadless(true);
-    w.resize(1600, 1000);
-    w.show();
-    QApplication::processEvents();
-  }
-};
+using Window = triescope::gui_tests::ShownWindow;
 
 std::string pane_text(const NarrationPane& p) {
   std::string t;

@@ -21,6 +21,7 @@
 #include "gui/chosen_beams_model.h"
 #include "gui/json_tree_model.h"
 #include "gui/main_window.h"
+#include "tests/gui/shown_window.h"
 #include "gui/panes/beams_pane.h"
 #include "gui/panes/json_pane.h"
 #include "gui/panes/kv_view.h"
@@ -50,15 +51,7 @@ TraceDocumentPtr fig1() {
 }
 
 // A window with fixed geometry, no dialogs, shown offscreen.
-struct Window {
-  MainWindow w;
-  Window() {
-    w.setHeadless(true);
-    w.resize(1600, 1000);
-    w.show();
-    QApplication::processEvents();
-  }
-};
+using Window = triescope::gui_tests::ShownWindow;
 
 QColor pixel(QWidget* viewport, QPoint p) { return viewport->grab().toImage().pixelColor(p); }
 

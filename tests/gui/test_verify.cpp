@@ -16,6 +16,7 @@
 #include "core/config/json_reader.h"
 #include "core/decode/run_sample.h"
 #include "gui/main_window.h"
+#include "tests/gui/shown_window.h"
 #include "gui/panes/json_pane.h"
 #include "gui/panes/mask_view.h"
 #include "gui/panes/plots_pane.h"
@@ -41,15 +42,7 @@ TraceDocumentPtr decode(const std::string& path, const std::function<void(json&)
   return trace_document_from_records(std::move(sink.records), path);
 }
 
-struct Window {
-  MainWindow w;
-  Window() {
-    w.setHeadless(true);
-    w.resize(1600, 1000);
-    w.show();
-    QApplication::processEvents();
-  }
-};
+using Window = triescope::gui_tests::ShownWindow;
 
 std::string text_of(const TraceDocument& d, int32_t token) { return d.replay->token_text(token); }
 
