@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <sstream>
+#include <stdexcept>
 
 #include "core/config/json_reader.h"
 #include "core/decode/run_sample.h"
@@ -63,6 +64,12 @@ const std::vector<SampleTrace>& sample_traces() {
     return out;
   }();
   return all;
+}
+
+const SampleTrace& sample_trace(const std::string& name) {
+  for (const SampleTrace& s : sample_traces())
+    if (s.name == name) return s;
+  throw std::out_of_range("no sample trace " + name);
 }
 
 }  // namespace triescope::testing

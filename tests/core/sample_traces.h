@@ -18,6 +18,9 @@ struct SampleTrace {
 };
 
 const std::vector<SampleTrace>& sample_traces();
+// The one named `name` ("figure1_once_upon_a_time.json", "...+batch");
+// throws std::out_of_range naming it when there is none.
+const SampleTrace& sample_trace(const std::string& name);
 
 // A sample whose model (or draft model) is one these test binaries do not
 // link: LibTorch's "transformer" or llama.cpp's "llama_cpp".

@@ -19,12 +19,7 @@ using namespace triescope;
 
 namespace {
 
-const testing::SampleTrace& sample(const std::string& name) {
-  for (const auto& s : testing::sample_traces())
-    if (s.name == name) return s;
-  FAIL("no sample trace " << name);
-  throw 0;
-}
+const testing::SampleTrace& sample(const std::string& name) { return testing::sample_trace(name); }
 
 // One step's explainer inputs, owned.
 struct StepSource {

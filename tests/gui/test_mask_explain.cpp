@@ -26,12 +26,7 @@ using namespace triescope::gui;
 
 namespace {
 
-const testing::SampleTrace& sample(const std::string& name) {
-  for (const auto& s : testing::sample_traces())
-    if (s.name == name) return s;
-  FAIL("no sample trace " << name);
-  throw 0;
-}
+const testing::SampleTrace& sample(const std::string& name) { return testing::sample_trace(name); }
 
 TraceDocumentPtr doc_of(const std::string& name) { return trace_document_from_records(sample(name).records, name); }
 
