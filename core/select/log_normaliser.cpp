@@ -79,6 +79,20 @@ float threshold_down(double t) {
   return f;
 }
 
+// The float threshold for bound + mx, the exact sum rounded down: where
+// |mx| dwarfs the bound (a row wholly near -1e18, as engines that mask with a
+// huge finite logit write it) the double sum rounds the bound away, and a
+// token at the row's maximum would not lie above it.
+float threshold_below(double bound, double mx) {
+  double s = bound + mx;
+  if (std::isfinite(s)) {
+    const double bv = s - mx;                        // Knuth's TwoSum: s + err == bound + mx exactly
+    const double err = (bound - bv) + (mx - (s - bv));
+    if (err < 0.0) s = std::nextafter(s, -kInf);
+  }
+  return threshold_down(s);
+}
+
 // The float at or above t: a logit >= it lies at or above t.
 float threshold_up(double t) {
   float f = static_cast<float>(t);
@@ -116,7 +130,7 @@ double pass_portable(const float* x, int32_t V, const uint64_t* allowed, double 
       }
       mx = bm;
       started = true;
-      thr = threshold_down(bound + mx);
+      thr = threshold_below(bound, mx);
     }
     if constexpr (kAllowed) {
       const uint32_t bits = static_cast<uint32_t>(allowed[b / 64] >> (b % 64));
@@ -208,7 +222,7 @@ __attribute__((target("avx512f"))) double pass_avx512(const float* x, int32_t V,
       }
       mx = bm;
       started = true;
-      if constexpr (kAllowed) thr = _mm512_set1_ps(threshold_down(bound + mx));
+      if constexpr (kAllowed) thr = _mm512_set1_ps(threshold_below(bound, mx));
       lo = _mm512_set1_ps(threshold_up(mx + kFloor));
     }
     if constexpr (kAllowed) {
@@ -312,7 +326,7 @@ __attribute__((target("avx2,fma"))) double pass_avx2(const float* x, int32_t V, 
       }
       mx = bm;
       started = true;
-      if constexpr (kAllowed) thr = _mm256_set1_ps(threshold_down(bound + mx));
+      if constexpr (kAllowed) thr = _mm256_set1_ps(threshold_below(bound, mx));
       lo = _mm256_set1_ps(threshold_up(mx + kFloor));
     }
     if constexpr (kAllowed) {

@@ -127,6 +127,47 @@ TEST_CASE("static step: the dense pruning bound drops no winner", "[constraint][
     }
 }
 
+// Engines that mask with a huge finite logit (float's lowest, or -1e18 and
+// the like) instead of -inf: allowed tokens down there are still ranked as
+// the full-vocabulary path ranks them, on every normaliser path, while the
+// disallowed ones keep the row's maximum far above.
+TEST_CASE("static step: allowed logits at or below -1e18 are ranked, not dropped", "[constraint][static_step]") {
+  const float masks[] = {-1e18f, -3e18f, -1e20f, -1e30f, std::numeric_limits<float>::lowest()};
+  const int32_t d = GENERATE(1, 2);
+  std::mt19937_64 rng(testing::test_seed(static_cast<uint64_t>(d)));
+  CAPTURE(testing::base_seed(), d);
+  const int32_t V = 96, M = 6, n = 2 * M;
+  const ConstraintSet c = constraint_set_random(400, 3, V, rng());
+  const TransitionMatrix tm = TransitionMatrix::build(c, {d, CsrLayout::compact});
+  std::normal_distribution<float> g(0.0f, 2.0f);
+  for (const char* path : {"best", "avx2", "portable"}) {
+    if (!log_normaliser_use(path)) continue;
+    for (int32_t t = 0; t < d; ++t)
+      for (int rep = 0; rep < 6; ++rep) {
+        CAPTURE(path, t, rep);
+        std::vector<float> logits(static_cast<size_t>(n) * V);
+        for (auto& x : logits) x = g(rng);
+        // Most rows far down: some with a few ordinary logits left (the row's
+        // maximum stays near 0), some wholly down there (every token's
+        // log-prob ordinary again, the maximum itself near -1e18).
+        for (int32_t i = 0; i < n; ++i) {
+          const uint64_t kind = rng() % 4;
+          if (kind == 0) continue;
+          const float base = masks[rng() % std::size(masks)];
+          for (int32_t v = 0; v < V; ++v)
+            if (kind == 1 || rng() % 8 != 0) logits[static_cast<size_t>(i) * V + v] = kind == 1 ? base : base * (1.0f + 1e-3f * static_cast<float>(rng() % 5));
+        }
+        const std::vector<int64_t> states = testing::random_static_states(c, tm, n, t, rng);
+        std::vector<double> scores(static_cast<size_t>(n));
+        for (auto& x : scores) x = -std::uniform_real_distribution<double>(0.0, 3.0)(rng);
+        const int32_t k = std::uniform_int_distribution<int32_t>(1, 2 * M)(rng);
+        CAPTURE(k);
+        check_step(tm, logits, states, scores, 2, k, t);
+      }
+  }
+  log_normaliser_use("best");
+}
+
 TEST_CASE("static step: every normaliser path gives the same step bit for bit", "[constraint][static_step]") {
   std::mt19937_64 rng(5);
   const ConstraintSet c = constraint_set_random(5000, 5, 300, 9);
