@@ -5,53 +5,105 @@
 
 #include "core/common/error.h"
 #include "core/common/file_io.h"
+#include "core/common/text_excerpt.h"
 
 namespace triescope {
 
 namespace {
 
-// nlohmann's DOM builder behind a depth count: a container opened past
-// kJsonMaxDepth stops the parse before anything deeper is built, and the
-// parser's own errors arrive here with their position instead of as
-// exceptions (a number overflow, 406, is out_of_range, not parse_error).
-class DepthLimitedSax {
+// The DOM builder json_parse_text parses through: nlohmann's own builder
+// would take a key given twice silently (the last value wins, so two readers
+// of one file could disagree on what it says); this one refuses it, and it
+// refuses a container opened past kJsonMaxDepth before anything deeper is
+// built. The parser's own errors arrive here with their position instead of
+// as exceptions (a number overflow, 406, is out_of_range, not parse_error).
+class StrictDomBuilder {
  public:
-  explicit DepthLimitedSax(json& root) : dom_(root, false) {}
-  bool null() { return dom_.null(); }
-  bool boolean(bool v) { return dom_.boolean(v); }
-  bool number_integer(json::number_integer_t v) { return dom_.number_integer(v); }
-  bool number_unsigned(json::number_unsigned_t v) { return dom_.number_unsigned(v); }
-  bool number_float(json::number_float_t v, const json::string_t& s) { return dom_.number_float(v, s); }
-  bool string(json::string_t& v) { return dom_.string(v); }
-  bool binary(json::binary_t& v) { return dom_.binary(v); }
-  bool start_object(std::size_t n) { return open() && dom_.start_object(n); }
-  bool key(json::string_t& k) { return dom_.key(k); }
-  bool end_object() {
-    --depth_;
-    return dom_.end_object();
+  explicit StrictDomBuilder(json& root) : root_(root) {}
+  bool null() { return put(nullptr); }
+  bool boolean(bool v) { return put(v); }
+  bool number_integer(json::number_integer_t v) { return put(v); }
+  bool number_unsigned(json::number_unsigned_t v) { return put(v); }
+  bool number_float(json::number_float_t v, const json::string_t&) { return put(v); }
+  bool string(json::string_t& v) { return put(std::move(v)); }
+  bool binary(json::binary_t& v) { return put(json::binary(std::move(v))); }
+  bool start_object(std::size_t) { return open(json::value_t::object); }
+  bool key(json::string_t& k) {
+    auto [it, fresh] = stack_.back()->emplace(std::move(k), nullptr);
+    if (!fresh) {
+      duplicate_ = "key \"" + text_excerpt(it.key(), 60) + "\" given twice in " + path_of_top();
+      return false;
+    }
+    slot_ = &it.value();
+    return true;
   }
-  bool start_array(std::size_t n) { return open() && dom_.start_array(n); }
-  bool end_array() {
-    --depth_;
-    return dom_.end_array();
-  }
+  bool end_object() { return close(); }
+  bool start_array(std::size_t) { return open(json::value_t::array); }
+  bool end_array() { return close(); }
   bool parse_error(std::size_t position, const std::string&, const nlohmann::detail::exception& e) {
     error_ = e.what();
     byte_ = position;  // characters read, the bad token included
     return false;
   }
   bool too_deep() const { return too_deep_; }
+  const std::string& duplicate() const { return duplicate_; }
   const std::string& error() const { return error_; }
   size_t byte() const { return byte_; }
 
  private:
-  bool open() {
-    too_deep_ = ++depth_ > kJsonMaxDepth;
-    return !too_deep_;
+  // Where the next value goes: the root, the end of the open array, or the
+  // member whose key came last.
+  template <class V>
+  json* place(V&& v) {
+    if (stack_.empty()) {
+      root_ = json(std::forward<V>(v));
+      return &root_;
+    }
+    json& top = *stack_.back();
+    if (top.is_array()) {
+      top.emplace_back(std::forward<V>(v));
+      return &top.back();
+    }
+    *slot_ = json(std::forward<V>(v));
+    return slot_;
   }
-  nlohmann::detail::json_sax_dom_parser<json> dom_;
-  int depth_ = 0;
+  template <class V>
+  bool put(V&& v) {
+    place(std::forward<V>(v));
+    return true;
+  }
+  bool open(json::value_t t) {
+    too_deep_ = static_cast<int>(stack_.size()) + 1 > kJsonMaxDepth;
+    if (too_deep_) return false;
+    stack_.push_back(place(t));
+    return true;
+  }
+  bool close() {
+    stack_.pop_back();
+    return true;
+  }
+  // The open object's place in the document, as a dotted path ("the top
+  // level" for the root): found from the parents only when an error needs it.
+  std::string path_of_top() const {
+    std::string path;
+    for (size_t d = 1; d < stack_.size(); ++d) {
+      const json& parent = *stack_[d - 1];
+      if (parent.is_array()) {
+        for (size_t i = 0; i < parent.size(); ++i)
+          if (&parent[i] == stack_[d]) path += "[" + std::to_string(i) + "]";
+      } else {
+        for (auto it = parent.begin(); it != parent.end(); ++it)
+          if (&it.value() == stack_[d]) path += (path.empty() ? "" : ".") + text_excerpt(it.key(), 60);
+      }
+    }
+    return path.empty() ? std::string("the top-level object") : "object " + path;
+  }
+
+  json& root_;
+  std::vector<json*> stack_;
+  json* slot_ = nullptr;
   bool too_deep_ = false;
+  std::string duplicate_;
   std::string error_;
   size_t byte_ = 0;
 };
@@ -80,8 +132,12 @@ size_t too_deep_offset(std::string_view text) {
 
 json json_parse_text(std::string_view text, const std::string& origin, size_t first_line) {
   json out;
-  DepthLimitedSax sax(out);
+  StrictDomBuilder sax(out);
   if (json::sax_parse(text.begin(), text.end(), &sax, nlohmann::detail::input_format_t::json, true, false)) return out;
+  // A duplicate key is found without its position: the message names the
+  // object instead of a column (and the line, for a one-line record).
+  const bool one_line = text.find('\n') == std::string_view::npos;
+  TS_CHECK(sax.duplicate().empty(), origin << (one_line ? ":" + std::to_string(first_line) : std::string()) << ": " << sax.duplicate());
   const size_t at = sax.too_deep() ? too_deep_offset(text) : sax.byte() > 0 ? sax.byte() - 1 : text.size();
   size_t line = first_line, col = 1;
   for (size_t i = 0; i < at && i < text.size(); ++i) {

@@ -76,6 +76,23 @@ TEST_CASE("findings: deep nesting is refused while parsing, at any depth, in eve
   CHECK(error_of([&] { trace_parse(deep(200000, false) + "\n", "t.jsonl"); }) == "t.jsonl:1:65: JSON nested deeper than 64 levels");
 }
 
+TEST_CASE("findings: a key given twice is refused in every JSON reader, named with its object", "[fuzz]") {
+  // nlohmann's own builder kept the last value: the trace index's skim and
+  // the parse could read different steps, a config its last field.
+  CHECK(error_of([&] { sample_load(kDir + "sample/duplicate_key.json"); }) ==
+        kDir + "sample/duplicate_key.json: key \"version\" given twice in the top-level object");
+  CHECK(error_of([&] { trace_open(kDir + "trace/duplicate_step.jsonl"); }) ==
+        kDir + "trace/duplicate_step.jsonl:2: key \"step\" given twice in the top-level object");
+  CHECK(error_of([&] { llama_config_load(kDir + "llama_config/duplicate_field.json"); }) ==
+        kDir + "llama_config/duplicate_field.json:1: key \"vocab_size\" given twice in the top-level object");
+  CHECK(error_of([&] { BpeTokenizer::load(kDir + "tokenizer/duplicate_vocab_token.json"); }) ==
+        kDir + "tokenizer/duplicate_vocab_token.json:1: key \"\\xc4\\x81\" given twice in object model.vocab");
+  CHECK(error_of([&] { json_parse_text(R"({"a":[1,{"b":{"c":1,"d":2,"c":3}}]})", "x.json"); }) ==
+        "x.json:1: key \"c\" given twice in object a[1].b");
+  // Equal keys in different objects are fine.
+  CHECK(json_parse_text(R"({"a":{"c":1},"b":{"c":2}})", "x.json")["b"]["c"] == 2);
+}
+
 TEST_CASE("findings: a number beyond double range is a named error, not the JSON library's out_of_range", "[fuzz]") {
   CHECK(error_of([&] { sample_load(kDir + "sample/number_overflow.json"); }) == kDir + "sample/number_overflow.json:1:567: malformed JSON: [json.exception.out_of_range.406] number overflow parsing '4e404'");
   CHECK(error_of([&] { trace_open(kDir + "trace/number_overflow.jsonl"); }) == kDir + "trace/number_overflow.jsonl:2:39: malformed JSON: [json.exception.out_of_range.406] number overflow parsing '4e404'");
