@@ -8,6 +8,7 @@ $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends \
   build-essential cmake ninja-build pkg-config git python3 python3-venv \
   python3-torch python3-numpy python3-yaml python3-requests python3-typing-extensions \
+  python3-jsonschema \
   nlohmann-json3-dev catch2 libbenchmark-dev \
   libtorch-dev \
   qt6-base-dev qt6-charts-dev qt6-svg-dev libqt6opengl6-dev libgl-dev \
