@@ -6,6 +6,7 @@
 #include "app/commands.h"
 #include "core/common/error.h"
 #include "core/common/file_io.h"
+#include "core/common/version.h"
 #include "core/decode/algorithm.h"
 #include "core/decode/backend.h"
 #ifdef TRIESCOPE_WITH_TORCH
@@ -36,6 +37,7 @@ void usage() {
                "  tokenize <tokenizer.json> [TEXT | --decode \"IDS\" | --jsonl F] [--add-special-tokens] [--skip-special]  our BPE: text -> ids, ids -> text (LibTorch builds)\n"
                "  simulate [--beams 3,9,15] [--lengths 64,256] [--csv F]  trie vs batch KV slots per step\n"
                "  constraint build|stats|check|csr|random ...            STATIC constraint sets and CSR indexes\n"
+               "  --version                                                the version (Python's triescope.__version__)\n"
                "algorithms (a sample's \"algorithm\"):\n";
   for (const AlgorithmSpec* a : algorithms()) std::cout << "  " << a->name << ": " << a->description << "\n";
 }
@@ -65,6 +67,10 @@ int cli_main(int argc, char** argv) {
   if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
     usage();
     return argc < 2 ? 2 : 0;
+  }
+  if (std::string(argv[1]) == "--version") {  // the same string as triescope.__version__ (core/common/version.h)
+    std::cout << TRIESCOPE_VERSION << "\n";
+    return 0;
   }
   const std::string cmd = argv[1];
   Args args(argv + 2, argv + argc);

@@ -7,35 +7,44 @@
 #   - `uses:` steps are not run: checkout is that folder, setup-python is the
 #     project's Python (.cache/venv, else python3), upload-artifact is a copy
 #     of $REPORTS into WORK/artifacts;
-#   - the step with id install-triescope (pip) is replaced by this checkout's
-#     build: build/app on PATH (the `triescope` command), build/python on
-#     PYTHONPATH (the `triescope` package); pip install is not built yet;
+#   - the step with id install-triescope is replaced by a pip install of this
+#     checkout into a fresh virtual environment, WORK/venv, whose bin/ (python,
+#     the `triescope` command) comes first on PATH: the wheel is built from the
+#     checkout (`pip wheel`, without build isolation: the project's pinned
+#     scikit-build-core; minutes) or given (--wheel FILE), and installed with
+#     --no-index, numpy linked from the project's Python (venv-link-numpy.py);
+#     --build DIR instead puts a build tree on PATH and PYTHONPATH (no pip);
 #   - every `run:` step runs with the job's env in `bash -eo pipefail`, and,
 #     as in Actions, a step runs after a failed one only with `if: always()`.
-# usage: scripts/ci-recipe-local.sh [--work DIR] [--engine-repo DIR] [--workflow FILE] [--build DIR]
+# usage: scripts/ci-recipe-local.sh [--work DIR] [--engine-repo DIR] [--workflow FILE] [--wheel FILE | --build DIR]
 # Exit status: 0 every step passed; 1 a step failed (the reports say why); 2 bad setup.
 set -uo pipefail
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 WORKFLOW="$REPO/docs/examples/triescope-ci.yml"
-BUILD="$REPO/build"
-WORK="" ENGINE=""
+WORK="" ENGINE="" WHEEL="" BUILD=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --work) WORK="$2"; shift 2 ;;
     --engine-repo) ENGINE="$2"; shift 2 ;;
     --workflow) WORKFLOW="$2"; shift 2 ;;
+    --wheel) WHEEL="$2"; shift 2 ;;
     --build) BUILD="$2"; shift 2 ;;
     *) echo "ci-recipe-local: unknown argument $1" >&2; exit 2 ;;
   esac
 done
 fail_setup() { echo "ci-recipe-local: $*" >&2; exit 2; }
-[ -x "$BUILD/app/triescope" ] || fail_setup "$BUILD/app/triescope not built (ninja -C build triescope)"
-[ -d "$BUILD/python/triescope" ] || fail_setup "$BUILD/python/triescope not built (ninja -C build triescope_python)"
+[ -z "$WHEEL" ] || [ -z "$BUILD" ] || fail_setup "give --wheel or --build, not both"
+if [ -n "$BUILD" ]; then
+  [ -x "$BUILD/app/triescope" ] || fail_setup "$BUILD/app/triescope not built (ninja -C build triescope)"
+  [ -d "$BUILD/python/triescope" ] || fail_setup "$BUILD/python/triescope not built (ninja -C build triescope_python)"
+fi
+[ -z "$WHEEL" ] || [ -f "$WHEEL" ] || fail_setup "--wheel $WHEEL: no such file"
 [ -f "$WORKFLOW" ] || fail_setup "$WORKFLOW: no such workflow"
 PY="$REPO/.cache/venv/bin/python"
 [ -x "$PY" ] || PY=$(command -v python3)
 [ -n "$WORK" ] || WORK=$(mktemp -d)
-rm -rf "$WORK/repo" "$WORK/steps" "$WORK/artifacts" "$WORK/bin"
+mkdir -p "$WORK" && WORK=$(cd "$WORK" && pwd)  # absolute: the steps run in WORK/repo
+rm -rf "$WORK/repo" "$WORK/steps" "$WORK/artifacts" "$WORK/bin" "$WORK/venv"
 mkdir -p "$WORK/steps" "$WORK/artifacts" "$WORK/bin"
 
 # checkout: the engine repository.
@@ -46,11 +55,36 @@ else
   cp "$REPO/docs/examples/record_traces.py" "$WORK/repo/ci/record_traces.py"
   cp -r "$REPO/docs/examples/golden" "$WORK/repo/traces/golden"
 fi
-# setup-python and the install step: `python` and `triescope` from this checkout.
-ln -s "$PY" "$WORK/bin/python"
-ln -s "$BUILD/app/triescope" "$WORK/bin/triescope"
-export PATH="$WORK/bin:$PATH"
-export PYTHONPATH="$BUILD/python${PYTHONPATH:+:$PYTHONPATH}"
+# setup-python and the install step (below): `python` and `triescope` come from
+# WORK/venv (pip) or from the build tree (--build).
+if [ -n "$BUILD" ]; then
+  ln -s "$PY" "$WORK/bin/python"
+  ln -s "$BUILD/app/triescope" "$WORK/bin/triescope"
+  export PATH="$WORK/bin:$PATH"
+  export PYTHONPATH="$BUILD/python${PYTHONPATH:+:$PYTHONPATH}"
+else
+  export PATH="$WORK/venv/bin:$PATH"
+  unset PYTHONPATH
+fi
+# The install step with pip: a fresh environment, this checkout's wheel in it.
+install_with_pip() {
+  if [ -z "$WHEEL" ]; then
+    echo "   building the wheel of $REPO (pip wheel; several minutes)"
+    rm -rf "$WORK/dist"
+    "$PY" -m pip wheel -q --disable-pip-version-check --no-build-isolation --no-deps -w "$WORK/dist" "$REPO" || return 1
+    WHEEL=$(ls "$WORK"/dist/triescope-*.whl) || return 1
+  fi
+  local base
+  base=$("$PY" -c 'import sys; print(getattr(sys, "_base_executable", sys.executable))')
+  "$base" -m venv "$WORK/venv" || return 1
+  if ! "$PY" "$REPO/scripts/venv-link-numpy.py" "$WORK/venv"; then
+    echo "   numpy not linked: pip fetches it from the index"
+    "$WORK/venv/bin/python" -m pip install -q --disable-pip-version-check "$WHEEL"
+    return
+  fi
+  echo "   pip install --no-index $WHEEL (into $WORK/venv)"
+  "$WORK/venv/bin/python" -m pip install -q --disable-pip-version-check --no-index "$WHEEL"
+}
 
 # The workflow's steps as files: WORK/steps/NN.{sh,meta}; meta = kind, if, name split by \x1f
 # (not a tab: read merges empty whitespace-separated fields).
@@ -83,7 +117,14 @@ for meta in "$WORK"/steps/*.meta; do
     continue
   fi
   case "$kind" in
-    install) echo "== $name: replaced by this checkout's build ($BUILD/app, $BUILD/python)"; continue ;;
+    install)
+      if [ -n "$BUILD" ]; then
+        echo "== $name: replaced by this checkout's build ($BUILD/app, $BUILD/python)"
+      else
+        echo "== $name: replaced by pip install of this checkout's wheel into $WORK/venv"
+        install_with_pip || { echo "== $name: failed"; failed=1; }
+      fi
+      continue ;;
     uses:actions/upload-artifact*)
       echo "== $name: copied $REPORTS to $WORK/artifacts"
       [ -d "$WORK/repo/$REPORTS" ] && cp -r "$WORK/repo/$REPORTS/." "$WORK/artifacts/"

@@ -2,6 +2,7 @@
 
 #include "python/bindings/bindings.h"
 #include "core/common/error.h"
+#include "core/common/version.h"
 #include "core/trace/trace.h"
 
 PYBIND11_MODULE(_core, m) {
@@ -11,6 +12,7 @@ PYBIND11_MODULE(_core, m) {
   pybind11::register_exception<triescope::Error>(m, "Error", PyExc_ValueError);
   m.attr("TRACE_FORMAT") = triescope::kTraceFormat;
   m.attr("TRACE_VERSION") = triescope::kTraceVersion;
+  m.attr("__version__") = TRIESCOPE_VERSION;  // what `triescope --version` prints (core/common/version.h)
   triescope::py::bind_trace(m);
   triescope::py::bind_check(m);
   triescope::py::bind_constraint(m);

@@ -18,6 +18,7 @@ from ._core import (
     Violation,
     check,
 )
+from ._core import __version__  # what `triescope --version` prints (core/common/version.h)
 from typing import TYPE_CHECKING
 
 from .gui import open_in_gui

@@ -5,7 +5,11 @@ artifacts hold a clean JUnit file and page per trace; with a bug planted in
 the engine (TOY_ENGINE_BUG=mask), the run fails, and the check and diff
 reports name the step and node that record_traces.py planted.
 
-usage: test_ci_recipe.py SOURCE_DIR BUILD_DIR WORK_DIR
+The install step is pip: the wheel in WHEEL_DIR (python_test_pip_install's)
+goes into a fresh environment, WORK/<run>/venv, and the steps' `python` and
+`triescope` are that environment's; with --build, the build tree's.
+
+usage: test_ci_recipe.py SOURCE_DIR WORK_DIR (--wheel-dir WHEEL_DIR | --build BUILD_DIR)
 """
 import os
 import pathlib
@@ -13,14 +17,29 @@ import subprocess
 import sys
 import xml.etree.ElementTree as ET
 
-SRC, BUILD, WORK = map(pathlib.Path, sys.argv[1:4])
+SRC, WORK = map(pathlib.Path, sys.argv[1:3])
+MODE, WHERE = sys.argv[3], pathlib.Path(sys.argv[4])
 SCRIPT = SRC / "scripts/ci-recipe-local.sh"
+if MODE == "--wheel-dir":
+    wheels = sorted(WHERE.glob("triescope-*.whl"))
+    assert len(wheels) == 1, f"{WHERE}: expected one triescope wheel (python_test_pip_install builds it), found {wheels}"
+    INSTALL = ["--wheel", str(wheels[0])]
+else:
+    assert MODE == "--build", f"usage: {__doc__.splitlines()[-1]}"
+    INSTALL = ["--build", str(WHERE)]
 
 
 def recipe(work, **env):
-    r = subprocess.run(["bash", SCRIPT, "--work", work, "--build", BUILD], capture_output=True, text=True, timeout=300,
+    r = subprocess.run(["bash", SCRIPT, "--work", work, *INSTALL], capture_output=True, text=True, timeout=300,
                        env={**os.environ, **env})
     print(r.stdout[-3000:], r.stderr[-2000:])
+    if MODE == "--wheel-dir":
+        assert f"== Install TrieScope: replaced by pip install of this checkout's wheel into {work}/venv" in r.stdout, r.stdout
+        assert (pathlib.Path(work) / "venv/bin/triescope").is_file(), "pip installed no triescope command"
+        # The steps ran the environment's triescope: its package, not the build tree's.
+        p = subprocess.run([pathlib.Path(work) / "venv/bin/python", "-c", "import triescope; print(triescope.__file__)"],
+                           capture_output=True, text=True, env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+        assert p.stdout.startswith(f"{work}/venv/lib/"), (p.stdout, p.stderr)
     return r
 
 
