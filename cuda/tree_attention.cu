@@ -143,6 +143,8 @@ struct ItemTile {
   static constexpr int RO = R / TY;                               // P.V rows of a thread (contiguous)
   static constexpr int KS = HDP + 4;                              // q / K / V row stride
   static constexpr int PS = R + 4;                                // weight row stride: [C x PS], a slot's rows contiguous
+  static constexpr int NT = kWarps * 32;                          // threads of a block
+  static constexpr int G = HDP / 4, PER = (C * G + NT - 1) / NT;  // float4s of a K (V) row; of the sub-tile per thread
   static_assert(RT >= 1 && CT >= 1 && R % TY == 0 && C % TX == 0, "tile shape");
 };
 
@@ -157,18 +159,205 @@ __device__ __forceinline__ void load_rows(const float* p, float (&x)[N]) {  // N
   }
 }
 
+// The item's query rows into sq [R x KS], scaled, zeros past the rows and the
+// head dim. Row i: member entry mlo + i / g, query head kvh * g + i % g.
+template <int VEC>
+__device__ __forceinline__ void item_stage_queries(const TreeAttentionArgs& a, float* sq, int tid, int32_t mlo, int32_t kvh, int32_t g,
+                                                   int32_t hd, int32_t rows) {
+  using T = ItemTile<VEC>;
+  for (int e = tid; e < T::R * T::HDP; e += T::NT) {
+    const int i = e / T::HDP, d = e - i * T::HDP;
+    float v = 0.0f;
+    if (i < rows && d < hd) {
+      const int64_t r = a.cascade.member[mlo + i / g];
+      v = a.q[(r * a.heads + kvh * g + i % g) * hd + d] * a.scale;  // the scale folded into q once
+    }
+    sq[i * T::KS + d] = v;
+  }
+}
+
+// A thread's online-softmax state: each score row's running max and sum, the
+// P.V rows' weighted V sums.
+template <int VEC>
+__device__ __forceinline__ void item_state_init(float (&m)[ItemTile<VEC>::RT], float (&l)[ItemTile<VEC>::RT],
+                                                float (&acc)[ItemTile<VEC>::RO][VEC][4]) {
+  using T = ItemTile<VEC>;
+#pragma unroll
+  for (int i = 0; i < T::RT; ++i) m[i] = -INFINITY, l[i] = 0.0f;
+#pragma unroll
+  for (int i = 0; i < T::RO; ++i)
+#pragma unroll
+    for (int j = 0; j < VEC; ++j)
+#pragma unroll
+      for (int k = 0; k < 4; ++k) acc[i][j][k] = 0.0f;
+}
+
+// Stores the loaded K and V float4s to sk and sv [C x KS].
+template <int VEC>
+__device__ __forceinline__ void item_store_kv(const float4 (&kr)[ItemTile<VEC>::PER], const float4 (&vr)[ItemTile<VEC>::PER], float* sk,
+                                              float* sv, int tid) {
+  using T = ItemTile<VEC>;
+  constexpr int C = T::C, G = T::G, KS = T::KS;
+#pragma unroll
+  for (int u = 0; u < T::PER; ++u) {
+    const int e = tid + u * T::NT, c = e / G, d = (e - c * G) * 4;
+    if (e < C * G) {
+      *reinterpret_cast<float4*>(&sk[c * KS + d]) = kr[u];
+      *reinterpret_cast<float4*>(&sv[c * KS + d]) = vr[u];
+    }
+  }
+}
+
+// Scores of rows ty + 16 i x slots tx + 8 j.
+template <int VEC>
+__device__ __forceinline__ void item_scores(const float* sq, const float* sk, int tx, int ty, int rt_n,
+                                            float (&sc)[ItemTile<VEC>::RT][ItemTile<VEC>::CT]) {
+  using T = ItemTile<VEC>;
+  constexpr int HDP = T::HDP, TX = T::TX, RT = T::RT, CT = T::CT, KS = T::KS;
+#pragma unroll
+  for (int i = 0; i < RT; ++i)
+#pragma unroll
+    for (int j = 0; j < CT; ++j) sc[i][j] = 0.0f;
+#pragma unroll 4
+  for (int d = 0; d < HDP; d += 4) {
+    float4 kk[CT];
+#pragma unroll
+    for (int j = 0; j < CT; ++j) kk[j] = *reinterpret_cast<const float4*>(&sk[(tx + TX * j) * KS + d]);
+#pragma unroll
+    for (int i = 0; i < RT; ++i) {
+      if (i >= rt_n) break;  // uniform: a small item skips its padding rows
+      const float4 qq = *reinterpret_cast<const float4*>(&sq[(ty + T::TY * i) * KS + d]);
+#pragma unroll
+      for (int j = 0; j < CT; ++j)
+        sc[i][j] = fmaf(qq.x, kk[j].x, fmaf(qq.y, kk[j].y, fmaf(qq.z, kk[j].z, fmaf(qq.w, kk[j].w, sc[i][j]))));
+    }
+  }
+}
+
+// Online softmax per row over the sub-tile (n slots): the row's slots are on
+// TX neighbouring lanes. The weights go to sp [C x PS], each row's rescale of
+// its old sums to scorr [R].
+template <int VEC>
+__device__ __forceinline__ void item_softmax(const float (&sc)[ItemTile<VEC>::RT][ItemTile<VEC>::CT], int32_t n, int tx, int ty, int rt_n,
+                                             float (&m)[ItemTile<VEC>::RT], float (&l)[ItemTile<VEC>::RT], float* sp, float* scorr) {
+  using T = ItemTile<VEC>;
+  constexpr int TX = T::TX, RT = T::RT, CT = T::CT, PS = T::PS;
+#pragma unroll
+  for (int i = 0; i < RT; ++i) {
+    if (i >= rt_n) break;
+    float mx = -INFINITY;
+#pragma unroll
+    for (int j = 0; j < CT; ++j) mx = tx + TX * j < n ? fmaxf(mx, sc[i][j]) : mx;
+#pragma unroll
+    for (int off = TX / 2; off > 0; off >>= 1) mx = fmaxf(mx, __shfl_xor_sync(kFull, mx, off));
+    const ta::Step st = ta::online_step(m[i], mx);  // the sub-tile as one step: corr rescales the old sums
+    float sum = 0.0f;
+#pragma unroll
+    for (int j = 0; j < CT; ++j) {
+      const float p = tx + TX * j < n ? expf(sc[i][j] - st.m_new) : 0.0f;
+      sum += p;
+      sp[(tx + TX * j) * PS + ty + T::TY * i] = p;
+    }
+#pragma unroll
+    for (int off = TX / 2; off > 0; off >>= 1) sum += __shfl_xor_sync(kFull, sum, off);
+    l[i] = l[i] * st.corr + sum;
+    m[i] = st.m_new;
+    if (tx == 0) scorr[ty + T::TY * i] = st.corr;
+  }
+}
+
+// P.V of rows ty RO + i x dims tx 4 + 32 j: the old sums rescaled, then the
+// sub-tile's weighted V rows added.
+template <int VEC>
+__device__ __forceinline__ void item_pv(const float* scorr, const float* sp, const float* sv, int tx, int ty,
+                                        float (&acc)[ItemTile<VEC>::RO][VEC][4]) {
+  using T = ItemTile<VEC>;
+  constexpr int C = T::C, RO = T::RO, KS = T::KS, PS = T::PS;
+  float cr[RO];
+  load_rows<RO>(&scorr[ty * RO], cr);
+#pragma unroll
+  for (int i = 0; i < RO; ++i)
+#pragma unroll
+    for (int j = 0; j < VEC; ++j)
+#pragma unroll
+      for (int k = 0; k < 4; ++k) acc[i][j][k] *= cr[i];
+#pragma unroll 4
+  for (int c = 0; c < C; ++c) {
+    float pr[RO];
+    load_rows<RO>(&sp[c * PS + ty * RO], pr);
+#pragma unroll
+    for (int j = 0; j < VEC; ++j) {
+      const float4 vv = *reinterpret_cast<const float4*>(&sv[c * KS + 32 * j + 4 * tx]);
+#pragma unroll
+      for (int i = 0; i < RO; ++i) {
+        acc[i][j][0] = fmaf(pr[i], vv.x, acc[i][j][0]);
+        acc[i][j][1] = fmaf(pr[i], vv.y, acc[i][j][1]);
+        acc[i][j][2] = fmaf(pr[i], vv.z, acc[i][j][2]);
+        acc[i][j][3] = fmaf(pr[i], vv.w, acc[i][j][3]);
+      }
+    }
+  }
+}
+
+// The part row of (entry, head) of item row i.
+__device__ __forceinline__ int64_t item_part_row(int64_t shared_base, int32_t heads, int32_t mlo, int32_t kvh, int32_t g, int i) {
+  return shared_base + static_cast<int64_t>(mlo + i / g) * heads + kvh * g + i % g;
+}
+
+// Writes this thread's P.V rows (weighted V sums) to part_acc, as float4s
+// where the rows are 16-byte aligned.
+template <int VEC>
+__device__ __forceinline__ void item_write_acc(const float (&acc)[ItemTile<VEC>::RO][VEC][4], float* part_acc, int64_t shared_base,
+                                               int32_t heads, int32_t hd, int32_t mlo, int32_t kvh, int32_t g, int32_t rows, int tx,
+                                               int ty) {
+  constexpr int RO = ItemTile<VEC>::RO;
+#pragma unroll
+  for (int i = 0; i < RO; ++i) {
+    const int ri = ty * RO + i;
+    if (ri >= rows) continue;
+    const int64_t pr = item_part_row(shared_base, heads, mlo, kvh, g, ri);
+#pragma unroll
+    for (int j = 0; j < VEC; ++j) {
+      float* dst = part_acc + pr * hd + 32 * j + 4 * tx;
+      if (hd % 4 == 0 && (reinterpret_cast<uintptr_t>(part_acc) & 15) == 0 && 32 * j + 4 * tx < hd) {  // 16-byte aligned rows
+        *reinterpret_cast<float4*>(dst) = make_float4(acc[i][j][0], acc[i][j][1], acc[i][j][2], acc[i][j][3]);
+      } else {
+#pragma unroll
+        for (int k = 0; k < 4; ++k)
+          if (32 * j + 4 * tx + k < hd) dst[k] = acc[i][j][k];
+      }
+    }
+  }
+}
+
+// Writes each score row's running max and sum to part_ml (lane tx = 0 of the row).
+template <int VEC>
+__device__ __forceinline__ void item_write_ml(const float (&m)[ItemTile<VEC>::RT], const float (&l)[ItemTile<VEC>::RT], float* part_ml,
+                                              int64_t shared_base, int32_t heads, int32_t mlo, int32_t kvh, int32_t g, int32_t rows, int tx,
+                                              int ty) {
+  using T = ItemTile<VEC>;
+#pragma unroll
+  for (int i = 0; i < T::RT; ++i) {
+    const int ri = ty + T::TY * i;
+    if (tx != 0 || ri >= rows) continue;
+    const int64_t pr = item_part_row(shared_base, heads, mlo, kvh, g, ri);
+    part_ml[pr * 2] = m[i];
+    part_ml[pr * 2 + 1] = l[i];
+  }
+}
+
 template <int VEC>
 __global__ void __launch_bounds__(kWarps * 32)
     tree_attention_item_kernel(TreeAttentionArgs a, float* part_acc, float* part_ml, int64_t shared_base) {
   using T = ItemTile<VEC>;
-  constexpr int HDP = T::HDP, R = T::R, C = T::C, TX = T::TX, RT = T::RT, CT = T::CT, RO = T::RO, KS = T::KS, PS = T::PS;
-  constexpr int NT = kWarps * 32;
+  constexpr int R = T::R, C = T::C, RT = T::RT, CT = T::CT, RO = T::RO, KS = T::KS, PS = T::PS;
+  constexpr int NT = T::NT, G = T::G, PER = T::PER;
   __shared__ __align__(16) float sq[R * KS];  // [R x KS] scaled queries of the item's rows
   __shared__ __align__(16) float sk[C * KS];  // [C x KS] K of the sub-tile's slots
   __shared__ __align__(16) float sv[C * KS];  // [C x KS] V of the sub-tile's slots
   __shared__ __align__(16) float sp[C * PS];  // [C x PS] softmax weights of the sub-tile (slot-major)
   __shared__ __align__(16) float scorr[R];    // [R] rescale of each row's sums at this sub-tile
-  const int tid = threadIdx.x, tx = tid % TX, ty = tid / TX;
+  const int tid = threadIdx.x, tx = tid % T::TX, ty = tid / T::TX;
   const int32_t* it = a.cascade.item + 4 * static_cast<int64_t>(blockIdx.x);
   const int32_t slo = it[0], shi = it[1], mlo = it[2], mhi = it[3];
   const int32_t kvh = blockIdx.y, g = a.heads / a.kv_heads, hd = a.head_dim;
@@ -178,31 +367,18 @@ __global__ void __launch_bounds__(kWarps * 32)
   const float* V = a.kv + static_cast<int64_t>(a.capacity) * row + static_cast<int64_t>(kvh) * hd;
   // float4 loads need 16-byte aligned rows: hd % 4 == 0 and an aligned base.
   const bool vec4 = hd % 4 == 0 && (reinterpret_cast<uintptr_t>(a.kv) & 15) == 0;
-  for (int e = tid; e < R * HDP; e += NT) {
-    const int i = e / HDP, d = e - i * HDP;
-    float v = 0.0f;
-    if (i < rows && d < hd) {
-      const int64_t r = a.cascade.member[mlo + i / g];
-      v = a.q[(r * a.heads + kvh * g + i % g) * hd + d] * a.scale;  // the scale folded into q once
-    }
-    sq[i * KS + d] = v;
-  }
+  item_stage_queries<VEC>(a, sq, tid, mlo, kvh, g, hd, rows);
   const int rt_n = (rows + T::TY - 1) / T::TY;  // score rows i < rt_n hold a query head somewhere (uniform)
   float m[RT], l[RT], acc[RO][VEC][4];
-#pragma unroll
-  for (int i = 0; i < RT; ++i) m[i] = -INFINITY, l[i] = 0.0f;
-#pragma unroll
-  for (int i = 0; i < RO; ++i)
-#pragma unroll
-    for (int j = 0; j < VEC; ++j)
-#pragma unroll
-      for (int k = 0; k < 4; ++k) acc[i][j][k] = 0.0f;
+  item_state_init<VEC>(m, l, acc);
   const bool pv_rows = ty * RO < rows;  // this thread's P.V rows hold a query head
   // Stage K and V of a sub-tile: every thread issues all its float4 loads
   // before it stores any. (Loading the next sub-tile during this one's
   // scores measured no faster on an H200: it costs registers, 3-4 blocks per
-  // SM instead of 5, and the kernel is bound by instruction issue.)
-  constexpr int G = HDP / 4, PER = (C * G + NT - 1) / NT;
+  // SM instead of 5, and the kernel is bound by instruction issue.) The loads
+  // stay in the kernel body: moved into a helper, ptxas lays out the float4
+  // and scalar paths the other way round and takes 11 more registers at
+  // VEC = 2 (96 -> 107: 4 blocks per SM instead of 5) and 4 more at VEC = 8.
   for (int32_t t0 = slo; t0 < shi; t0 += C) {
     const int32_t n = shi - t0 < C ? shi - t0 : C;
     float4 kr[PER], vr[PER];
@@ -230,115 +406,16 @@ __global__ void __launch_bounds__(kWarps * 32)
       }
     }
     __syncthreads();  // sq written (first round); the last round's K, V, weights and corr read
-#pragma unroll
-    for (int u = 0; u < PER; ++u) {
-      const int e = tid + u * NT, c = e / G, d = (e - c * G) * 4;
-      if (e < C * G) {
-        *reinterpret_cast<float4*>(&sk[c * KS + d]) = kr[u];
-        *reinterpret_cast<float4*>(&sv[c * KS + d]) = vr[u];
-      }
-    }
+    item_store_kv<VEC>(kr, vr, sk, sv, tid);
     __syncthreads();
-    // Scores of rows ty + 16 i x slots tx + 8 j.
     float sc[RT][CT];
-#pragma unroll
-    for (int i = 0; i < RT; ++i)
-#pragma unroll
-      for (int j = 0; j < CT; ++j) sc[i][j] = 0.0f;
-#pragma unroll 4
-    for (int d = 0; d < HDP; d += 4) {
-      float4 kk[CT];
-#pragma unroll
-      for (int j = 0; j < CT; ++j) kk[j] = *reinterpret_cast<const float4*>(&sk[(tx + TX * j) * KS + d]);
-#pragma unroll
-      for (int i = 0; i < RT; ++i) {
-        if (i >= rt_n) break;  // uniform: a small item skips its padding rows
-        const float4 qq = *reinterpret_cast<const float4*>(&sq[(ty + T::TY * i) * KS + d]);
-#pragma unroll
-        for (int j = 0; j < CT; ++j)
-          sc[i][j] = fmaf(qq.x, kk[j].x, fmaf(qq.y, kk[j].y, fmaf(qq.z, kk[j].z, fmaf(qq.w, kk[j].w, sc[i][j]))));
-      }
-    }
-    // Online softmax per row over the sub-tile: the row's slots are on TX neighbouring lanes.
-#pragma unroll
-    for (int i = 0; i < RT; ++i) {
-      if (i >= rt_n) break;
-      float mx = -INFINITY;
-#pragma unroll
-      for (int j = 0; j < CT; ++j) mx = tx + TX * j < n ? fmaxf(mx, sc[i][j]) : mx;
-#pragma unroll
-      for (int off = TX / 2; off > 0; off >>= 1) mx = fmaxf(mx, __shfl_xor_sync(kFull, mx, off));
-      const ta::Step st = ta::online_step(m[i], mx);  // the sub-tile as one step: corr rescales the old sums
-      float sum = 0.0f;
-#pragma unroll
-      for (int j = 0; j < CT; ++j) {
-        const float p = tx + TX * j < n ? expf(sc[i][j] - st.m_new) : 0.0f;
-        sum += p;
-        sp[(tx + TX * j) * PS + ty + T::TY * i] = p;
-      }
-#pragma unroll
-      for (int off = TX / 2; off > 0; off >>= 1) sum += __shfl_xor_sync(kFull, sum, off);
-      l[i] = l[i] * st.corr + sum;
-      m[i] = st.m_new;
-      if (tx == 0) scorr[ty + T::TY * i] = st.corr;
-    }
+    item_scores<VEC>(sq, sk, tx, ty, rt_n, sc);
+    item_softmax<VEC>(sc, n, tx, ty, rt_n, m, l, sp, scorr);
     __syncthreads();
-    // P.V of rows ty RO + i x dims tx 4 + 32 j.
-    if (pv_rows) {
-      float cr[RO];
-      load_rows<RO>(&scorr[ty * RO], cr);
-#pragma unroll
-      for (int i = 0; i < RO; ++i)
-#pragma unroll
-        for (int j = 0; j < VEC; ++j)
-#pragma unroll
-          for (int k = 0; k < 4; ++k) acc[i][j][k] *= cr[i];
-#pragma unroll 4
-      for (int c = 0; c < C; ++c) {
-        float pr[RO];
-        load_rows<RO>(&sp[c * PS + ty * RO], pr);
-#pragma unroll
-        for (int j = 0; j < VEC; ++j) {
-          const float4 vv = *reinterpret_cast<const float4*>(&sv[c * KS + 32 * j + 4 * tx]);
-#pragma unroll
-          for (int i = 0; i < RO; ++i) {
-            acc[i][j][0] = fmaf(pr[i], vv.x, acc[i][j][0]);
-            acc[i][j][1] = fmaf(pr[i], vv.y, acc[i][j][1]);
-            acc[i][j][2] = fmaf(pr[i], vv.z, acc[i][j][2]);
-            acc[i][j][3] = fmaf(pr[i], vv.w, acc[i][j][3]);
-          }
-        }
-      }
-    }
+    if (pv_rows) item_pv<VEC>(scorr, sp, sv, tx, ty, acc);
   }
-  auto part_row = [&](int i) {  // part row of (entry, head) of item row i
-    return shared_base + static_cast<int64_t>(mlo + i / g) * a.heads + kvh * g + i % g;
-  };
-#pragma unroll
-  for (int i = 0; i < RO; ++i) {
-    const int ri = ty * RO + i;
-    if (ri >= rows) continue;
-    const int64_t pr = part_row(ri);
-#pragma unroll
-    for (int j = 0; j < VEC; ++j) {
-      float* dst = part_acc + pr * hd + 32 * j + 4 * tx;
-      if (hd % 4 == 0 && (reinterpret_cast<uintptr_t>(part_acc) & 15) == 0 && 32 * j + 4 * tx < hd) {  // 16-byte aligned rows
-        *reinterpret_cast<float4*>(dst) = make_float4(acc[i][j][0], acc[i][j][1], acc[i][j][2], acc[i][j][3]);
-      } else {
-#pragma unroll
-        for (int k = 0; k < 4; ++k)
-          if (32 * j + 4 * tx + k < hd) dst[k] = acc[i][j][k];
-      }
-    }
-  }
-#pragma unroll
-  for (int i = 0; i < RT; ++i) {
-    const int ri = ty + T::TY * i;
-    if (tx != 0 || ri >= rows) continue;
-    const int64_t pr = part_row(ri);
-    part_ml[pr * 2] = m[i];
-    part_ml[pr * 2 + 1] = l[i];
-  }
+  item_write_acc<VEC>(acc, part_acc, shared_base, a.heads, hd, mlo, kvh, g, rows, tx, ty);
+  item_write_ml<VEC>(m, l, part_ml, shared_base, a.heads, mlo, kvh, g, rows, tx, ty);
 }
 
 // Merge pass (FlashInfer merge_state): a block per (query, head) rescales

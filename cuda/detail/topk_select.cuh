@@ -174,6 +174,168 @@ __device__ __forceinline__ void warp_count(unsigned* counter, unsigned bin, bool
   }
 }
 
+// block_topk's first step (thread 0): no digit resolved, k still needed, no
+// candidate staged, taken or gathered.
+__device__ __forceinline__ void topk_reset(TopkShared& sh, int k) {
+  if (threadIdx.x == 0) {
+    sh.prefix_hi = sh.prefix_lo = sh.mask_hi = sh.mask_lo = 0;
+    sh.need = static_cast<unsigned>(k);
+    sh.taken = 0;
+    sh.staged = 0;
+    sh.gathered = 0;
+    sh.next_pass = 0;
+    sh.done = 0;
+    sh.gather = 0;
+  }
+}
+
+// Reads the candidates src(i, c), i < n, once into the stage, compacted (the
+// warp votes place each warp's candidates together); sh.staged counts them.
+template <typename Source>
+__device__ __forceinline__ void topk_stage(const Source& src, int n, TopkShared& sh, const TopkStage& stage) {
+  const unsigned t = threadIdx.x;
+  constexpr int kBatch = 4;  // loads issued together before the warp votes that place them
+  for (int base = 0; base < n; base += static_cast<int>(kSelectThreads) * kBatch) {
+    Cand c[kBatch];
+    bool ok[kBatch];
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u) {
+      const int i = base + u * static_cast<int>(kSelectThreads) + static_cast<int>(t);
+      ok[u] = i < n && src(i, c[u]) && c[u].score == c[u].score;
+    }
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u) {
+      const unsigned lanes = __ballot_sync(0xffffffffu, ok[u]);
+      const int first = lanes ? __ffs(static_cast<int>(lanes)) - 1 : 0;
+      unsigned at = 0;
+      if (lanes && static_cast<int>(t & 31u) == first) at = atomicAdd(&sh.staged, static_cast<unsigned>(__popc(lanes)));
+      at = __shfl_sync(0xffffffffu, at, first);
+      if (ok[u]) {
+        const unsigned slot = at + static_cast<unsigned>(__popc(lanes & ((1u << (t & 31u)) - 1u)));
+        stage.score[slot] = c[u].score;
+        stage.flat[slot] = c[u].flat;
+        stage.aux[slot] = c[u].aux;
+      }
+    }
+  }
+}
+
+// Calls f(ok, c) for every candidate (the stage's first count when staged,
+// else src's), all lanes in step (f may use warp collectives).
+template <typename Source, typename F>
+__device__ __forceinline__ void topk_visit(const Source& src, const TopkStage& stage, bool staged, int count, const F& f) {
+  const unsigned t = threadIdx.x;
+  for (int base = 0; base < count; base += static_cast<int>(kSelectThreads)) {
+    const int i = base + static_cast<int>(t);
+    Cand c{0.0, -1, 0};
+    bool ok = i < count;
+    if (ok && staged) c = Cand{stage.score[i], stage.flat[i], stage.aux[i]};
+    else if (ok) ok = src(i, c) && c.score == c.score;
+    f(ok, c);
+  }
+}
+
+// A radix pass's clean slate: its histogram cleared, its AND / OR buffer buf
+// set to the identities.
+__device__ __forceinline__ void topk_pass_clear(TopkShared& sh, int buf) {
+  const unsigned t = threadIdx.x;
+  sh.hist[t] = 0;
+  if (t == 0) {
+    sh.and_hi[buf] = sh.and_lo[buf] = ~uint64_t{0};
+    sh.or_hi[buf] = sh.or_lo[buf] = 0;
+  }
+}
+
+// A radix pass's counts: the histogram of digit `pass` over the candidates
+// that match the threshold's digits so far, and the AND / OR of their keys
+// (buffer buf), reduced per warp, then one atomic per warp and word.
+template <typename Source>
+__device__ __forceinline__ void topk_pass_count(const Source& src, const TopkStage& stage, bool staged, int count, int pass, int lo_digits,
+                                                int buf, TopkShared& sh) {
+  const unsigned t = threadIdx.x;
+  bool in_hi;
+  int shift;
+  radix_digit(pass, lo_digits, &in_hi, &shift);
+  const uint64_t phi = sh.prefix_hi, plo = sh.prefix_lo, mhi = sh.mask_hi, mlo = sh.mask_lo;
+  uint64_t a_hi = ~uint64_t{0}, o_hi = 0, a_lo = ~uint64_t{0}, o_lo = 0;
+  topk_visit(src, stage, staged, count, [&](bool ok, const Cand& c) {
+    const uint64_t hi = score_key(c.score), lo = flat_key(c.flat);
+    ok = ok && (hi & mhi) == phi && (lo & mlo) == plo;
+    if (ok) {
+      a_hi &= hi;
+      o_hi |= hi;
+      a_lo &= lo;
+      o_lo |= lo;
+    }
+    warp_count(sh.hist, static_cast<unsigned>(((in_hi ? hi : lo) >> shift) & (kRadixBins - 1)), ok);
+  });
+  for (int o = 16; o > 0; o >>= 1) {
+    a_hi &= __shfl_xor_sync(0xffffffffu, a_hi, o);
+    o_hi |= __shfl_xor_sync(0xffffffffu, o_hi, o);
+    a_lo &= __shfl_xor_sync(0xffffffffu, a_lo, o);
+    o_lo |= __shfl_xor_sync(0xffffffffu, o_lo, o);
+  }
+  if ((t & 31u) == 0) {
+    atomicAnd(reinterpret_cast<unsigned long long*>(&sh.and_hi[buf]), static_cast<unsigned long long>(a_hi));
+    atomicOr(reinterpret_cast<unsigned long long*>(&sh.or_hi[buf]), static_cast<unsigned long long>(o_hi));
+    atomicAnd(reinterpret_cast<unsigned long long*>(&sh.and_lo[buf]), static_cast<unsigned long long>(a_lo));
+    atomicOr(reinterpret_cast<unsigned long long*>(&sh.or_lo[buf]), static_cast<unsigned long long>(o_lo));
+  }
+}
+
+// The candidates above the final threshold go to s_pick (the first k taken);
+// with gather, those in the threshold bin go to sh.bin instead.
+template <typename Source>
+__device__ __forceinline__ void topk_collect(const Source& src, const TopkStage& stage, bool staged, int count, int k, bool gather,
+                                             TopkShared& sh, Cand* s_pick) {
+  const uint64_t phi = sh.prefix_hi, plo = sh.prefix_lo, mhi = sh.mask_hi, mlo = sh.mask_lo;
+  topk_visit(src, stage, staged, count, [&](bool ok, const Cand& c) {
+    if (!ok) return;
+    const uint64_t hi = score_key(c.score) & mhi, lo = flat_key(c.flat) & mlo;
+    if (hi < phi || (hi == phi && lo < plo)) return;
+    if (gather && hi == phi && lo == plo) {  // in the threshold bin: ranked below
+      const unsigned g = atomicAdd(&sh.gathered, 1u);
+      if (g < kGatherMax) sh.bin[g] = c;
+      return;
+    }
+    const unsigned slot = atomicAdd(&sh.taken, 1u);
+    if (slot < static_cast<unsigned>(k)) s_pick[slot] = c;
+  });
+}
+
+// The gathered threshold bin's candidates that fewer than sh.need others of
+// the bin beat go to s_pick too.
+__device__ __forceinline__ void topk_take_from_bin(int k, TopkShared& sh, Cand* s_pick) {
+  const unsigned t = threadIdx.x;
+  const int in_bin = static_cast<int>(sh.gathered < kGatherMax ? sh.gathered : kGatherMax);
+  const int need = static_cast<int>(sh.need);
+  for (int i = static_cast<int>(t); i < in_bin; i += kSelectThreads) {
+    const Cand me = sh.bin[i];
+    int beaten_by = 0;
+    for (int j = 0; j < in_bin; ++j) beaten_by += better(sh.bin[j], me) ? 1 : 0;
+    if (beaten_by < need) {
+      const unsigned slot = atomicAdd(&sh.taken, 1u);
+      if (slot < static_cast<unsigned>(k)) s_pick[slot] = me;
+    }
+  }
+}
+
+// Ranks the picks (each pick's rank: the number of picks better than it) and
+// emits them, then "none" for the ranks past them; returns the pick count.
+template <typename Emit>
+__device__ __forceinline__ int topk_emit_ranked(int k, const TopkShared& sh, const Cand* s_pick, const Emit& emit) {
+  const unsigned t = threadIdx.x;
+  const int picked = static_cast<int>(sh.taken < static_cast<unsigned>(k) ? sh.taken : static_cast<unsigned>(k));
+  for (int i = static_cast<int>(t); i < picked; i += kSelectThreads) {
+    const Cand me = s_pick[i];
+    int rank = 0;
+    for (int j = 0; j < picked; ++j) rank += better(s_pick[j], me) ? 1 : 0;
+    emit(rank, me);
+  }
+  for (int r = picked + static_cast<int>(t); r < k; r += kSelectThreads) emit(r, Cand{0.0, -1, 0});
+  return picked;
+}
+
 // The k best candidates of src(i, c) for i in [0, n) (src returns false for
 // "not a candidate"; NaN scores are never candidates), ranked in the total
 // order: emit(r, c) for r in [0, k), with "none" (flat -1) past the count,
@@ -195,139 +357,35 @@ __device__ __forceinline__ void warp_count(unsigned* counter, unsigned bin, bool
 template <typename Source, typename Emit>
 __device__ int block_topk(const Source& src, int n, int k, int flat_bits, TopkShared& sh, const TopkStage& stage, Cand* s_pick,
                           const Emit& emit) {
-  const unsigned t = threadIdx.x;
-  if (t == 0) {
-    sh.prefix_hi = sh.prefix_lo = sh.mask_hi = sh.mask_lo = 0;
-    sh.need = static_cast<unsigned>(k);
-    sh.taken = 0;
-    sh.staged = 0;
-    sh.gathered = 0;
-    sh.next_pass = 0;
-    sh.done = 0;
-    sh.gather = 0;
-  }
+  topk_reset(sh, k);
   const bool staged = n <= stage.cap;
   if (staged) {
     __syncthreads();  // the counters are reset
-    constexpr int kBatch = 4;  // loads issued together before the warp votes that place them
-    for (int base = 0; base < n; base += static_cast<int>(kSelectThreads) * kBatch) {
-      Cand c[kBatch];
-      bool ok[kBatch];
-#pragma unroll
-      for (int u = 0; u < kBatch; ++u) {
-        const int i = base + u * static_cast<int>(kSelectThreads) + static_cast<int>(t);
-        ok[u] = i < n && src(i, c[u]) && c[u].score == c[u].score;
-      }
-#pragma unroll
-      for (int u = 0; u < kBatch; ++u) {
-        const unsigned lanes = __ballot_sync(0xffffffffu, ok[u]);
-        const int first = lanes ? __ffs(static_cast<int>(lanes)) - 1 : 0;
-        unsigned at = 0;
-        if (lanes && static_cast<int>(t & 31u) == first) at = atomicAdd(&sh.staged, static_cast<unsigned>(__popc(lanes)));
-        at = __shfl_sync(0xffffffffu, at, first);
-        if (ok[u]) {
-          const unsigned slot = at + static_cast<unsigned>(__popc(lanes & ((1u << (t & 31u)) - 1u)));
-          stage.score[slot] = c[u].score;
-          stage.flat[slot] = c[u].flat;
-          stage.aux[slot] = c[u].aux;
-        }
-      }
-    }
+    topk_stage(src, n, sh, stage);
   }
-  // Calls f(ok, c) for every candidate, all lanes in step (f may use warp collectives).
-  const auto visit = [&](int count, const auto& f) {
-    for (int base = 0; base < count; base += static_cast<int>(kSelectThreads)) {
-      const int i = base + static_cast<int>(t);
-      Cand c{0.0, -1, 0};
-      bool ok = i < count;
-      if (ok && staged) c = Cand{stage.score[i], stage.flat[i], stage.aux[i]};
-      else if (ok) ok = src(i, c) && c.score == c.score;
-      f(ok, c);
-    }
-  };
   const int lo_digits = (flat_bits + kRadixBits - 1) / kRadixBits;
   const int passes = topk_radix_passes(flat_bits);
   int count = n;
   for (int it = 0;; ++it) {
     const int buf = it & 1;  // the AND / OR buffer of this pass (the last pass's decision may still read the other)
-    sh.hist[t] = 0;
-    if (t == 0) {
-      sh.and_hi[buf] = sh.and_lo[buf] = ~uint64_t{0};
-      sh.or_hi[buf] = sh.or_lo[buf] = 0;
-    }
+    topk_pass_clear(sh, buf);
     __syncthreads();  // the histogram is clear, the last pass's decision (and the stage) visible
     if (it == 0 && staged) count = static_cast<int>(sh.staged);
     if (sh.done) break;
     const int pass = sh.next_pass;
-    bool in_hi;
-    int shift;
-    radix_digit(pass, lo_digits, &in_hi, &shift);
-    const uint64_t phi = sh.prefix_hi, plo = sh.prefix_lo, mhi = sh.mask_hi, mlo = sh.mask_lo;
-    uint64_t a_hi = ~uint64_t{0}, o_hi = 0, a_lo = ~uint64_t{0}, o_lo = 0;
-    visit(count, [&](bool ok, const Cand& c) {
-      const uint64_t hi = score_key(c.score), lo = flat_key(c.flat);
-      ok = ok && (hi & mhi) == phi && (lo & mlo) == plo;
-      if (ok) {
-        a_hi &= hi;
-        o_hi |= hi;
-        a_lo &= lo;
-        o_lo |= lo;
-      }
-      warp_count(sh.hist, static_cast<unsigned>(((in_hi ? hi : lo) >> shift) & (kRadixBins - 1)), ok);
-    });
-    for (int o = 16; o > 0; o >>= 1) {
-      a_hi &= __shfl_xor_sync(0xffffffffu, a_hi, o);
-      o_hi |= __shfl_xor_sync(0xffffffffu, o_hi, o);
-      a_lo &= __shfl_xor_sync(0xffffffffu, a_lo, o);
-      o_lo |= __shfl_xor_sync(0xffffffffu, o_lo, o);
-    }
-    if ((t & 31u) == 0) {
-      atomicAnd(reinterpret_cast<unsigned long long*>(&sh.and_hi[buf]), static_cast<unsigned long long>(a_hi));
-      atomicOr(reinterpret_cast<unsigned long long*>(&sh.or_hi[buf]), static_cast<unsigned long long>(o_hi));
-      atomicAnd(reinterpret_cast<unsigned long long*>(&sh.and_lo[buf]), static_cast<unsigned long long>(a_lo));
-      atomicOr(reinterpret_cast<unsigned long long*>(&sh.or_lo[buf]), static_cast<unsigned long long>(o_lo));
-    }
+    topk_pass_count(src, stage, staged, count, pass, lo_digits, buf, sh);
     __syncthreads();  // the histogram and the AND / OR are complete
     topk_pick_digit(sh, pass, passes, lo_digits, buf);
   }
   __syncthreads();  // the threshold is final (count was read in the first pass, after the stage was complete)
-  const uint64_t phi = sh.prefix_hi, plo = sh.prefix_lo, mhi = sh.mask_hi, mlo = sh.mask_lo;
   const bool gather = sh.gather != 0;
-  visit(count, [&](bool ok, const Cand& c) {
-    if (!ok) return;
-    const uint64_t hi = score_key(c.score) & mhi, lo = flat_key(c.flat) & mlo;
-    if (hi < phi || (hi == phi && lo < plo)) return;
-    if (gather && hi == phi && lo == plo) {  // in the threshold bin: ranked below
-      const unsigned g = atomicAdd(&sh.gathered, 1u);
-      if (g < kGatherMax) sh.bin[g] = c;
-      return;
-    }
-    const unsigned slot = atomicAdd(&sh.taken, 1u);
-    if (slot < static_cast<unsigned>(k)) s_pick[slot] = c;
-  });
+  topk_collect(src, stage, staged, count, k, gather, sh, s_pick);
   if (gather) {
     __syncthreads();  // the bin is gathered
-    const int in_bin = static_cast<int>(sh.gathered < kGatherMax ? sh.gathered : kGatherMax);
-    const int need = static_cast<int>(sh.need);
-    for (int i = static_cast<int>(t); i < in_bin; i += kSelectThreads) {
-      const Cand me = sh.bin[i];
-      int beaten_by = 0;
-      for (int j = 0; j < in_bin; ++j) beaten_by += better(sh.bin[j], me) ? 1 : 0;
-      if (beaten_by < need) {
-        const unsigned slot = atomicAdd(&sh.taken, 1u);
-        if (slot < static_cast<unsigned>(k)) s_pick[slot] = me;
-      }
-    }
+    topk_take_from_bin(k, sh, s_pick);
   }
   __syncthreads();  // every pick is in s_pick
-  const int picked = static_cast<int>(sh.taken < static_cast<unsigned>(k) ? sh.taken : static_cast<unsigned>(k));
-  for (int i = static_cast<int>(t); i < picked; i += kSelectThreads) {
-    const Cand me = s_pick[i];
-    int rank = 0;
-    for (int j = 0; j < picked; ++j) rank += better(s_pick[j], me) ? 1 : 0;
-    emit(rank, me);
-  }
-  for (int r = picked + static_cast<int>(t); r < k; r += kSelectThreads) emit(r, Cand{0.0, -1, 0});
+  const int picked = topk_emit_ranked(k, sh, s_pick, emit);
   __syncthreads();  // the stage, s_pick and sh may be reused by the caller's next call
   return picked;
 }

@@ -72,9 +72,83 @@ pyb::array_t<T> copy_array(const std::vector<T>& v) {
   return a;
 }
 
-}  // namespace
+// ConstraintIndex(sequences, vocab_size, dense_levels, layout): the rows
+// checked and flattened, built into the set, the CSR matrix and VNTK.
+std::unique_ptr<PyConstraintIndex> constraint_index_new(pyb::object sequences, int32_t vocab_size, int32_t dense_levels,
+                                                        const std::string& layout) {
+  const auto rows = int_rows(sequences, "sequences");
+  TS_CHECK(!rows.empty(), "sequences: empty (no valid sequence)");
+  const size_t L = rows.front().size();
+  std::vector<int32_t> flat;
+  flat.reserve(rows.size() * L);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    TS_CHECK(rows[i].size() == L, "sequences[" << i << "]: " << rows[i].size() << " tokens, the first row has " << L);
+    for (size_t k = 0; k < L; ++k) {
+      TS_CHECK(rows[i][k] >= 0 && rows[i][k] < vocab_size,
+               "sequences[" << i << "][" << k << "]: token " << rows[i][k] << " outside [0, vocab_size = " << vocab_size << ")");
+      flat.push_back(static_cast<int32_t>(rows[i][k]));
+    }
+  }
+  auto out = std::make_unique<PyConstraintIndex>();
+  out->set = std::make_shared<const ConstraintSet>(
+      constraint_set_from_rows(std::move(flat), static_cast<int32_t>(L), vocab_size, "sequences", "row"));
+  TransitionMatrixOptions opt;
+  opt.dense_levels = dense_levels;
+  opt.layout = csr_layout_parse(layout, "layout");
+  TS_CHECK(dense_levels >= 0 && dense_levels <= 2 && dense_levels < static_cast<int32_t>(L),
+           "dense_levels: must be 0, 1 or 2 and below the length " << L << ", got " << dense_levels);
+  out->tm = std::make_shared<const TransitionMatrix>(TransitionMatrix::build(*out->set, opt));
+  out->index = std::make_unique<VntkIndex>(out->tm);
+  return out;
+}
 
-void bind_constraint(pyb::module_& m) {
+// StaticDecoder.step: the arguments checked, one StaticStep run (without
+// the GIL, taking turns on the workspace), the result as [groups x k] arrays.
+pyb::dict static_decoder_step(PyStaticDecoder& d, pyb::object logits, pyb::object states, pyb::object beam_scores, int32_t groups,
+                              int32_t k, int32_t step) {
+  const auto lg = float_rows(logits, "logits");
+  const std::vector<int64_t> st = int_vector(states, "states");
+  const auto sc = pyb::array_t<double, pyb::array::c_style | pyb::array::forcecast>::ensure(numpy_of(beam_scores));
+  TS_CHECK(sc && sc.ndim() == 1, "beam_scores: expected a 1-D float array");
+  const auto n = lg.shape(0), V = lg.shape(1);
+  TS_CHECK(V == d.tm->vocab_size, "logits: " << V << " columns, the index was built for vocab_size " << d.tm->vocab_size);
+  TS_CHECK(static_cast<pyb::ssize_t>(st.size()) == n && sc.shape(0) == n,
+           "states, beam_scores: " << st.size() << " and " << sc.shape(0) << " entries for " << n << " rows of logits");
+  TS_CHECK(groups >= 1 && n % groups == 0, "groups: " << groups << " must be >= 1 and divide the " << n << " rows");
+  // k past a group's candidates (rows x vocabulary) only asks for memory.
+  const int64_t candidates = static_cast<int64_t>(n / groups) * V;
+  TS_CHECK(k >= 1 && k <= candidates, "k: must be in [1, " << candidates << "] (a group's rows x vocab_size), got " << k);
+  TS_CHECK(step >= 0 && step < d.tm->length, "step: " << step << " outside [0, L = " << d.tm->length << ")");
+  for (pyb::ssize_t i = 0; i < n; ++i)
+    TS_CHECK(!std::isnan(sc.data()[i]) && sc.data()[i] != std::numeric_limits<double>::infinity(),
+             "beam_scores[" << i << "]: " << sc.data()[i] << " (a score is finite, or -inf for a dead beam)");
+  StaticStepResult r;
+  {
+    pyb::gil_scoped_release release;
+    const std::lock_guard<std::mutex> lock(d.busy);
+    d.step.run(lg.data(), st.data(), sc.data(), static_cast<int32_t>(n), groups, k, step, r);
+  }
+  const std::vector<pyb::ssize_t> shape{groups, k};
+  pyb::array_t<int64_t> tokens(shape), parents(shape), next(shape);
+  pyb::array_t<double> scores(shape);
+  for (size_t i = 0; i < r.flat.size(); ++i) {
+    const bool hit = r.flat[i] >= 0;
+    tokens.mutable_data()[i] = hit ? r.flat[i] % V : -1;
+    parents.mutable_data()[i] = hit ? r.flat[i] / V : -1;
+    next.mutable_data()[i] = hit ? r.next[i] : -1;
+    scores.mutable_data()[i] = hit ? r.score[i] : -std::numeric_limits<double>::infinity();
+  }
+  pyb::dict out;
+  out["tokens"] = tokens;
+  out["parents"] = parents;
+  out["scores"] = scores;
+  out["next_states"] = next;
+  out["count"] = copy_array(r.count);
+  return out;
+}
+
+// triescope.ConstraintIndex.
+void bind_constraint_index(pyb::module_& m) {
   pyb::class_<PyConstraintIndex>(m, "ConstraintIndex", R"doc(STATIC's constraint index over a set of valid id sequences.
 
 ConstraintIndex(sequences, vocab_size, dense_levels=0, layout="stacked")
@@ -83,32 +157,7 @@ sequences: integer array [n x L] (numpy, torch or a list of lists), each row
 one valid sequence of L tokens in [0, vocab_size). Built into the CSR
 transition matrix and masked with the Vectorized Node Transition Kernel
 (STATIC Alg. 1-2), the C++ code triescope's own decoders use.)doc")
-      .def(pyb::init([](pyb::object sequences, int32_t vocab_size, int32_t dense_levels, const std::string& layout) {
-             const auto rows = int_rows(sequences, "sequences");
-             TS_CHECK(!rows.empty(), "sequences: empty (no valid sequence)");
-             const size_t L = rows.front().size();
-             std::vector<int32_t> flat;
-             flat.reserve(rows.size() * L);
-             for (size_t i = 0; i < rows.size(); ++i) {
-               TS_CHECK(rows[i].size() == L, "sequences[" << i << "]: " << rows[i].size() << " tokens, the first row has " << L);
-               for (size_t k = 0; k < L; ++k) {
-                 TS_CHECK(rows[i][k] >= 0 && rows[i][k] < vocab_size,
-                          "sequences[" << i << "][" << k << "]: token " << rows[i][k] << " outside [0, vocab_size = " << vocab_size << ")");
-                 flat.push_back(static_cast<int32_t>(rows[i][k]));
-               }
-             }
-             auto out = std::make_unique<PyConstraintIndex>();
-             out->set = std::make_shared<const ConstraintSet>(
-                 constraint_set_from_rows(std::move(flat), static_cast<int32_t>(L), vocab_size, "sequences", "row"));
-             TransitionMatrixOptions opt;
-             opt.dense_levels = dense_levels;
-             opt.layout = csr_layout_parse(layout, "layout");
-             TS_CHECK(dense_levels >= 0 && dense_levels <= 2 && dense_levels < static_cast<int32_t>(L),
-                      "dense_levels: must be 0, 1 or 2 and below the length " << L << ", got " << dense_levels);
-             out->tm = std::make_shared<const TransitionMatrix>(TransitionMatrix::build(*out->set, opt));
-             out->index = std::make_unique<VntkIndex>(out->tm);
-             return out;
-           }),
+      .def(pyb::init(&constraint_index_new),
            pyb::arg("sequences"), pyb::arg("vocab_size"), pyb::arg("dense_levels") = 0, pyb::arg("layout") = "stacked")
       .def_property_readonly("length", [](const PyConstraintIndex& c) { return c.set->length; }, "L, the tokens per sequence.")
       .def_property_readonly("vocab_size", [](const PyConstraintIndex& c) { return c.set->vocab_size; })
@@ -183,7 +232,10 @@ torch tensor, which is changed in place).)doc")
           },
           "The stacked CSR arrays (row_ptr, edges [E x 2] of (token, next state), max_branch B_t, level_start): "
           "what a PyTorch rendering of Alg. 2 reads.");
+}
 
+// triescope.StaticDecoder.
+void bind_static_decoder(pyb::module_& m) {
   pyb::class_<PyStaticDecoder>(m, "StaticDecoder", R"doc(STATIC's whole constrained beam-search step (Alg. 1 phases 1-4) on an index.
 
 StaticDecoder(index)
@@ -202,51 +254,15 @@ stepped from several threads: the steps take turns on its workspace (the GIL
 is released meanwhile) and each call gets its own result.)doc")
       .def(pyb::init([](const PyConstraintIndex& c) { return std::make_unique<PyStaticDecoder>(c.tm); }), pyb::arg("index"))
       .def_property_readonly("root_state", [](const PyStaticDecoder&) { return int64_t{0}; }, "The state of the empty prefix.")
-      .def(
-          "step",
-          [](PyStaticDecoder& d, pyb::object logits, pyb::object states, pyb::object beam_scores, int32_t groups, int32_t k, int32_t step) {
-            const auto lg = float_rows(logits, "logits");
-            const std::vector<int64_t> st = int_vector(states, "states");
-            const auto sc = pyb::array_t<double, pyb::array::c_style | pyb::array::forcecast>::ensure(numpy_of(beam_scores));
-            TS_CHECK(sc && sc.ndim() == 1, "beam_scores: expected a 1-D float array");
-            const auto n = lg.shape(0), V = lg.shape(1);
-            TS_CHECK(V == d.tm->vocab_size, "logits: " << V << " columns, the index was built for vocab_size " << d.tm->vocab_size);
-            TS_CHECK(static_cast<pyb::ssize_t>(st.size()) == n && sc.shape(0) == n,
-                     "states, beam_scores: " << st.size() << " and " << sc.shape(0) << " entries for " << n << " rows of logits");
-            TS_CHECK(groups >= 1 && n % groups == 0, "groups: " << groups << " must be >= 1 and divide the " << n << " rows");
-            // k past a group's candidates (rows x vocabulary) only asks for memory.
-            const int64_t candidates = static_cast<int64_t>(n / groups) * V;
-            TS_CHECK(k >= 1 && k <= candidates, "k: must be in [1, " << candidates << "] (a group's rows x vocab_size), got " << k);
-            TS_CHECK(step >= 0 && step < d.tm->length, "step: " << step << " outside [0, L = " << d.tm->length << ")");
-            for (pyb::ssize_t i = 0; i < n; ++i)
-              TS_CHECK(!std::isnan(sc.data()[i]) && sc.data()[i] != std::numeric_limits<double>::infinity(),
-                       "beam_scores[" << i << "]: " << sc.data()[i] << " (a score is finite, or -inf for a dead beam)");
-            StaticStepResult r;
-            {
-              pyb::gil_scoped_release release;
-              const std::lock_guard<std::mutex> lock(d.busy);
-              d.step.run(lg.data(), st.data(), sc.data(), static_cast<int32_t>(n), groups, k, step, r);
-            }
-            const std::vector<pyb::ssize_t> shape{groups, k};
-            pyb::array_t<int64_t> tokens(shape), parents(shape), next(shape);
-            pyb::array_t<double> scores(shape);
-            for (size_t i = 0; i < r.flat.size(); ++i) {
-              const bool hit = r.flat[i] >= 0;
-              tokens.mutable_data()[i] = hit ? r.flat[i] % V : -1;
-              parents.mutable_data()[i] = hit ? r.flat[i] / V : -1;
-              next.mutable_data()[i] = hit ? r.next[i] : -1;
-              scores.mutable_data()[i] = hit ? r.score[i] : -std::numeric_limits<double>::infinity();
-            }
-            pyb::dict out;
-            out["tokens"] = tokens;
-            out["parents"] = parents;
-            out["scores"] = scores;
-            out["next_states"] = next;
-            out["count"] = copy_array(r.count);
-            return out;
-          },
-          pyb::arg("logits"), pyb::arg("states"), pyb::arg("beam_scores"), pyb::arg("groups"), pyb::arg("k"), pyb::arg("step"),
-          "One step: the best k (token, parent row, score, next state) per group; see the class.");
+      .def("step", &static_decoder_step, pyb::arg("logits"), pyb::arg("states"), pyb::arg("beam_scores"), pyb::arg("groups"), pyb::arg("k"),
+           pyb::arg("step"), "One step: the best k (token, parent row, score, next state) per group; see the class.");
+}
+
+}  // namespace
+
+void bind_constraint(pyb::module_& m) {
+  bind_constraint_index(m);
+  bind_static_decoder(m);
 }
 
 }  // namespace triescope::py

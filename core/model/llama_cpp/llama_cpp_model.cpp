@@ -315,6 +315,24 @@ struct LlamaCppModel::Impl {
     TS_CHECK(llama_state_seq_set_data(ctx, blob.data(), n, dst) > 0,
              "llama_cpp model: copying sequence " << src << " to " << dst << " failed (no free cells? raise model.n_ctx): " << log_last());
   }
+
+  // A forward pass's pieces, in order (see forward()).
+  struct SeqCp {
+    int32_t src, dst, p1;
+  };
+  // The step's leaves (queries no query of the step extends) and their seq ids.
+  struct StepLeaves {
+    std::vector<char> has_child;        // [q] a query of the step extends this one
+    std::vector<int32_t> leaf_seq;      // [q] a leaf's seq id, -1 elsewhere
+    std::vector<int32_t> inherit_from;  // [q] the written slot whose seq id the leaf takes over, -1: a fresh seq id
+    std::vector<SeqCp> cps;             // the fresh seq ids put on their written ancestors' paths
+  };
+  std::vector<int32_t> step_slot_queries(const StepInput& in) const;
+  std::vector<int32_t> step_parents(const StepInput& in, const std::vector<int32_t>& qof) const;
+  StepLeaves step_leaves(const std::vector<int32_t>& qof, const std::vector<int32_t>& parent) const;
+  void step_decode(const StepInput& in, const std::vector<SeqCp>& cps, std::vector<std::vector<llama_seq_id>>& tok_seqs);
+  void step_shadow(const StepInput& in, const std::vector<int32_t>& parent, const StepLeaves& lv);
+  void step_logits(const StepInput& in, Logits& out) const;
 };
 
 LlamaCppModel::LlamaCppModel(LlamaCppOptions opt) : p_(std::make_unique<Impl>()) {
@@ -371,106 +389,14 @@ void LlamaCppModel::set_check_cells(bool on) {
 }
 std::vector<LlamaCppCell> LlamaCppModel::read_cells() { return p_->read_cells(); }
 
-void LlamaCppModel::forward(const StepInput& in, Logits& out) {
-  Impl& m = *p_;
-  step_input_check(in, m.V);
-  TS_CHECK(!m.broken, kBroken);
-  const auto q = static_cast<int32_t>(in.tokens.size());
-  TS_CHECK(q > 0, "llama_cpp model: a forward pass with no queries");
-  TS_CHECK(q <= m.n_batch, "llama_cpp model: a step of " << q << " tokens is more than one llama_decode takes (n_batch = n_ctx = "
-                                                          << m.n_batch << "); raise model.n_ctx");
-  if (m.nodes.size() < static_cast<size_t>(in.num_slots)) m.nodes.resize(static_cast<size_t>(in.num_slots));
-  auto slot_of = [&](int32_t i) { return in.slots[static_cast<size_t>(i)]; };
-  std::vector<int32_t> qof(m.nodes.size(), -1);  // slot -> query of this step
-  for (int32_t i = 0; i < q; ++i) {
-    const int32_t s = slot_of(i);
-    TS_CHECK(m.nodes[static_cast<size_t>(s)].pos < 0 && qof[static_cast<size_t>(s)] < 0,
-             "llama_cpp model: query " << i << " writes slot " << s << ", which holds a token already: a llama.cpp cell is written once (free it by a compaction first)");
-    qof[static_cast<size_t>(s)] = i;
-  }
+namespace {
 
-  // 1. Each row: the parent (the row's slot of highest position), and the row
-  // must be exactly path(parent) + the query's own slot.
-  std::vector<int32_t> parent(static_cast<size_t>(q), -1);
-  for (int32_t i = 0; i < q; ++i) {
-    const int32_t own = slot_of(i), p = in.positions[static_cast<size_t>(i)];
-    const uint64_t* row = in.mask.row(i);
-    int32_t best = -1, best_pos = -1;
-    for (int32_t w = 0; w < in.mask.words_per_row; ++w)
-      for (uint64_t bits = row[w]; bits != 0; bits &= bits - 1) {
-        const int32_t c = w * 64 + std::countr_zero(bits);
-        if (c == own) continue;
-        const int32_t qc = qof[static_cast<size_t>(c)];
-        const int32_t pc = qc >= 0 ? in.positions[static_cast<size_t>(qc)] : m.nodes[static_cast<size_t>(c)].pos;
-        TS_CHECK(pc >= 0, "llama_cpp model: query " << i << "'s mask row reads slot " << c << ", which holds nothing");
-        if (pc > best_pos) best = c, best_pos = pc;
-      }
-    TS_CHECK(in.mask.test(i, own), "llama_cpp model: query " << i << "'s mask row does not read its own slot " << own);
-    if (best >= 0) {
-      TS_CHECK(qof[static_cast<size_t>(best)] < i, "llama_cpp model: query " << i << " comes before its parent, query " << qof[static_cast<size_t>(best)]
-                                                                             << ": llama.cpp needs each sequence's positions rising in a batch");
-      TS_CHECK(p == best_pos + 1, "llama_cpp model: query " << i << " at position " << p << " reads its parent slot " << best << " at position "
-                                                             << best_pos << ": llama.cpp needs a sequence's positions consecutive");
-    }
-    int32_t path = 0;
-    bool ok = true;
-    for (int32_t x = best; x >= 0;) {  // the parent's path: this step's queries first, then written slots
-      ok = ok && in.mask.test(i, x);
-      ++path;
-      const int32_t qx = qof[static_cast<size_t>(x)];
-      x = qx >= 0 ? parent[static_cast<size_t>(qx)] : m.nodes[static_cast<size_t>(x)].parent;
-    }
-    TS_CHECK(ok && in.mask.row_popcount(i) == path + 1,
-             "llama_cpp model: query " << i << "'s mask row is not an ancestor path: seq ids cannot express it");
-    parent[static_cast<size_t>(i)] = best;
-  }
+int32_t slot_of(const StepInput& in, int32_t i) { return in.slots[static_cast<size_t>(i)]; }
 
-  // 2. The step's leaves and their seq ids: the written ancestor's when it is
-  // a leaf whose seq id no sibling took yet, else a free one, put on the
-  // ancestor's path by seq_cp.
-  std::vector<char> has_child(static_cast<size_t>(q), 0);
-  for (int32_t i = 0; i < q; ++i)
-    if (const int32_t pr = parent[static_cast<size_t>(i)]; pr >= 0 && qof[static_cast<size_t>(pr)] >= 0) has_child[static_cast<size_t>(qof[static_cast<size_t>(pr)])] = 1;
-  auto anchor = [&](int32_t i) {  // the nearest written (not this step's) ancestor slot, -1 for none
-    int32_t x = parent[static_cast<size_t>(i)];
-    while (x >= 0 && qof[static_cast<size_t>(x)] >= 0) x = parent[static_cast<size_t>(qof[static_cast<size_t>(x)])];
-    return x;
-  };
-  std::vector<int32_t> leaf_seq(static_cast<size_t>(q), -1), inherit_from(static_cast<size_t>(q), -1), fresh_leaves;
-  std::vector<char> taken(static_cast<size_t>(m.n_seq_max), 0);
-  for (int32_t i = 0; i < q; ++i) {
-    if (has_child[static_cast<size_t>(i)]) continue;
-    const int32_t e = anchor(i);
-    const int32_t es = e >= 0 ? m.nodes[static_cast<size_t>(e)].seq : -1;
-    if (es >= 0 && !taken[static_cast<size_t>(es)]) {
-      taken[static_cast<size_t>(es)] = 1;
-      leaf_seq[static_cast<size_t>(i)] = es;
-      inherit_from[static_cast<size_t>(i)] = e;
-    } else {
-      fresh_leaves.push_back(i);
-    }
-  }
-  std::vector<int32_t> free_seqs;
-  for (int32_t s = 0; s < m.n_seq_max && free_seqs.size() < fresh_leaves.size(); ++s)
-    if (m.owner[static_cast<size_t>(s)] < 0) free_seqs.push_back(s);
-  TS_CHECK(free_seqs.size() == fresh_leaves.size(),
-           "llama_cpp model: this step needs " << fresh_leaves.size() << " new sequence ids, llama.cpp has " << free_seqs.size() << " free of "
-                                               << m.n_seq_max << " (one per leaf; pruned leaves keep theirs until garbage collection: lower beam.gc_interval)");
-  const auto sets = fresh_leaves.empty() ? std::vector<std::vector<int32_t>>{} : m.seq_sets();
-  struct SeqCp {
-    int32_t src, dst, p1;
-  };
-  std::vector<SeqCp> cps;
-  for (size_t k = 0; k < fresh_leaves.size(); ++k) {
-    const int32_t i = fresh_leaves[k], s = free_seqs[k], e = anchor(i);
-    leaf_seq[static_cast<size_t>(i)] = s;
-    if (e >= 0) {
-      TS_CHECK(!sets[static_cast<size_t>(e)].empty(), "llama_cpp model: internal: slot " << e << " is on no leaf's sequence");
-      cps.push_back({sets[static_cast<size_t>(e)].front(), s, m.nodes[static_cast<size_t>(e)].pos + 1});
-    }
-  }
-
-  // 3. Every token carries the seq ids of the step's leaves below it.
+// 3. Every token carries the seq ids of the step's leaves below it.
+std::vector<std::vector<llama_seq_id>> token_seqs(const std::vector<int32_t>& qof, const std::vector<int32_t>& parent,
+                                                  const std::vector<char>& has_child, const std::vector<int32_t>& leaf_seq) {
+  const auto q = static_cast<int32_t>(parent.size());
   std::vector<std::vector<llama_seq_id>> tok_seqs(static_cast<size_t>(q));
   for (int32_t i = 0; i < q; ++i) {
     if (has_child[static_cast<size_t>(i)]) continue;
@@ -481,6 +407,116 @@ void LlamaCppModel::forward(const StepInput& in, Logits& out) {
       x = qof[static_cast<size_t>(pr)];
     }
   }
+  return tok_seqs;
+}
+
+}  // namespace
+
+// Slot -> query of this step (-1: none); each query's slot must be free.
+std::vector<int32_t> LlamaCppModel::Impl::step_slot_queries(const StepInput& in) const {
+  const auto q = static_cast<int32_t>(in.tokens.size());
+  std::vector<int32_t> qof(nodes.size(), -1);  // slot -> query of this step
+  for (int32_t i = 0; i < q; ++i) {
+    const int32_t s = slot_of(in, i);
+    TS_CHECK(nodes[static_cast<size_t>(s)].pos < 0 && qof[static_cast<size_t>(s)] < 0,
+             "llama_cpp model: query " << i << " writes slot " << s << ", which holds a token already: a llama.cpp cell is written once (free it by a compaction first)");
+    qof[static_cast<size_t>(s)] = i;
+  }
+  return qof;
+}
+
+// 1. Each row: the parent (the row's slot of highest position), and the row
+// must be exactly path(parent) + the query's own slot.
+std::vector<int32_t> LlamaCppModel::Impl::step_parents(const StepInput& in, const std::vector<int32_t>& qof) const {
+  const auto q = static_cast<int32_t>(in.tokens.size());
+  std::vector<int32_t> parent(static_cast<size_t>(q), -1);
+  for (int32_t i = 0; i < q; ++i) {
+    const int32_t own = slot_of(in, i), p = in.positions[static_cast<size_t>(i)];
+    const uint64_t* row = in.mask.row(i);
+    int32_t best = -1, best_pos = -1;
+    for (int32_t w = 0; w < in.mask.words_per_row; ++w)
+      for (uint64_t bits = row[w]; bits != 0; bits &= bits - 1) {
+        const int32_t c = w * 64 + std::countr_zero(bits);
+        if (c == own) continue;
+        const int32_t qc = qof[static_cast<size_t>(c)];
+        const int32_t pc = qc >= 0 ? in.positions[static_cast<size_t>(qc)] : nodes[static_cast<size_t>(c)].pos;
+        TS_CHECK(pc >= 0, "llama_cpp model: query " << i << "'s mask row reads slot " << c << ", which holds nothing");
+        if (pc > best_pos) best = c, best_pos = pc;
+      }
+    TS_CHECK(in.mask.test(i, own), "llama_cpp model: query " << i << "'s mask row does not read its own slot " << own);
+    if (best >= 0) {
+      TS_CHECK(qof[static_cast<size_t>(best)] < i, "llama_cpp model: query " << i << " comes before its parent, query " << qof[static_cast<size_t>(best)]
+                                                                                << ": llama.cpp needs each sequence's positions rising in a batch");
+      TS_CHECK(p == best_pos + 1, "llama_cpp model: query " << i << " at position " << p << " reads its parent slot " << best << " at position "
+                                                            << best_pos << ": llama.cpp needs a sequence's positions consecutive");
+    }
+    int32_t path = 0;
+    bool ok = true;
+    for (int32_t x = best; x >= 0;) {  // the parent's path: this step's queries first, then written slots
+      ok = ok && in.mask.test(i, x);
+      ++path;
+      const int32_t qx = qof[static_cast<size_t>(x)];
+      x = qx >= 0 ? parent[static_cast<size_t>(qx)] : nodes[static_cast<size_t>(x)].parent;
+    }
+    TS_CHECK(ok && in.mask.row_popcount(i) == path + 1,
+             "llama_cpp model: query " << i << "'s mask row is not an ancestor path: seq ids cannot express it");
+    parent[static_cast<size_t>(i)] = best;
+  }
+  return parent;
+}
+
+// 2. The step's leaves and their seq ids: the written ancestor's when it is
+// a leaf whose seq id no sibling took yet, else a free one, put on the
+// ancestor's path by seq_cp.
+LlamaCppModel::Impl::StepLeaves LlamaCppModel::Impl::step_leaves(const std::vector<int32_t>& qof, const std::vector<int32_t>& parent) const {
+  const auto q = static_cast<int32_t>(parent.size());
+  StepLeaves lv;
+  lv.has_child.assign(static_cast<size_t>(q), 0);
+  for (int32_t i = 0; i < q; ++i)
+    if (const int32_t pr = parent[static_cast<size_t>(i)]; pr >= 0 && qof[static_cast<size_t>(pr)] >= 0) lv.has_child[static_cast<size_t>(qof[static_cast<size_t>(pr)])] = 1;
+  auto anchor = [&](int32_t i) {  // the nearest written (not this step's) ancestor slot, -1 for none
+    int32_t x = parent[static_cast<size_t>(i)];
+    while (x >= 0 && qof[static_cast<size_t>(x)] >= 0) x = parent[static_cast<size_t>(qof[static_cast<size_t>(x)])];
+    return x;
+  };
+  lv.leaf_seq.assign(static_cast<size_t>(q), -1);
+  lv.inherit_from.assign(static_cast<size_t>(q), -1);
+  std::vector<int32_t> fresh_leaves;
+  std::vector<char> taken(static_cast<size_t>(n_seq_max), 0);
+  for (int32_t i = 0; i < q; ++i) {
+    if (lv.has_child[static_cast<size_t>(i)]) continue;
+    const int32_t e = anchor(i);
+    const int32_t es = e >= 0 ? nodes[static_cast<size_t>(e)].seq : -1;
+    if (es >= 0 && !taken[static_cast<size_t>(es)]) {
+      taken[static_cast<size_t>(es)] = 1;
+      lv.leaf_seq[static_cast<size_t>(i)] = es;
+      lv.inherit_from[static_cast<size_t>(i)] = e;
+    } else {
+      fresh_leaves.push_back(i);
+    }
+  }
+  std::vector<int32_t> free_seqs;
+  for (int32_t s = 0; s < n_seq_max && free_seqs.size() < fresh_leaves.size(); ++s)
+    if (owner[static_cast<size_t>(s)] < 0) free_seqs.push_back(s);
+  TS_CHECK(free_seqs.size() == fresh_leaves.size(),
+           "llama_cpp model: this step needs " << fresh_leaves.size() << " new sequence ids, llama.cpp has " << free_seqs.size() << " free of "
+                                               << n_seq_max << " (one per leaf; pruned leaves keep theirs until garbage collection: lower beam.gc_interval)");
+  const auto sets = fresh_leaves.empty() ? std::vector<std::vector<int32_t>>{} : seq_sets();
+  for (size_t k = 0; k < fresh_leaves.size(); ++k) {
+    const int32_t i = fresh_leaves[k], s = free_seqs[k], e = anchor(i);
+    lv.leaf_seq[static_cast<size_t>(i)] = s;
+    if (e >= 0) {
+      TS_CHECK(!sets[static_cast<size_t>(e)].empty(), "llama_cpp model: internal: slot " << e << " is on no leaf's sequence");
+      lv.cps.push_back({sets[static_cast<size_t>(e)].front(), s, nodes[static_cast<size_t>(e)].pos + 1});
+    }
+  }
+  return lv;
+}
+
+// 4. The engine: the new sequences onto their ancestors' paths, then one
+// llama_decode (each token's seq ids sorted in place).
+void LlamaCppModel::Impl::step_decode(const StepInput& in, const std::vector<SeqCp>& cps, std::vector<std::vector<llama_seq_id>>& tok_seqs) {
+  const auto q = static_cast<int32_t>(in.tokens.size());
   std::vector<llama_token> tokens(in.tokens.begin(), in.tokens.end());
   std::vector<llama_pos> pos(in.positions.begin(), in.positions.end());
   std::vector<int32_t> n_seq(static_cast<size_t>(q));
@@ -494,33 +530,56 @@ void LlamaCppModel::forward(const StepInput& in, Logits& out) {
     seq_ptr[static_cast<size_t>(i)] = s.data();
   }
 
-  // 4. The engine: the new sequences onto their ancestors' paths, then one llama_decode.
-  m.broken = true;
-  for (const SeqCp& c : cps) llama_memory_seq_cp(m.mem, c.src, c.dst, 0, c.p1);
+  broken = true;
+  for (const SeqCp& c : cps) llama_memory_seq_cp(mem, c.src, c.dst, 0, c.p1);
   llama_batch batch{q, tokens.data(), nullptr, pos.data(), n_seq.data(), seq_ptr.data(), want.data()};
   log_clear();
-  const int32_t rc = llama_decode(m.ctx, batch);
+  const int32_t rc = llama_decode(ctx, batch);
   TS_CHECK(rc == 0, "llama_cpp model: llama_decode returned " << rc << (rc == 1 ? " (no free cells for the step: raise model.n_ctx)" : "") << ": " << log_last());
+}
 
-  // 5. The shadow follows.
-  for (int32_t i = 0; i < q; ++i) m.nodes[static_cast<size_t>(slot_of(i))] = {in.positions[static_cast<size_t>(i)], parent[static_cast<size_t>(i)], -1};
+// 5. The shadow follows: each query's slot written, each leaf's seq id moved
+// from the slot it took it over from (if any) to the leaf.
+void LlamaCppModel::Impl::step_shadow(const StepInput& in, const std::vector<int32_t>& parent, const StepLeaves& lv) {
+  const auto q = static_cast<int32_t>(in.tokens.size());
+  for (int32_t i = 0; i < q; ++i) nodes[static_cast<size_t>(slot_of(in, i))] = {in.positions[static_cast<size_t>(i)], parent[static_cast<size_t>(i)], -1};
   for (int32_t i = 0; i < q; ++i) {
-    if (has_child[static_cast<size_t>(i)]) continue;
-    if (const int32_t e = inherit_from[static_cast<size_t>(i)]; e >= 0) m.nodes[static_cast<size_t>(e)].seq = -1;
-    m.nodes[static_cast<size_t>(slot_of(i))].seq = leaf_seq[static_cast<size_t>(i)];
-    m.owner[static_cast<size_t>(leaf_seq[static_cast<size_t>(i)])] = slot_of(i);
+    if (lv.has_child[static_cast<size_t>(i)]) continue;
+    if (const int32_t e = lv.inherit_from[static_cast<size_t>(i)]; e >= 0) nodes[static_cast<size_t>(e)].seq = -1;
+    nodes[static_cast<size_t>(slot_of(in, i))].seq = lv.leaf_seq[static_cast<size_t>(i)];
+    owner[static_cast<size_t>(lv.leaf_seq[static_cast<size_t>(i)])] = slot_of(in, i);
   }
+}
 
-  // 6. The logits of the rows the caller reads (all when it lists none).
+// 6. The logits of the rows the caller reads (all when it lists none).
+void LlamaCppModel::Impl::step_logits(const StepInput& in, Logits& out) const {
+  const auto q = static_cast<int32_t>(in.tokens.size());
   const auto rows = in.logits_rows.empty() ? q : static_cast<int32_t>(in.logits_rows.size());
-  out.resize(rows, m.V);
+  out.resize(rows, V);
   for (int32_t r = 0; r < rows; ++r) {
     const int32_t i = in.logits_rows.empty() ? r : in.logits_rows[static_cast<size_t>(r)];
-    const float* l = llama_get_logits_ith(m.ctx, i);
+    const float* l = llama_get_logits_ith(ctx, i);
     TS_CHECK(l, "llama_cpp model: no logits for query " << i << ": " << log_last());
-    std::copy_n(l, static_cast<size_t>(m.V), out.row(r));
+    std::copy_n(l, static_cast<size_t>(V), out.row(r));
   }
+}
 
+void LlamaCppModel::forward(const StepInput& in, Logits& out) {
+  Impl& m = *p_;
+  step_input_check(in, m.V);
+  TS_CHECK(!m.broken, kBroken);
+  const auto q = static_cast<int32_t>(in.tokens.size());
+  TS_CHECK(q > 0, "llama_cpp model: a forward pass with no queries");
+  TS_CHECK(q <= m.n_batch, "llama_cpp model: a step of " << q << " tokens is more than one llama_decode takes (n_batch = n_ctx = "
+                                                          << m.n_batch << "); raise model.n_ctx");
+  if (m.nodes.size() < static_cast<size_t>(in.num_slots)) m.nodes.resize(static_cast<size_t>(in.num_slots));
+  const std::vector<int32_t> qof = m.step_slot_queries(in);
+  const std::vector<int32_t> parent = m.step_parents(in, qof);                       // 1. the rows: parents
+  const Impl::StepLeaves lv = m.step_leaves(qof, parent);                             // 2. the leaves' seq ids
+  std::vector<std::vector<llama_seq_id>> tok_seqs = token_seqs(qof, parent, lv.has_child, lv.leaf_seq);  // 3.
+  m.step_decode(in, lv.cps, tok_seqs);                                                // 4. llama_decode (broken until 7.)
+  m.step_shadow(in, parent, lv);                                                      // 5. the shadow follows
+  m.step_logits(in, out);                                                             // 6. the logits
   // 7. The proof: the cells read back, and llama.cpp's rule over them.
   if (m.opt.check_cells) m.check_cells("the forward pass", &in, &tok_seqs);
   m.broken = false;
