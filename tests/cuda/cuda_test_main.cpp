@@ -2,14 +2,12 @@
 // why and exits 77, which ctest (SKIP_RETURN_CODE 77) reports as skipped,
 // never as passed. Built on the host runtime: the device is always there
 // (a missing one is a failure), and the runtime's mode is printed.
-#define CATCH_CONFIG_RUNNER
-#include <catch2/catch.hpp>
-
 #include <iostream>
 #include <string>
 
 #include "cuda/cuda_common.cuh"
 #include "test_util.h"
+#include "tests/catch_session.h"
 #ifdef TRIESCOPE_CUDA_HOST_RUNTIME
 #include "triescope_cuda_host/control.h"
 #endif
@@ -30,7 +28,7 @@ int main(int argc, char** argv) {
   }
 #endif
   std::cout << argv[0] << ": base seed " << triescope::testing::base_seed() << " (rerun with TRIESCOPE_TEST_SEED=<seed>)\n";
-  const int failed = Catch::Session().run(argc, argv);
+  const int failed = catch_session_run(argc, argv);
 #ifdef TRIESCOPE_CUDA_HOST_RUNTIME
   std::cout << argv[0] << ": " << triescope::cuda_host::kernels_executed() << " kernel launches executed on the host runtime\n";
 #endif

@@ -8,7 +8,6 @@
 // ATen first: it brings glog, whose CHECK (abort on failure) must not replace Catch's.
 #include <ATen/ATen.h>
 #undef CHECK
-#define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 
 #include <iostream>
@@ -22,6 +21,7 @@
 #include "cuda/tree_attention.cuh"
 #include "test_util.h"
 #include "tests/torch/torch_test_util.h"
+#include "tests/catch_session.h"
 #ifdef TRIESCOPE_CUDA_HOST_RUNTIME
 #include "triescope_cuda_host/control.h"
 #endif
@@ -195,7 +195,7 @@ int main(int argc, char** argv) {
 #endif
   cuda::backend_tree_attention_register();
   std::cout << argv[0] << ": base seed " << testing::base_seed() << " (rerun with TRIESCOPE_TEST_SEED=<seed>)\n";
-  const int failed = Catch::Session().run(argc, argv);
+  const int failed = catch_session_run(argc, argv);
 #ifdef TRIESCOPE_CUDA_HOST_RUNTIME
   const size_t launches = cuda_host::kernels_executed();
   std::cout << argv[0] << ": " << launches << " kernel launches executed on the host runtime\n";

@@ -1,9 +1,8 @@
-// Catch2 main for the GUI tests: widgets need a QApplication. Offscreen
+// The GUI tests' main (Catch itself: tests/catch_session.cpp): widgets need a QApplication. Offscreen
 // unless the caller chose a platform (ctest sets QT_QPA_PLATFORM=offscreen).
-#define CATCH_CONFIG_RUNNER
-#include <catch2/catch.hpp>
-
 #include <QApplication>
+
+#include "tests/catch_session.h"
 
 namespace {
 QtMessageHandler g_default = nullptr;
@@ -18,5 +17,5 @@ int main(int argc, char** argv) {
   g_default = qInstallMessageHandler(filter);
   if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) qputenv("QT_QPA_PLATFORM", "offscreen");
   QApplication app(argc, argv);
-  return Catch::Session().run(argc, argv);
+  return catch_session_run(argc, argv);
 }
