@@ -1,5 +1,5 @@
 // Trace analysis (no Qt): why one cell of a recorded attention mask is set
-// or not, in the tree's words. The rule (ARCHITECTURE.md): a token attends
+// or not, in the tree's words. The rule (docs/architecture.md): a token attends
 // to exactly its ancestors and itself, and its position id is its depth.
 // The explanation names the relation of the key slot's node to the query
 // node (itself, parent, k-th ancestor, prompt, descendant, another branch

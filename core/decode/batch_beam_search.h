@@ -1,6 +1,6 @@
 // Batch beam search, the baseline the trie paper compares against (its
 // Algorithm 1, Hugging Face semantics). Written independently of
-// trie_beam_search (CONVENTIONS.md: a reference shares no code with what it
+// trie_beam_search (docs/conventions.md: a reference shares no code with what it
 // checks): b full copies of the context, one region of the cache per beam,
 // the cache reordered by one gather after every selection.
 #pragma once

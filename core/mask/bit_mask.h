@@ -1,5 +1,5 @@
 // Bit-packed boolean matrix, row-major, least-significant bit first
-// (CONVENTIONS.md, FlashInfer mask.cuh): bit c of row r lives in
+// (docs/conventions.md, FlashInfer mask.cuh): bit c of row r lives in
 // words[r * words_per_row + c / 64] at bit c % 64.
 #pragma once
 #include <cstdint>

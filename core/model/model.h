@@ -1,4 +1,4 @@
-// The model seam (ARCHITECTURE.md): every decoder talks to a model only
+// The model seam (docs/architecture.md): every decoder talks to a model only
 // through StepInput -> Logits, and a model reads context ONLY through the
 // mask rows and the KV slots, exactly as attention does.
 #pragma once

@@ -1,6 +1,6 @@
 // The one token tree of the project: beam tries, forests of draft trees, the
 // MultiGen star and lookahead candidate tries are all instances of it.
-// ARCHITECTURE.md: a token attends to its ancestors; its position is its depth.
+// docs/architecture.md: a token attends to its ancestors; its position is its depth.
 #pragma once
 #include <cstdint>
 #include <string_view>
@@ -20,7 +20,7 @@ struct TreeNode {
   int32_t id = kNoNode;
   int32_t parent = kNoNode;  // kNoNode for a root
   int32_t token = 0;
-  int32_t depth = 0;       // == position id (ARCHITECTURE.md)
+  int32_t depth = 0;       // == position id (docs/architecture.md)
   int32_t slot = kNoSlot;  // KV slot holding this token, kNoSlot if none/collected
   double logprob = 0.0;    // cumulative log-probability of the path ending here
   NodeStatus status = NodeStatus::live;

@@ -218,7 +218,7 @@ QString MaskView::cellExplanation(int row, int col) const {
                   .arg(e.query_slot)
                   .arg(col);
   s += e.bit ? QStringLiteral("ALLOWED (bit set)\n") : QStringLiteral("not allowed (bit clear)\n");
-  // The short reason, in the rule's terms (ARCHITECTURE.md): a query
+  // The short reason, in the rule's terms (docs/architecture.md): a query
   // attends to exactly its ancestors and itself in the token tree.
   QString why;
   switch (e.relation) {

@@ -1,5 +1,5 @@
 // TorchTransformer: a Llama-architecture decoder in LibTorch behind the Model
-// seam (ARCHITECTURE.md). Token embedding, RMSNorm, rotary embeddings driven
+// seam (docs/architecture.md). Token embedding, RMSNorm, rotary embeddings driven
 // by each query's explicit position id (its tree depth, not its index in the
 // flat step), grouped-query attention, SwiGLU MLP, tied or untied head.
 // KV cache: one tensor per layer, [2 (K, V), slots, kv_heads, head_dim],
