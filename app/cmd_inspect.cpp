@@ -133,7 +133,7 @@ int cmd_inspect(const Args& args) {
     TS_CHECK(step >= 0 && step <= t.last_step(), "inspect: --step " << step << " outside [0, " << t.last_step() << "]");
   }
   const StepView v = t.at(step);
-  const ForwardLayout layout = forward_layout(v, t.gc_after_forward_steps().count(step) > 0);
+  const ForwardLayout layout = forward_layout(v, t.gc_after_forward(step));
   std::cout << p.positional[0] << ": " << t.header().value("algorithm", "?") << " on " << t.header().value("backend", "?")
             << ", step " << step << " of " << t.last_step() << (v.phase.empty() ? "" : " (" + v.phase + ")") << "\n";
 

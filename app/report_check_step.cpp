@@ -92,7 +92,7 @@ std::string pass_html(const TraceReplay& t, const StepView& v, const ForwardLayo
 
 std::string check_step_html(const TraceReplay& t, int32_t step, const std::vector<const MaskViolation*>& listed) {
   const StepView v = t.at(step);
-  const ForwardLayout layout = forward_layout(v, t.gc_after_forward_steps().count(step) > 0);
+  const ForwardLayout layout = forward_layout(v, t.gc_after_forward(step));
   std::map<std::string, std::vector<const MaskViolation*>> by_pass;
   for (const MaskViolation* m : listed) by_pass[m->pass].push_back(m);
   std::ostringstream os;

@@ -113,8 +113,8 @@ std::string diff_step_html(const TraceReplay& a, const TraceReplay& b, const Tra
     if (focus.row >= 0) rows.insert(focus.row);
     std::set<int32_t> slots;
     if (focus.slot >= 0) slots.insert(focus.slot);
-    const ForwardLayout la = forward_layout(va, a.gc_after_forward_steps().count(step) > 0);
-    const ForwardLayout lb = forward_layout(vb, b.gc_after_forward_steps().count(step) > 0);
+    const ForwardLayout la = forward_layout(va, a.gc_after_forward(step));
+    const ForwardLayout lb = forward_layout(vb, b.gc_after_forward(step));
     auto upto = [&](const ForwardLayout& l) { return std::min<int32_t>(w.col1, static_cast<int32_t>(l.slot_to_node.size())); };
     os << "<div class=\"side\"><div>" << positions_html("A: position ids and slots", a, va, *fa, w.row0, std::min(w.row1, fa->mask.rows), rows)
        << kv_layout_html("A: KV layout the pass read", a, va, la.slot_to_node, w.col0, upto(la), slots) << "</div><div>"

@@ -24,10 +24,7 @@ void TraceContext::addViewer(ITraceViewer* v) {
 
 void TraceContext::removeViewer(ITraceViewer* v) { viewers_.erase(std::remove(viewers_.begin(), viewers_.end(), v), viewers_.end()); }
 
-const std::vector<int32_t>& TraceContext::steps() const {
-  static const std::vector<int32_t> none;
-  return a_ ? a_->replay->steps() : none;
-}
+TraceSteps TraceContext::steps() const { return a_ ? a_->replay->steps() : TraceSteps(); }
 
 int32_t TraceContext::stepIndex() const { return a_ ? a_->step_index(step_) : -1; }
 

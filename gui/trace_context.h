@@ -79,7 +79,7 @@ class TraceContext : public QObject {
   void setShownSide(Side s);
   const TraceDocument* shownDoc() const { return shown_ == B && b_ ? b_.get() : a_.get(); }
 
-  const std::vector<int32_t>& steps() const;
+  TraceSteps steps() const;
   int32_t step() const { return step_; }
   int32_t stepIndex() const;
   void setStep(int32_t step);

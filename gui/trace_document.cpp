@@ -6,6 +6,7 @@
 #include <set>
 
 #include <chrono>
+#include <algorithm>
 #include <climits>
 #include <fstream>
 #include <sstream>
@@ -17,9 +18,8 @@
 namespace triescope::gui {
 
 int32_t TraceDocument::step_index(int32_t step) const {
-  const auto& s = replay->steps();
-  auto it = std::lower_bound(s.begin(), s.end(), step);
-  return it != s.end() && *it == step ? static_cast<int32_t>(it - s.begin()) : -1;
+  // The steps are 0 .. last (TraceSteps): a step is its own index.
+  return step >= 0 && static_cast<size_t>(step) < replay->steps().size() ? step : -1;
 }
 
 namespace {
@@ -30,16 +30,58 @@ int64_t int_or(const json& j, const char* key) {
 
 namespace {
 
+int32_t saturated(int64_t x) { return static_cast<int32_t>(std::clamp<int64_t>(x, INT32_MIN, INT32_MAX)); }
+
+// A column of `n` entries, `fill` until something else is set.
+template <class T>
+T& column_at(std::vector<T>& col, size_t n, size_t i, T fill) {
+  if (col.empty()) col.assign(n, fill);
+  return col[i];
+}
+
+}  // namespace
+
+StepStat StepStats::operator[](size_t i) const {
+  StepStat s;
+  s.step = static_cast<int32_t>(i);
+  int64_t* figures[4] = {&s.slots, &s.peak, &s.batch_slots, &s.live_beams};
+  for (size_t k = 0; k < 4; ++k)
+    if (!kv_[k].empty()) *figures[k] = kv_[k].at(i);
+  if (!seconds_.empty()) s.seconds = seconds_.at(i);
+  s.gc = !gc_.empty() && gc_.at(i);
+  s.gc_after_forward = !gc_after_forward_.empty() && gc_after_forward_.at(i);
+  return s;
+}
+
+void StepStats::set_kv(size_t i, int64_t slots, int64_t peak, int64_t batch_slots, int64_t live_beams) {
+  const int64_t figures[4] = {slots, peak, batch_slots, live_beams};
+  for (size_t k = 0; k < 4; ++k)
+    if (figures[k] != -1 || !kv_[k].empty()) column_at<int32_t>(kv_[k], size_, i, -1) = saturated(figures[k]);
+}
+
+void StepStats::set_seconds(size_t i, double seconds) { column_at<float>(seconds_, size_, i, -1.0f) = static_cast<float>(seconds); }
+
+void StepStats::set_gc(size_t i, bool after_forward) {
+  if (gc_.empty()) gc_.assign(size_, false);
+  gc_[i] = true;
+  if (!after_forward) return;
+  if (gc_after_forward_.empty()) gc_after_forward_.assign(size_, false);
+  gc_after_forward_[i] = true;
+}
+
+size_t StepStats::memory_bytes() const {
+  size_t bytes = seconds_.capacity() * sizeof(float) + (gc_.capacity() + gc_after_forward_.capacity()) / 8;
+  for (const auto& c : kv_) bytes += c.capacity() * sizeof(int32_t);
+  return bytes;
+}
+
+namespace {
+
 // One step's figures from its step record.
-void step_stat_read(const json& r, StepStat& st) {
-  st.phase = r.value("phase", "");
-  if (r.contains("kv") && r["kv"].is_object()) {
-    st.slots = int_or(r["kv"], "slots");
-    st.peak = int_or(r["kv"], "peak");
-    st.batch_slots = int_or(r["kv"], "batch_slots");
-    st.live_beams = int_or(r["kv"], "live_beams");
-  }
-  if (r.contains("seconds") && r["seconds"].is_number()) st.seconds = r["seconds"].get<double>();
+void step_stat_read(const json& r, StepStats& stats, size_t step) {
+  if (r.contains("kv") && r["kv"].is_object())
+    stats.set_kv(step, int_or(r["kv"], "slots"), int_or(r["kv"], "peak"), int_or(r["kv"], "batch_slots"), int_or(r["kv"], "live_beams"));
+  if (r.contains("seconds") && r["seconds"].is_number()) stats.set_seconds(step, r["seconds"].get<double>());
 }
 
 // The plots' per-step figures and the step records' fields: one pass over
@@ -48,23 +90,22 @@ void step_stat_read(const json& r, StepStat& st) {
 // TraceReplay::at() when a step is shown.
 void document_index(TraceDocument& doc) {
   const TraceReplay& replay = *doc.replay;
-  const std::set<int32_t> gc_after = replay.gc_after_forward_steps();
+  const TraceRecordIndex& index = replay.index();
   const TraceRecords records = replay.records_view();
+  doc.stats = StepStats(replay.steps().size());
   json scratch;
-  for (size_t i = 0; i < replay.entries().size(); ++i) {
-    const TraceRecordEntry& e = replay.entries()[i];
-    if (e.kind != TraceRecordKind::step && e.kind != TraceRecordKind::gc) continue;
+  for (size_t i = 0; i < index.size(); ++i) {
+    const TraceRecordKind kind = index.kind(i);
+    if (kind != TraceRecordKind::step && kind != TraceRecordKind::gc) continue;
     // A gc record alone (no step record for its step) is not a step of the replay.
-    if (doc.step_index(e.step) < 0) continue;
-    if (doc.stats.empty() || doc.stats.back().step != e.step) doc.stats.push_back(StepStat{e.step, {}, -1, -1, -1, -1, -1, false, false});
-    StepStat& st = doc.stats.back();
-    if (e.kind == TraceRecordKind::gc) {
-      st.gc = true;
-      st.gc_after_forward = gc_after.count(e.step) > 0;
+    const int32_t step = index.step(i);
+    if (doc.step_index(step) < 0) continue;
+    if (kind == TraceRecordKind::gc) {
+      doc.stats.set_gc(static_cast<size_t>(step), replay.gc_after_forward(step));
       continue;
     }
     const json& r = records.at(i, scratch);
-    step_stat_read(r, st);
+    step_stat_read(r, doc.stats, static_cast<size_t>(step));
     for (const auto& [key, value] : r.items()) doc.step_fields.insert(key);
   }
 }

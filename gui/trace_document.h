@@ -15,9 +15,9 @@
 
 namespace triescope::gui {
 
+// One step's figures for the plots (-1: not recorded), as StepStats gives them.
 struct StepStat {
   int32_t step = 0;
-  std::string phase;
   int64_t slots = -1, peak = -1, batch_slots = -1, live_beams = -1;
   double seconds = -1;  // per-step wall time when the backend recorded one
   bool gc = false;
@@ -26,10 +26,44 @@ struct StepStat {
   bool gc_after_forward = false;
 };
 
+// StepStat of every step (index = step: steps are 0 .. last), one column per
+// figure, a column allocated only when some step records that figure, its
+// numbers as int32 (saturated; the replay refuses kv beyond kTraceMaxSlots)
+// and seconds as float. A trace of millions of steps that records nothing
+// but the steps costs nothing here; one that records kv slots 4 bytes a step.
+class StepStats {
+ public:
+  explicit StepStats(size_t steps = 0) : size_(steps) {}
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  StepStat operator[](size_t i) const;
+  void set_kv(size_t i, int64_t slots, int64_t peak, int64_t batch_slots, int64_t live_beams);
+  void set_seconds(size_t i, double seconds);
+  void set_gc(size_t i, bool after_forward);
+  bool any_gc_after_forward() const { return !gc_after_forward_.empty(); }
+  size_t memory_bytes() const;
+
+  struct const_iterator {
+    const StepStats* stats;
+    size_t i;
+    StepStat operator*() const { return (*stats)[i]; }
+    const_iterator& operator++() { return ++i, *this; }
+    bool operator==(const const_iterator& o) const { return i == o.i; }
+  };
+  const_iterator begin() const { return {this, 0}; }
+  const_iterator end() const { return {this, size_}; }
+
+ private:
+  size_t size_ = 0;
+  std::vector<int32_t> kv_[4];  // slots, peak, batch_slots, live_beams; empty: all -1
+  std::vector<float> seconds_;  // empty: all -1
+  std::vector<bool> gc_, gc_after_forward_;  // empty: all false
+};
+
 struct TraceDocument {
   std::string origin;  // file path, or "live: <sample>"
   std::unique_ptr<TraceReplay> replay;
-  std::vector<StepStat> stats;  // [replay->steps()]
+  StepStats stats;  // [replay->steps()]
   int32_t prompt_len = 0;       // header config.prompt length, 0 if unknown
   double load_seconds = 0;
   bool preview = false;  // only a prefix of the file; the full document follows

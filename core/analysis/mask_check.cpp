@@ -176,7 +176,6 @@ MaskCheckReport mask_check_trace(const TraceReplay& t, size_t limit) {
   const bool copies = layout_copies.has_value();
   rep.layout = copies ? "copies" : "tree";
   const int32_t region = copies ? layout_copies->region : 0, prompt = copies ? layout_copies->prompt : 0;
-  const std::set<int32_t> gc_after = t.gc_after_forward_steps();
   StepView v;
   ForwardView draft;
   RecordedTotals counted;
@@ -198,7 +197,7 @@ MaskCheckReport mask_check_trace(const TraceReplay& t, size_t limit) {
     }
     const bool has_drafts = v.extra.is_object() && (v.extra.contains("draft_forward") || v.extra.contains("draft_forwards"));
     if (!v.forward && !has_drafts) continue;
-    const ForwardLayout layout = forward_layout(v, gc_after.count(step) > 0);
+    const ForwardLayout layout = forward_layout(v, t.gc_after_forward(step));
     auto check = [&](const ForwardView& f, const std::string& pass) {
       ++rep.passes;
       rep.rows += f.mask.rows;

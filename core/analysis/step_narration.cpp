@@ -36,7 +36,7 @@ TreeBefore tree_before(const StepView& previous) {
 }
 
 int32_t narration_previous_step(const TraceReplay& replay, int32_t step) {
-  const std::vector<int32_t>& s = replay.steps();
+  const TraceSteps s = replay.steps();
   const auto it = std::lower_bound(s.begin(), s.end(), step);
   return it == s.begin() ? -1 : *(it - 1);
 }

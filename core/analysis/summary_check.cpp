@@ -31,8 +31,8 @@ std::vector<std::string> summary_check(const TraceReplay& t, RecordedTotals coun
                   " (the trace ends early: cut short, or its writer did not finish)");
     return out;
   }
-  counted.gc_runs = static_cast<int64_t>(std::count_if(t.entries().begin(), t.entries().end(),
-                                                       [](const TraceRecordEntry& e) { return e.kind == TraceRecordKind::gc; }));
+  counted.gc_runs = 0;
+  for (size_t i = 0; i < t.index().size(); ++i) counted.gc_runs += t.index().kind(i) == TraceRecordKind::gc;
   const json metrics = summary->value("metrics", json::object());
   const std::pair<const char*, int64_t> fields[] = {
       {"last_step", counted.last_step},     {"model_calls", counted.model_calls}, {"computed_tokens", counted.computed_tokens},

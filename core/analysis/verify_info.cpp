@@ -106,7 +106,7 @@ AcceptanceSeries acceptance_series(const TraceReplay& replay) {
   const TraceRecords records = replay.records_view();
   json scratch;
   for (size_t i = 0; i < records.size(); ++i) {
-    if (replay.entries()[i].kind != TraceRecordKind::step) continue;
+    if (replay.index().kind(i) != TraceRecordKind::step) continue;
     const json& r = records.at(i, scratch);
     if (!r.is_object() || !r.contains("verify") || !r["verify"].is_object()) continue;
     const json& ver = r["verify"];

@@ -6,7 +6,6 @@
 #include <bit>
 #include <cstring>
 #include <filesystem>
-#include <unordered_set>
 
 #include "core/common/error.h"
 #include "core/config/json_reader.h"
@@ -123,17 +122,24 @@ void mask_parse_fast(const json& j, const std::string& where, BitMask& m) {
   }
 }
 
+// Whether some record of `index` at or after `from` is the step record of `step`.
+bool has_step_record(const TraceRecordIndex& index, size_t from, int32_t step) {
+  for (size_t i = from; i < index.size(); ++i)
+    if (index.kind(i) == TraceRecordKind::step && index.step(i) == step) return true;
+  return false;
+}
+
 // One step record per step number, 0 (the prefill) first, in order
-// (docs/trace-format.md): `s` is the record after `seen`'s. A record that
-// comes later (`later`: the step numbers of every step record) is not
-// missing but out of order: the ascending-order check names it there.
-void step_number_check(const std::vector<int32_t>& seen, int32_t s, const std::unordered_set<int32_t>& later, const std::string& where) {
-  const int32_t want = seen.empty() ? 0 : seen.back() + 1;
+// (docs/trace-format.md): `s` is the record (index i) after the step records
+// of steps 0 .. seen - 1. A record that comes later is not missing but out
+// of order: the ascending-order check names it there.
+void step_number_check(int32_t seen, int32_t s, const TraceRecordIndex& index, size_t i, const std::string& where) {
+  const int32_t want = seen;
   if (s == want) return;
-  if (!seen.empty() && s == seen.back())
+  if (seen > 0 && s == seen - 1)
     TS_FAIL(where << ": a second step record for step " << s << ": one step record per step number");
-  if (s < want) TS_FAIL(where << ": step record of step " << s << " after step " << seen.back() << ": step records are in increasing step order");
-  if (later.count(want)) return;
+  if (s < want) TS_FAIL(where << ": step record of step " << s << " after step " << seen - 1 << ": step records are in increasing step order");
+  if (has_step_record(index, i + 1, want)) return;
   TS_FAIL(where << ": step record of step " << s << " where step " << want << " comes next: the step record of step " << want
                 << (s - want > 1 ? " (and the ones up to step " + std::to_string(s - 1) + ")" : std::string()) << " is missing");
 }
@@ -166,7 +172,6 @@ TraceReplay::TraceReplay(std::vector<json> records, std::string origin)
     : records_(std::move(records)), origin_(std::move(origin)) {
   reader_boundary(origin_, [&] {
     TS_CHECK(!records_.empty() && records_.front().value("kind", "") == "header", origin_ << ": no header record");
-    index_.reserve(records_.size());
     for (size_t i = 0; i < records_.size(); ++i) {
       const json& r = records_[i];
       TraceRecordEntry e;
@@ -175,7 +180,7 @@ TraceReplay::TraceReplay(std::vector<json> records, std::string origin)
                                                                             : TraceRecordKind::other;
       if (e.kind != TraceRecordKind::summary && e.kind != TraceRecordKind::header && r.is_object() && r.contains("step") &&
           r["step"].is_number_integer())
-        e.step = get_i32(r, "step", where(i), 0);
+        e.step = get_i32(r, "step", origin_ + ":" + std::to_string(e.line), 0);
       index_.push_back(e);
     }
     index_records();
@@ -188,8 +193,7 @@ TraceReplay TraceReplay::open(const std::string& path, std::string* warning) {
   if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec)) return TraceReplay(trace_read(path, warning), path);
   TraceReplay t;
   t.origin_ = path;
-  t.file_ = TraceFileIndex::open(path, warning);
-  t.index_ = t.file_->entries();
+  t.file_ = TraceFileIndex::open(path, warning);  // its index is read in place, never copied
   reader_boundary(path, [&] { t.index_records(); });
   return t;
 }
@@ -203,31 +207,30 @@ const json& TraceReplay::record(size_t i, json& scratch) const { return records_
 
 std::vector<json> TraceReplay::records_of_step(int32_t step) const {
   std::vector<json> out;
-  const auto it = std::lower_bound(steps_.begin(), steps_.end(), step);
-  if (it == steps_.end() || *it != step) return out;
-  const size_t i = static_cast<size_t>(it - steps_.begin());
+  if (step < 0 || step >= num_steps_) return out;
+  const TraceRecordIndex& idx = index();
   json scratch;
-  for (size_t r = i == 0 ? 1 : step_end_[i - 1]; r < step_end_[i]; ++r)
-    if (index_[r].step == step) out.push_back(record(r, scratch));
+  const size_t end = step_end(step);
+  for (size_t r = step == 0 ? 1 : step_end(step - 1); r < end; ++r)
+    if (idx.step(r) == step) out.push_back(record(r, scratch));
   return out;
 }
 
-std::string TraceReplay::where(size_t i) const { return origin_ + ":" + std::to_string(index_[i].line); }
+std::string TraceReplay::where(size_t i) const { return origin_ + ":" + std::to_string(index().line(i)); }
 
 void TraceReplay::index_records() {
   const json& h = header();
   if (h.contains("vocab") && h["vocab"].is_array())
     for (auto& v : h["vocab"]) vocab_.push_back(v.is_string() ? v.get<std::string>() : v.dump());
-  std::unordered_set<int32_t> step_records;  // step numbers with a step record (step_number_check)
-  for (const TraceRecordEntry& e : index_)
-    if (e.kind == TraceRecordKind::step) step_records.insert(e.step);
+  const TraceRecordIndex& idx = index();
   int32_t last = -1;
-  for (size_t i = 1; i < index_.size(); ++i) {
-    const TraceRecordEntry& e = index_[i];
+  for (size_t i = 1; i < idx.size(); ++i) {
+    const TraceRecordEntry e = idx[i];
     if (e.kind == TraceRecordKind::summary) {
+      summary_record_ = i;
       // A streamed trace parses its summary only when checked (parse_unreplayed_records):
       // reading one step needs no summary.
-      if (!file_) summary_last_step_check(records_[i], steps_.empty() ? -1 : steps_.back(), where(i));
+      if (!file_) summary_last_step_check(records_[i], num_steps_ - 1, where(i));
       continue;
     }
     TS_CHECK(e.step >= 0 || (e.kind != TraceRecordKind::step && e.kind != TraceRecordKind::keyframe),
@@ -238,33 +241,68 @@ void TraceReplay::index_records() {
     // (docs/trace-format.md), or a step would be read without some of them.
     TS_CHECK(e.step >= last, where(i) << ": a record of step " << e.step << " after records of step " << last
                                      << ": records must be in ascending step order (docs/trace-format.md)");
-    if (!steps_.empty() && step_end_.size() < steps_.size() && e.step > steps_.back()) step_end_.push_back(i);
     last = e.step;
     if (e.kind == TraceRecordKind::step) {
-      step_number_check(steps_, e.step, step_records, where(i));
-      steps_.push_back(e.step);
+      step_number_check(num_steps_, e.step, idx, i, where(i));
+      // One past the last step record: after step_number_check passes a gap
+      // (a record comes later), the ascending-order check refuses that record.
+      num_steps_ = e.step + 1;
     } else if (e.kind == TraceRecordKind::keyframe) {
       // The recorder writes a keyframe right after its step's record: one
       // that follows another step's record stands for a missing record.
-      const int32_t before = steps_.empty() ? -1 : steps_.back();
+      const int32_t before = num_steps_ - 1;
       TS_CHECK(before == e.step, where(i) << ": keyframe of step " << e.step << " follows the step record of step " << before << ": "
-                                          << (e.step > before && !step_records.count(e.step)
+                                          << (e.step > before && !has_step_record(idx, i + 1, e.step)
                                                   ? "the step record of step " + std::to_string(e.step) + " is missing"
                                                   : std::string("a keyframe comes right after its own step's record")));
-      keyframes_.emplace_back(e.step, i);
+      if (keyframe_steps_.empty() || keyframe_steps_.back() != e.step) keyframe_steps_.push_back(e.step);
     }
   }
-  step_end_.resize(steps_.size(), index_.size());
 }
 
 std::set<int32_t> TraceReplay::gc_after_forward_steps() const {
   std::set<int32_t> out;
+  const TraceRecordIndex& idx = index();
   int64_t last_step_record = -1;
-  for (const TraceRecordEntry& e : index_) {
-    if (e.kind == TraceRecordKind::step) last_step_record = e.step;
-    else if (e.kind == TraceRecordKind::gc && e.step == last_step_record) out.insert(e.step);
+  for (size_t i = 0; i < idx.size(); ++i) {
+    const TraceRecordKind k = idx.kind(i);
+    if (k == TraceRecordKind::step) last_step_record = idx.step(i);
+    else if (k == TraceRecordKind::gc && idx.step(i) == last_step_record) out.insert(idx.step(i));
   }
   return out;
+}
+
+bool TraceReplay::gc_after_forward(int32_t step) const {
+  if (step < 0 || step >= num_steps_) return false;
+  const TraceRecordIndex& idx = index();
+  // The step's records are one run (index_records): a gc after its step record.
+  bool after_step_record = false;
+  const size_t end = step_end(step);
+  for (size_t i = step == 0 ? 1 : step_end(step - 1); i < end; ++i) {
+    const TraceRecordKind k = idx.kind(i);
+    if (k == TraceRecordKind::step && idx.step(i) == step) after_step_record = true;
+    else if (k == TraceRecordKind::gc && after_step_record && idx.step(i) == step) return true;
+  }
+  return false;
+}
+
+uint64_t TraceReplay::replay_bytes(int32_t step) const {
+  if (!file_ || step < 0 || step >= num_steps_) return 0;
+  const size_t start = keyframe_before(step) + 1, end = step_end(step);
+  if (end <= start) return 0;
+  return file_->index().offset(end - 1) + file_->length(end - 1) - file_->index().offset(start);
+}
+
+size_t TraceReplay::keyframe_before(int32_t step) const {
+  const auto it = std::lower_bound(keyframe_steps_.begin(), keyframe_steps_.end(), step);
+  if (it == keyframe_steps_.begin()) return 0;
+  const int32_t k = *std::prev(it);
+  // The last keyframe record of step k: at the end of step k's records, or
+  // before a gc of step k that follows it.
+  const TraceRecordIndex& idx = index();
+  for (size_t i = step_end(k); i-- > 1;)
+    if (idx.kind(i) == TraceRecordKind::keyframe && idx.step(i) == k) return i;
+  TS_FAIL(origin_ << ": the keyframe of step " << k << " is not where the index put it");
 }
 
 void TraceReplay::parse_unreplayed_records() const {
@@ -272,8 +310,9 @@ void TraceReplay::parse_unreplayed_records() const {
   reader_boundary(origin_, [&] {
     json scratch;
     int32_t last_step_record = -1;
-    for (size_t i = 1; i < index_.size(); ++i) {
-      const TraceRecordEntry& e = index_[i];
+    const TraceRecordIndex& idx = index();
+    for (size_t i = 1; i < idx.size(); ++i) {
+      const TraceRecordEntry e = idx[i];
       if (e.kind == TraceRecordKind::step) last_step_record = e.step;
       const bool replayed = (e.kind == TraceRecordKind::step || e.kind == TraceRecordKind::gc) && e.step <= last_step();
       if (replayed) continue;
@@ -285,17 +324,14 @@ void TraceReplay::parse_unreplayed_records() const {
 }
 
 const json* TraceReplay::summary() const {
-  for (size_t i = index_.size(); i-- > 0;)
-    if (index_[i].kind == TraceRecordKind::summary) {
-      if (!file_) return &records_[i];
-      if (!summary_) {
-        json rec;
-        file_->read(i, rec);
-        summary_ = std::move(rec);
-      }
-      return &*summary_;
-    }
-  return nullptr;
+  if (summary_record_ == SIZE_MAX) return nullptr;
+  if (!file_) return &records_[summary_record_];
+  if (!summary_) {
+    json rec;
+    file_->read(summary_record_, rec);
+    summary_ = std::move(rec);
+  }
+  return &*summary_;
 }
 
 std::string TraceReplay::token_text(int32_t token) const {
@@ -319,10 +355,8 @@ StepView TraceReplay::at(int32_t step) const {
 void TraceReplay::load_keyframe_before(StepView& v, int32_t step, size_t& start) const {
   // Only the last keyframe before `step`: each is read when a step needs it,
   // never every earlier one (what made `check` quadratic).
-  const auto it = std::lower_bound(keyframes_.begin(), keyframes_.end(), step,
-                                   [](const std::pair<int32_t, size_t>& kf, int32_t s) { return kf.first < s; });
-  if (it == keyframes_.begin()) return;
-  const size_t idx = std::prev(it)->second;
+  const size_t idx = keyframe_before(step);
+  if (idx == 0) return;
   json scratch;
   const json& k = record(idx, scratch);
   const std::string where = this->where(idx);
@@ -344,11 +378,9 @@ StepView TraceReplay::advance(const StepView& from, int32_t step) const {
 void TraceReplay::advance_into(const StepView& from, int32_t step, StepView& out) const {
   // at(step) starts from the last keyframe before `step`; when that keyframe
   // is not before `from`, only at() gives its result.
-  const auto it = std::lower_bound(steps_.begin(), steps_.end(), from.step);
-  bool replay = from.step >= step || it == steps_.end() || *it != from.step;
-  const auto kf = std::lower_bound(keyframes_.begin(), keyframes_.end(), from.step,
-                                   [](const std::pair<int32_t, size_t>& k, int32_t s) { return k.first < s; });
-  replay |= kf != keyframes_.end() && kf->first < step;
+  bool replay = from.step >= step || from.step < 0 || from.step >= num_steps_;
+  const auto kf = std::lower_bound(keyframe_steps_.begin(), keyframe_steps_.end(), from.step);
+  replay |= kf != keyframe_steps_.end() && *kf < step;
   if (replay) {
     out = at(step);
     return;
@@ -366,7 +398,7 @@ void TraceReplay::advance_into(const StepView& from, int32_t step, StepView& out
   out.extra = json();
   // out.forward keeps its buffers for replay_into to refill.
   // at(from.step) stopped at the first record of a later step; go on from there.
-  replay_into(out, step_end_[static_cast<size_t>(it - steps_.begin())]);
+  replay_into(out, step_end(from.step));
 }
 
 void TraceReplay::replay_into(StepView& v, size_t start) const {
@@ -379,8 +411,9 @@ void TraceReplay::replay_records(StepView& v, size_t start) const {
   std::optional<ForwardView> spare;
   spare.swap(v.forward);
   json scratch;
-  for (size_t i = start; i < index_.size(); ++i) {
-    const TraceRecordEntry& entry = index_[i];
+  const TraceRecordIndex& idx = index();
+  for (size_t i = start; i < idx.size(); ++i) {
+    const TraceRecordEntry entry = idx[i];
     if (entry.kind == TraceRecordKind::summary || entry.kind == TraceRecordKind::header) continue;
     const int32_t s = entry.step;
     if (s > step) break;

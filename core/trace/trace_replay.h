@@ -2,9 +2,11 @@
 // keyframe at or before the step, then the gc and step records after it.
 // The CLI's `inspect` and the GUI read traces through this one class.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <iterator>
 #include <set>
 #include <string>
 #include <vector>
@@ -43,6 +45,55 @@ struct StepView {
   nlohmann::json extra;                 // algorithm-specific fields of the step record (constraint, verify...)
 };
 
+// The step numbers of a trace: 0 (the prefill) .. last, one step record
+// each, none skipped (TraceReplay refuses anything else), so a count, not a
+// vector of every number. A random-access range of int32_t.
+class TraceSteps {
+ public:
+  class iterator {
+   public:
+    using iterator_category = std::random_access_iterator_tag;
+    using iterator_concept = std::random_access_iterator_tag;
+    using value_type = int32_t;
+    using difference_type = std::ptrdiff_t;
+    using pointer = void;
+    using reference = int32_t;
+    iterator() = default;
+    explicit iterator(int32_t step) : step_(step) {}
+    int32_t operator*() const { return step_; }
+    int32_t operator[](difference_type n) const { return static_cast<int32_t>(step_ + n); }
+    iterator& operator++() { return ++step_, *this; }
+    iterator operator++(int) { return iterator(step_++); }
+    iterator& operator--() { return --step_, *this; }
+    iterator operator--(int) { return iterator(step_--); }
+    iterator& operator+=(difference_type n) { return step_ = static_cast<int32_t>(step_ + n), *this; }
+    iterator& operator-=(difference_type n) { return step_ = static_cast<int32_t>(step_ - n), *this; }
+    friend iterator operator+(iterator it, difference_type n) { return it += n; }
+    friend iterator operator+(difference_type n, iterator it) { return it += n; }
+    friend iterator operator-(iterator it, difference_type n) { return it -= n; }
+    friend difference_type operator-(iterator a, iterator b) { return difference_type{a.step_} - b.step_; }
+    auto operator<=>(const iterator&) const = default;
+
+   private:
+    int32_t step_ = 0;
+  };
+  TraceSteps() = default;
+  explicit TraceSteps(int32_t count) : count_(count) {}
+  iterator begin() const { return iterator(0); }
+  iterator end() const { return iterator(count_); }
+  size_t size() const { return static_cast<size_t>(count_); }
+  bool empty() const { return count_ == 0; }
+  int32_t front() const { return 0; }
+  int32_t back() const { return count_ - 1; }
+  int32_t operator[](size_t i) const { return static_cast<int32_t>(i); }
+  bool operator==(const TraceSteps&) const = default;
+  bool operator==(const std::vector<int32_t>& v) const { return std::equal(begin(), end(), v.begin(), v.end()); }
+
+ private:
+  int32_t count_ = 0;
+};
+static_assert(std::random_access_iterator<TraceSteps::iterator>);
+
 class TraceReplay {
  public:
   // `records` as returned by trace_read (header first). `origin` names errors.
@@ -63,7 +114,7 @@ class TraceReplay {
   // them whatever the trace's size), and what the index knows of each
   // (kind, step, line) without parsing it.
   TraceRecords records_view() const { return file_ ? TraceRecords(*file_) : TraceRecords(records_); }
-  const std::vector<TraceRecordEntry>& entries() const { return index_; }
+  const TraceRecordIndex& index() const { return file_ ? file_->index() : index_; }
   // The records of `step` (its gc, step and keyframe records, in file order),
   // from memory or parsed from the file; empty when `step` has no step record.
   std::vector<nlohmann::json> records_of_step(int32_t step) const;
@@ -77,12 +128,18 @@ class TraceReplay {
   // Steps whose gc record follows their step record (trace_gc_after_forward_steps),
   // from the index: no record parsed.
   std::set<int32_t> gc_after_forward_steps() const;
+  // Whether `step` is one of them: a look at its own records only.
+  bool gc_after_forward(int32_t step) const;
+  // Bytes of the records at(step) reads, from the keyframe it starts from to
+  // the step's last record (0 for a trace in memory): what a reader may want
+  // to know before it asks.
+  uint64_t replay_bytes(int32_t step) const;
   const std::vector<std::string>& vocab() const { return vocab_; }
   const std::string& origin() const { return origin_; }  // the file errors name
   std::string token_text(int32_t token) const;
   // Steps present in the trace, ascending (0 = prefill).
-  const std::vector<int32_t>& steps() const { return steps_; }
-  int32_t last_step() const { return steps_.empty() ? 0 : steps_.back(); }
+  TraceSteps steps() const { return TraceSteps(num_steps_); }
+  int32_t last_step() const { return num_steps_ == 0 ? 0 : num_steps_ - 1; }
   // State after all records of `step`. Throws Error on a malformed record.
   StepView at(int32_t step) const;
   // The same view as at(step) (every field, the same errors), computed from
@@ -100,18 +157,30 @@ class TraceReplay {
   void advance_into(const StepView& from, int32_t step, StepView& out) const;
 
  private:
+  // Nothing here grows with the records but records_ (a trace in memory) and
+  // the packed index: a streamed trace of millions of records costs a few
+  // bytes a record (docs/benchmarks.md, "Traces at scale").
   std::vector<nlohmann::json> records_;           // in memory; empty when streamed
-  std::shared_ptr<const TraceFileIndex> file_;     // streamed: where each record is
-  std::vector<TraceRecordEntry> index_;           // [records] kind, step, line of each
+  std::shared_ptr<const TraceFileIndex> file_;     // streamed: where each record is, and its index
+  TraceRecordIndex index_;                         // in memory: [records] kind, step, line of each
   mutable std::optional<nlohmann::json> summary_;  // streamed: the summary, parsed on demand
   std::string origin_;
   std::vector<std::string> vocab_;
-  std::vector<int32_t> steps_;
-  std::vector<std::pair<int32_t, size_t>> keyframes_;  // (step, record index)
-  // [steps_] index of the first record after steps_[i]'s records (where at()
-  // stops); records are in ascending step order (index_records checks).
-  std::vector<size_t> step_end_;
+  int32_t num_steps_ = 0;                // step records: steps 0 .. num_steps_ - 1
+  std::vector<int32_t> keyframe_steps_;  // ascending, each once
+  size_t summary_record_ = SIZE_MAX;     // the last summary record, SIZE_MAX for none
   TraceReplay() = default;
+  // The first record after `step`'s records (where at() stops); records are
+  // in ascending step order (index_records checks). Steps 0 .. step each have
+  // a step record, so the header and the next step + 1 records are all at or
+  // before `step`: the search starts there (one look for a record a step).
+  size_t step_end(int32_t step) const {
+    const TraceRecordIndex& idx = index();
+    const size_t lo = step < 0 ? 1 : static_cast<size_t>(step) + 2;
+    return idx.upper_bound_step(step, std::min(idx.size(), lo));
+  }
+  // The last keyframe record of the last keyframe step before `step`; 0 for none.
+  size_t keyframe_before(int32_t step) const;
   // Record i: a reference into records_, or parsed from the file into `scratch`.
   const nlohmann::json& record(size_t i, nlohmann::json& scratch) const;
   std::string where(size_t i) const;  // "origin:line"
@@ -121,7 +190,7 @@ class TraceReplay {
   void replay_records(StepView& v, size_t start) const;  // replay_into without the reader boundary
   // v.nodes from the last keyframe before `step`; `start` = the record after it.
   void load_keyframe_before(StepView& v, int32_t step, size_t& start) const;
-  void index_records();  // the constructors' pass over index_: steps_, keyframes_, step_end_
+  void index_records();  // the constructors' pass over index(): num_steps_, keyframe_steps_, summary_record_
 };
 
 }  // namespace triescope

@@ -326,7 +326,7 @@ void print_replay_times(gui::MainWindow& win) {
     prev = std::move(next);
   }
   json scratch;
-  for (size_t ri = 0; ri < rp.entries().size(); ++ri)
+  for (size_t ri = 0; ri < rp.index().size(); ++ri)
     if (const json& r = rp.records_view().at(ri, scratch); r.value("kind", "") == "step" && r.contains("forward") && r["forward"].contains("mask")) {
       const auto a = std::chrono::steady_clock::now();
       (void)trace_mask_parse(r["forward"]["mask"], "bench");

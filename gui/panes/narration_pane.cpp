@@ -23,21 +23,6 @@ const QString kSentenceStyle = QStringLiteral("p { margin-top: 0px; margin-botto
 constexpr uint64_t kSyncReplayBytes = 1u << 20;
 constexpr int kRestMs = 150;
 
-// Bytes of the records TraceReplay::at(step) reads: back from the step's last
-// record to the keyframe it starts from (0 for a trace held in memory).
-uint64_t replay_bytes(const TraceReplay& r, int32_t step) {
-  const auto& e = r.entries();
-  if (!r.streamed() || e.size() < 2) return 0;
-  // Records are in step order, the header first and the summary (step -1) last.
-  const auto end = std::partition_point(e.begin() + 1, e.end(), [&](const TraceRecordEntry& x) { return x.step >= 0 && x.step <= step; });
-  uint64_t bytes = 0;
-  for (auto it = end; it != e.begin() + 1; --it) {
-    const TraceRecordEntry& x = *(it - 1);
-    if (x.kind == TraceRecordKind::keyframe && x.step < step) break;
-    bytes += x.length;
-  }
-  return bytes;
-}
 }
 
 NarrationPane::NarrationPane(TraceContext& ctx, QWidget* parent) : QWidget(parent), ctx_(ctx) {
@@ -83,7 +68,7 @@ const TreeBefore* NarrationPane::beforeOf(const StepView& view, const TraceRepla
       kept_.splice(kept_.begin(), kept_, it);
       return &kept_.front();
     }
-  if (replay_bytes(replay, prev) > kSyncReplayBytes) {
+  if (replay.replay_bytes(prev) > kSyncReplayBytes) {
     deferredStep_ = prev;
     deferred_->start();  // restarted by every step: only a step the user rests on is replayed
     return nullptr;

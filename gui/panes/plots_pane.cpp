@@ -36,6 +36,50 @@ QLineSeries* series(QChart* c, const QString& name, const QColor& col, double wi
   c->addSeries(s);
   return s;
 }
+
+// A line of at most 2 * kPlotBuckets points: every point of a trace of as
+// many steps or fewer; of a longer one, per bucket of steps the lowest and
+// the highest point, in step order (the line's envelope: all a chart a few
+// thousand pixels wide shows), so a trace of millions of steps is not a
+// QPointF a step in each series.
+constexpr size_t kPlotBuckets = 8192;
+
+class PlotLine {
+ public:
+  explicit PlotLine(size_t steps) : per_bucket_((steps + kPlotBuckets - 1) / kPlotBuckets) {}
+  void add(size_t step, double y) {
+    const QPointF p(static_cast<double>(step), y);
+    if (per_bucket_ <= 1) {
+      points_.append(p);
+      return;
+    }
+    const size_t b = step / per_bucket_;
+    if (!has_ || b != bucket_) {
+      flush();
+      bucket_ = b, lo_ = hi_ = p, has_ = true;
+      return;
+    }
+    if (y < lo_.y()) lo_ = p;
+    if (y > hi_.y()) hi_ = p;
+  }
+  QList<QPointF> points() {
+    flush();
+    return std::move(points_);
+  }
+
+ private:
+  void flush() {
+    if (!has_) return;
+    points_.append(lo_.x() <= hi_.x() ? lo_ : hi_);
+    if (lo_ != hi_) points_.append(lo_.x() <= hi_.x() ? hi_ : lo_);
+    has_ = false;
+  }
+  size_t per_bucket_;
+  QList<QPointF> points_;
+  bool has_ = false;
+  size_t bucket_ = 0;
+  QPointF lo_, hi_;
+};
 }  // namespace
 
 PlotsPane::PlotsPane(TraceContext& ctx, QWidget* parent) : QWidget(parent), ctx_(ctx) {
@@ -109,20 +153,22 @@ int PlotsPane::seriesPointCount(int s) const {
 
 void PlotsPane::onTraceLoaded(TraceContext& ctx) {
   const TraceDocument* doc = ctx.doc();
-  QList<QPointF> t, b, pk, tm;
+  PlotLine t(doc->stats.size()), b(doc->stats.size()), pk(doc->stats.size()), tmLine(doc->stats.size());
   kvMax_ = 1;
   tMax_ = 0;
   for (const StepStat& s : doc->stats) {
-    if (s.slots >= 0) t.append(QPointF(s.step, double(s.slots)));
-    if (s.batch_slots >= 0) b.append(QPointF(s.step, double(s.batch_slots)));
-    if (s.peak >= 0) pk.append(QPointF(s.step, double(s.peak)));
-    if (s.seconds >= 0) tm.append(QPointF(s.step, s.seconds * 1e3));
+    const size_t step = static_cast<size_t>(s.step);
+    if (s.slots >= 0) t.add(step, double(s.slots));
+    if (s.batch_slots >= 0) b.add(step, double(s.batch_slots));
+    if (s.peak >= 0) pk.add(step, double(s.peak));
+    if (s.seconds >= 0) tmLine.add(step, s.seconds * 1e3);
     kvMax_ = std::max({kvMax_, double(s.slots), double(s.batch_slots), double(s.peak)});
     tMax_ = std::max(tMax_, s.seconds * 1e3);
   }
-  trie_->replace(t);
-  batch_->replace(b);
-  peak_->replace(pk);
+  const QList<QPointF> tm = tmLine.points();
+  trie_->replace(t.points());
+  batch_->replace(b.points());
+  peak_->replace(pk.points());
   time_->replace(tm);
   const double last = std::max(1, doc->replay->last_step());
   // Integer steps: ticks on a 1-2-5 interval, never fractional labels.

@@ -352,9 +352,7 @@ void TrieView::onTraceLoaded(TraceContext& ctx) {
   fitPending_ = true;
   // Lookahead compacts after every pass: the dead guesses of all earlier
   // passes would bury the current one. Start with them hidden (toggle back).
-  bool compactsEveryPass = false;
-  for (const StepStat& s : ctx.doc()->stats) compactsEveryPass |= s.gc_after_forward;
-  if (compactsEveryPass) setHideCollected(true);
+  if (ctx.doc()->stats.any_gc_after_forward()) setHideCollected(true);
 }
 
 void TrieView::onStepChanged(TraceContext&) { rebuild(); }

@@ -84,6 +84,82 @@ std::vector<std::pair<int32_t, int32_t>> gc_moves(pyb::handle obj, const std::st
   return out;
 }
 
+// Trace.records: the records read one at a time through the trace's index
+// (a streamed file: each parsed when asked for, none kept), as a sequence.
+struct RecordsView {
+  std::shared_ptr<const TraceReplay> trace;
+  size_t size() const { return trace->records_view().size(); }
+  pyb::object at(size_t i) const {
+    nlohmann::json scratch;
+    return from_json(trace->records_view().at(i, scratch));
+  }
+};
+
+struct RecordsIterator {
+  RecordsView records;
+  size_t next = 0;
+};
+
+// Trace.steps: 0 .. last (a trace has every step number once, in order),
+// a sequence equal to the list of them.
+struct StepsView {
+  int32_t count = 0;
+};
+
+size_t sequence_index(pyb::ssize_t i, size_t size, const char* what) {
+  const pyb::ssize_t n = static_cast<pyb::ssize_t>(size);
+  if (i < 0) i += n;
+  if (i < 0 || i >= n) throw pyb::index_error(std::string(what) + " index out of range");
+  return static_cast<size_t>(i);
+}
+
+bool steps_equal(const StepsView& s, const pyb::object& other) {
+  if (pyb::isinstance<StepsView>(other)) return other.cast<StepsView>().count == s.count;
+  if (pyb::isinstance<pyb::str>(other) || !pyb::isinstance<pyb::sequence>(other)) return false;
+  if (pyb::len(other) != static_cast<size_t>(s.count)) return false;
+  int32_t want = 0;
+  for (auto item : other)
+    if (!pyb::isinstance<pyb::int_>(item) || pyb::isinstance<pyb::bool_>(item) || !item.equal(pyb::int_(want++))) return false;
+  return true;
+}
+
+void bind_trace_sequences(pyb::class_<TraceReplay, std::shared_ptr<TraceReplay>>& trace) {
+  pyb::class_<RecordsView>(trace, "Records", "Trace.records: a sequence of the records (dicts), each read from the file "
+                                            "when indexed or iterated; none is kept.")
+      .def("__len__", &RecordsView::size)
+      .def("__getitem__", [](const RecordsView& r, pyb::ssize_t i) { return r.at(sequence_index(i, r.size(), "records")); })
+      .def("__getitem__", [](const RecordsView& r, const pyb::slice& sl) {
+        size_t start = 0, stop = 0, step = 0, n = 0;
+        if (!sl.compute(r.size(), &start, &stop, &step, &n)) throw pyb::error_already_set();
+        pyb::list out;
+        for (size_t k = 0; k < n; ++k, start += step) out.append(r.at(start));
+        return out;
+      })
+      .def("__iter__", [](const RecordsView& r) { return RecordsIterator{r, 0}; })
+      .def("__repr__", [](const RecordsView& r) { return "<triescope.Trace.Records: " + std::to_string(r.size()) + " records>"; });
+  pyb::class_<RecordsIterator>(trace, "RecordsIterator", "Iterates Trace.records, one record read at a time.")
+      .def("__iter__", [](RecordsIterator& it) -> RecordsIterator& { return it; }, pyb::return_value_policy::reference_internal)
+      .def("__next__", [](RecordsIterator& it) {
+        if (it.next >= it.records.size()) throw pyb::stop_iteration();
+        return it.records.at(it.next++);
+      });
+  pyb::class_<StepsView>(trace, "Steps", "Trace.steps: the step numbers 0 .. last as a sequence (equal to the list of them), "
+                                        "not a list a step.")
+      .def("__len__", [](const StepsView& s) { return static_cast<size_t>(s.count); })
+      .def("__getitem__", [](const StepsView& s, pyb::ssize_t i) {
+        return static_cast<int32_t>(sequence_index(i, static_cast<size_t>(s.count), "steps"));
+      })
+      .def("__getitem__", [](const StepsView& s, const pyb::slice& sl) { return pyb::list(pyb::module_::import("builtins").attr("range")(s.count))[sl]; })
+      .def("__iter__", [](const StepsView& s) { return pyb::iter(pyb::module_::import("builtins").attr("range")(s.count)); })
+      .def("__contains__", [](const StepsView& s, const pyb::object& x) {
+        return pyb::isinstance<pyb::int_>(x) && x.cast<int64_t>() >= 0 && x.cast<int64_t>() < s.count;
+      })
+      .def("__eq__", [](const StepsView& s, const pyb::object& other) { return steps_equal(s, other); })
+      .def("__repr__", [](const StepsView& s) {
+        return "<triescope.Trace.Steps: " + (s.count == 0 ? std::string("none") : "0.." + std::to_string(s.count - 1)) + ">";
+      });
+}
+
 pyb::array mask_array(const BitMask& m) {
   pyb::array_t<bool> a({static_cast<pyb::ssize_t>(m.rows), static_cast<pyb::ssize_t>(m.cols)});
   auto w = a.mutable_unchecked<2>();
@@ -92,9 +168,7 @@ pyb::array mask_array(const BitMask& m) {
   return a;
 }
 
-}  // namespace
-
-void bind_trace(pyb::module_& m) {
+void bind_trace_reader(pyb::module_& m) {
   pyb::class_<TreeNode>(m, "Node", "A node of the token tree: id, parent (-1: root), token, depth (= position id), "
                                    "slot (-1: none), logprob, status.")
       .def_readonly("id", &TreeNode::id)
@@ -129,17 +203,33 @@ void bind_trace(pyb::module_& m) {
       })
       .def_property_readonly("kv", [](const StepView& v) { return from_json(v.kv); });
 
-  pyb::class_<TraceReplay>(m, "Trace", "A trace file (docs/trace-format.md) read by the C++ reader the CLI and GUI use.")
-      .def(pyb::init([](const std::filesystem::path& path) { return std::make_unique<TraceReplay>(trace_read(path.string()), path.string()); }),
-           pyb::arg("path"), "Reads and validates the trace at `path` (raises triescope.Error naming the line and field).")
+  pyb::class_<TraceReplay, std::shared_ptr<TraceReplay>> trace(
+      m, "Trace", "A trace file (docs/trace-format.md) read by the C++ reader the CLI and GUI use, streamed as they stream it.");
+  bind_trace_sequences(trace);
+  trace
+      .def(pyb::init([](const std::filesystem::path& path) {
+             // Streamed as `inspect` reads it: one pass locates the records; a step's
+             // records are parsed when at() or records asks (docs/benchmarks.md).
+             auto t = std::make_shared<TraceReplay>(TraceReplay::open(path.string()));
+             t->parse_unreplayed_records();  // the keyframes and the summary, checked now
+             return t;
+           }),
+           pyb::arg("path"),
+           "Opens the trace at `path`: checks every record's kind and step, the order of the steps, the keyframes and the "
+           "summary (raises triescope.Error naming the line and field). A step's records are parsed when at() or records "
+           "reads them (an error there names its line too), so memory is bounded by the biggest record and the tree, not "
+           "the file.")
       .def_property_readonly("header", [](const TraceReplay& t) { return from_json(t.header()); })
       .def_property_readonly("summary", [](const TraceReplay& t) -> pyb::object {
         return t.summary() ? from_json(*t.summary()) : pyb::none();
       })
-      .def_property_readonly("records", [](const TraceReplay& t) { return from_json(nlohmann::json(t.records())); })
-      .def_property_readonly("steps", &TraceReplay::steps)
+      .def_property_readonly("records", [](const std::shared_ptr<TraceReplay>& t) { return RecordsView{t}; })
+      .def_property_readonly("steps", [](const TraceReplay& t) { return StepsView{static_cast<int32_t>(t.steps().size())}; })
       .def_property_readonly("vocab", &TraceReplay::vocab)
       .def("at", &TraceReplay::at, pyb::arg("step"), "The tree, slots and forward pass after `step`.");
+}
+
+void bind_trace_writer(pyb::module_& m) {
 
   pyb::class_<ExternalTraceWriter>(m, "TraceWriter", R"doc(Records another engine's tree decode as a TrieScope trace.
 
@@ -239,6 +329,13 @@ engine: a dict the engine reported for this step (its KV cells as read
         else if (!w.closed()) w.close({});
         return false;
       });
+}
+
+}  // namespace
+
+void bind_trace(pyb::module_& m) {
+  bind_trace_reader(m);
+  bind_trace_writer(m);
 }
 
 }  // namespace triescope::py
