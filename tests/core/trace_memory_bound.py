@@ -22,8 +22,8 @@ import subprocess
 import sys
 import time
 
-BYTES_PER_RECORD = 16
-ALLOWANCE_KB = 3 * 1024
+BYTES_PER_RECORD = 12
+ALLOWANCE_KB = 2 * 1024
 
 
 def peak_rss_kb(cmd, work, env=None):
