@@ -17,20 +17,13 @@
 #include "core/trace/trace.h"
 #include "core/trace/trace_replay.h"
 #include "tests/core/sample_traces.h"
+#include "tests/common/error_of.h"
 
 using namespace triescope;
+using triescope::testing::error_of;
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
 
 fs::path write_trace(const std::string& name, const std::string& text) {
   const fs::path d = fs::temp_directory_path() / ("triescope-boundary-" + std::to_string(::getpid()));

@@ -14,8 +14,10 @@
 #include "core/common/file_io.h"
 #include "core/trace/trace_index.h"
 #include "core/trace/trace_replay.h"
+#include "tests/common/error_of.h"
 
 using namespace triescope;
+using triescope::testing::error_of;
 namespace fs = std::filesystem;
 
 namespace {
@@ -26,15 +28,6 @@ fs::path write_file(const std::string& name, const std::string& text) {
   const fs::path p = d / name;
   file_write_atomic(p.string(), text);
   return p;
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
 }
 
 const char* kHeader =

@@ -26,22 +26,15 @@
 #include "core/model/torch/safetensors.h"
 #include "core/trace/trace.h"
 #include "core/trace/trace_replay.h"
+#include "tests/common/error_of.h"
 
 using namespace triescope;
+using triescope::testing::error_of;
 namespace fs = std::filesystem;
 
 namespace {
 
 const std::string kDir = std::string(TRIESCOPE_FUZZ_DIR) + "/regressions/";
-
-std::string error_of(const std::function<void()>& read) {
-  try {
-    read();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
 
 // A trace as `inspect` reads it: the records, then every step replayed.
 void trace_open(const std::string& path) {
