@@ -42,7 +42,7 @@ int cmd_check(const Args& args) {
     throw;
   }
   std::ostringstream out;
-  out << path << ": " << t->header().value("algorithm", "?") << ", " << (rep.layout == "copies" ? "copy" : "tree") << " layout, " << rep.passes
+  out << path << ": " << t->header_record().algorithm << ", " << (rep.layout == "copies" ? "copy" : "tree") << " layout, " << rep.passes
       << " forward passes, " << rep.rows << " mask rows: ";
   if (rep.violation_count == 0) {
     out << "every mask row and position id follows the " << (rep.layout == "copies" ? "copy layout" : "ancestor rule") << "\n";

@@ -134,7 +134,8 @@ int cmd_inspect(const Args& args) {
   }
   const StepView v = t.at(step);
   const ForwardLayout layout = forward_layout(v, t.gc_after_forward(step));
-  std::cout << p.positional[0] << ": " << t.header().value("algorithm", "?") << " on " << t.header().value("backend", "?")
+  const HeaderRecord& h = t.header_record();
+  std::cout << p.positional[0] << ": " << h.algorithm << " on " << (h.backend.empty() ? "?" : h.backend)
             << ", step " << step << " of " << t.last_step() << (v.phase.empty() ? "" : " (" + v.phase + ")") << "\n";
 
   if (!v.nodes.empty()) {
@@ -187,9 +188,9 @@ int cmd_inspect(const Args& args) {
   if (layout.before_gc && !v.nodes.empty())  // a v1 lookahead trace: the gc ran after the pass
     print_layout(t, v, layout.slot_to_node, "KV layout the forward pass read, before this step's gc");
   if (!v.slot_to_node.empty() && !v.nodes.empty()) print_layout(t, v, v.slot_to_node, layout.before_gc ? "KV layout after the gc" : "KV layout");
-  if (!v.kv.empty()) {
-    std::cout << "\nKV slots " << v.kv.value("slots", 0) << " (peak " << v.kv.value("peak", 0) << ")";
-    if (v.kv.contains("batch_slots")) std::cout << ", batch layout " << v.kv.value("batch_slots", 0);
+  if (const std::optional<KvRecord>& kv = v.kv) {
+    std::cout << "\nKV slots " << kv->slots << " (peak " << kv->peak << ")";
+    if (kv->batch_slots) std::cout << ", batch layout " << *kv->batch_slots;
     std::cout << "\n";
   }
   return 0;

@@ -5,6 +5,7 @@
 
 #include "app/commands.h"
 #include "core/common/error.h"
+#include "core/trace/kv_record.h"
 #include "core/common/file_io.h"
 #include "core/decode/batch_beam_search.h"
 #include "core/decode/run_sample.h"
@@ -91,9 +92,11 @@ int cmd_simulate(const Args& args) {
       for (const auto& r : sink.records)
         if (r.value("kind", "") == "step") {
           const int64_t step = r["step"].get<int64_t>(), tokens = static_cast<int64_t>(prompt.size()) + step;
-          csv << b << "," << len << "," << step << "," << r["kv"]["slots"] << "," << r["kv"]["batch_slots"] << ","
-              << r["kv"]["peak"] << "," << mem_per_token(r["kv"]["peak"].get<int64_t>() * bps, tokens, 0) << ","
-              << mem_per_token(r["kv"]["batch_slots"].get<int64_t>() * bps, tokens, 0) << "\n";
+          const KvRecord kv = KvRecord::from_json(r.at(kKvField), "simulate: step " + std::to_string(step) + ": " + kKvField);
+          TS_CHECK(kv.batch_slots, "simulate: step " << step << ": the trace records no batch layout");  // trie beam search does
+          const int64_t batch_slots = *kv.batch_slots;
+          csv << b << "," << len << "," << step << "," << kv.slots << "," << batch_slots << "," << kv.peak << ","
+              << mem_per_token(kv.peak * bps, tokens, 0) << "," << mem_per_token(batch_slots * bps, tokens, 0) << "\n";
         }
       bool same = trie.hypotheses.size() == batch.hypotheses.size();
       for (size_t i = 0; same && i < trie.hypotheses.size(); ++i) same = trie.hypotheses[i].tokens == batch.hypotheses[i].tokens;

@@ -1,5 +1,8 @@
 #include "app/divergence_focus.h"
 
+#include "core/trace/forward_record.h"
+#include "core/trace/keyframe_record.h"
+
 namespace triescope::cli {
 
 namespace {
@@ -15,10 +18,12 @@ int32_t int_element(const nlohmann::json& pass, const char* arr, int32_t i) {
 
 const nlohmann::json* divergence_pass(const nlohmann::json& record, const std::string& pass) {
   if (pass.empty() || !record.is_object()) return nullptr;
-  if (pass.rfind("draft_forwards[", 0) == 0) {
-    const size_t i = std::stoul(pass.substr(15));
-    if (!record.contains("draft_forwards") || !record["draft_forwards"].is_array() || i >= record["draft_forwards"].size()) return nullptr;
-    return &record["draft_forwards"][i];
+  const std::string passes = std::string(kDraftForwardsField) + "[";
+  if (pass.rfind(passes, 0) == 0) {
+    const size_t i = std::stoul(pass.substr(passes.size()));
+    const auto it = record.find(kDraftForwardsField);
+    if (it == record.end() || !it->is_array() || i >= it->size()) return nullptr;
+    return &(*it)[i];
   }
   return record.contains(pass) ? &record[pass] : nullptr;
 }
@@ -27,23 +32,24 @@ DivergenceFocus divergence_focus(const TraceDivergence& d, const nlohmann::json&
   DivergenceFocus f;
   const auto& p = d.path;
   size_t k = 0;  // where the path goes on inside the pass
-  if (!p.empty() && (p[0].key == "forward" || p[0].key == "draft_forward")) {
+  if (!p.empty() && (p[0].key == kForwardField || p[0].key == kDraftForwardField)) {
     f.pass = p[0].key;
     k = 1;
-  } else if (p.size() >= 2 && p[0].key == "draft_forwards" && p[1].index >= 0) {
-    f.pass = "draft_forwards[" + std::to_string(p[1].index) + "]";
+  } else if (p.size() >= 2 && p[0].key == kDraftForwardsField && p[1].index >= 0) {
+    f.pass = std::string(kDraftForwardsField) + "[" + std::to_string(p[1].index) + "]";
     k = 2;
   }
   if (const nlohmann::json* pass = divergence_pass(record, f.pass)) {
     // {mask}{rows}[r] (a bit: d.index), or {queries|positions|slots}[r].
-    if (k + 2 < p.size() && p[k].key == "mask" && p[k + 1].key == "rows" && p[k + 2].index >= 0) {
+    if (k + 2 < p.size() && p[k].key == kForwardMask && p[k + 1].key == "rows" && p[k + 2].index >= 0) {
       f.row = static_cast<int32_t>(p[k + 2].index);
       f.col = static_cast<int32_t>(d.index);
-    } else if (k + 1 < p.size() && (p[k].key == "queries" || p[k].key == "positions" || p[k].key == "slots") && p[k + 1].index >= 0) {
+    } else if (k + 1 < p.size() && (p[k].key == kForwardQueries || p[k].key == kForwardPositions || p[k].key == kForwardSlots) &&
+               p[k + 1].index >= 0) {
       f.row = static_cast<int32_t>(p[k + 1].index);
     }
-    f.node = int_element(*pass, "queries", f.row);
-    f.slot = f.col >= 0 ? f.col : int_element(*pass, "slots", f.row);
+    f.node = int_element(*pass, kForwardQueries, f.row);
+    f.slot = f.col >= 0 ? f.col : int_element(*pass, kForwardSlots, f.row);
     return f;
   }
   // Elsewhere (added[i], status[i], chosen[i], verify...drafts[j]...): the
@@ -63,7 +69,7 @@ DivergenceFocus divergence_focus(const TraceDivergence& d, const nlohmann::json&
     if (node >= 0) f.node = node;
     if (int_member(*at, "slot") >= 0) f.slot = int_member(*at, "slot");
   }
-  if (f.slot < 0 && p.size() == 2 && p[0].key == "slot_to_node" && p[1].index >= 0) f.slot = static_cast<int32_t>(p[1].index);
+  if (f.slot < 0 && p.size() == 2 && p[0].key == kKeyframeSlotToNode && p[1].index >= 0) f.slot = static_cast<int32_t>(p[1].index);
   return f;
 }
 

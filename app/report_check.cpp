@@ -48,7 +48,7 @@ JunitCase check_junit_case(const std::string& path, const TraceReplay& t, const 
                            const std::string& text) {
   JunitCase c;
   c.name = path;
-  c.classname = "triescope.check." + t.header().value("algorithm", std::string("unknown"));
+  c.classname = "triescope.check." + t.header_record().algorithm;
   c.seconds = seconds;
   c.system_out = text;
   for (const MaskViolation& v : rep.violations)

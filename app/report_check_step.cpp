@@ -27,8 +27,9 @@ ForwardView pass_view(const TraceReplay& t, const StepView& v, const std::string
   if (pass.empty()) return *v.forward;
   ForwardView f;
   const std::string where = t.origin() + ": step " + std::to_string(v.step) + ": " + pass;
-  if (pass == "draft_forward") forward_view_parse(v.extra["draft_forward"], where, f);
-  else forward_view_parse(v.extra["draft_forwards"][std::stoul(pass.substr(15))], where, f);
+  const std::string passes = std::string(kDraftForwardsField) + "[";
+  if (pass == kDraftForwardField) forward_view_parse(v.extra[kDraftForwardField], where, f);
+  else forward_view_parse(v.extra[kDraftForwardsField][std::stoul(pass.substr(passes.size()))], where, f);
   return f;
 }
 

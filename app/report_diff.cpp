@@ -43,7 +43,7 @@ JunitCase diff_junit_case(const std::string& path_a, const std::string& path_b, 
                           const std::optional<TraceDivergence>& first, double seconds, const std::string& text) {
   JunitCase c;
   c.name = path_b + " vs " + path_a;
-  c.classname = "triescope.diff." + a.header().value("algorithm", std::string("unknown"));
+  c.classname = "triescope.diff." + a.header_record().algorithm;
   c.seconds = seconds;
   c.system_out = text;
   if (first) c.failures.push_back({"divergence", divergence_message(*first, a), first->describe()});

@@ -101,7 +101,7 @@ std::string diff_step_html(const TraceReplay& a, const TraceReplay& b, const Tra
             "</h3>" + ta + "</div>";
     if (ta != tb) trees += "<div><h3>B: tree around " + markup_escape(node_text(b, vb.nodes, focus.node)) + "</h3>" + tb + "</div>";
   }
-  const std::string pass = focus.pass.empty() ? "forward" : focus.pass;
+  const std::string pass = focus.pass.empty() ? std::string(kForwardField) : focus.pass;
   const std::vector<nlohmann::json> recs_a = a.records_of_step(step), recs_b = b.records_of_step(step);
   const std::optional<ForwardView> fa = step_pass(a, recs_a, pass), fb = step_pass(b, recs_b, pass);
   if (!(fa && fb)) os << "<div class=\"side\">" << trees << "</div>\n";

@@ -7,12 +7,11 @@
 namespace triescope::cli {
 
 namespace {
-std::string header_text(const TraceReplay& t, const char* key) {
-  const nlohmann::json& h = t.header();
-  if (!h.contains(key)) return "-";
-  const nlohmann::json& v = h[key];
-  // The model is an object (type, path, hf_* fields): shown as compact JSON.
-  return v.is_string() ? v.get<std::string>() : text_shorten(v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), 300);
+// A header field as shown: "-" when the header has none.
+std::string header_text(const std::string& value) { return value.empty() ? "-" : value; }
+// The model is an object (type, path, hf_* fields): shown as compact JSON.
+std::string header_text(const nlohmann::json& value) {
+  return value.empty() ? "-" : text_shorten(value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), 300);
 }
 }  // namespace
 
@@ -20,14 +19,14 @@ std::string trace_summary_html(const std::vector<SummaryColumn>& columns, const 
   using Field = std::string (*)(const SummaryColumn&);
   static const std::vector<std::pair<const char*, Field>> fields = {
       {"file", [](const SummaryColumn& c) { return c.path; }},
-      {"algorithm", [](const SummaryColumn& c) { return header_text(*c.trace, "algorithm"); }},
-      {"backend", [](const SummaryColumn& c) { return header_text(*c.trace, "backend"); }},
-      {"model", [](const SummaryColumn& c) { return header_text(*c.trace, "model"); }},
-      {"verify kind", [](const SummaryColumn& c) { return header_text(*c.trace, "verify_kind"); }},
+      {"algorithm", [](const SummaryColumn& c) { return header_text(c.trace->header_record().algorithm); }},
+      {"backend", [](const SummaryColumn& c) { return header_text(c.trace->header_record().backend); }},
+      {"model", [](const SummaryColumn& c) { return header_text(c.trace->header_record().model); }},
+      {"verify kind", [](const SummaryColumn& c) { return header_text(c.trace->header_record().verify_kind); }},
       {"steps", [](const SummaryColumn& c) {
          return c.trace->steps().empty() ? std::string("none") : "0-" + std::to_string(c.trace->last_step());
        }},
-      {"format", [](const SummaryColumn& c) { return header_text(*c.trace, "schema") + " version " + header_text(*c.trace, "version"); }},
+      {"format", [](const SummaryColumn& c) { return std::string(kTraceFormat) + " version " + std::to_string(c.trace->header_record().version); }},
   };
   std::ostringstream os;
   os << "<table class=\"summary\">\n";

@@ -77,7 +77,7 @@ struct StaticRow {
 // Fused step timings: from the root (one live beam per batch, HF style), L
 // steps with advance on the device; median over reps of (events around the L
 // steps) / L. only_step >= 0: that step alone, beams in p.states[only_step].
-// The kernels before the radix select (bench/legacy_selection.cu) run the same
+// The kernels before the radix select (bench/legacy_selection.cmake: 9ae4cdc's, from git history) run the same
 // steps as CUDA graphs, rep by rep between the new kernel's reps; both end in
 // the same beams (states, scores, picks), or the bench stops.
 StaticRow time_fused(const bench::StaticProblem& p, int32_t groups, int32_t k, int32_t only_step, bool write_masked) {
@@ -231,7 +231,7 @@ void static_case(const ConstraintSet& set, int32_t d, CsrLayout layout, int32_t 
 void bench_static(bool quick, bool paper_only) {
   std::printf("\nSTATIC constraint step: ms per decoding step (mean over the L steps from the root, median of %d reps); fused = "
               "%d kernels per step, graph = one cudaGraphLaunch per step; torch = the paper's Algorithm 2 listing in LibTorch ops on this "
-              "device; cpu = core's reference (one thread); old = the k-round kernels this replaced (bench/legacy_selection.cu, graph replay, "
+              "device; cpu = core's reference (one thread); old = the k-round kernels this replaced (9ae4cdc's, from git history by bench/legacy_selection.cmake, graph replay, "
               "rep by rep between the new kernel's reps, picks asserted equal); free = the same step without the constraint (log-softmax + topk_candidates per "
               "group over the whole vocabulary: 2 launches, then 2 per group, one CUDA graph); cons_us = graph - free, the constraint's own cost. old/us, torch/us "
               "and cpu/us: ratios to the fused graph step. MB/1M = device bytes per 1M items.\n",
@@ -577,7 +577,7 @@ int main(int argc, char** argv) {
         std::printf("  %-56s %10.4f ms\n", part.name, pm);
       }
       status_ok(status, "bench: beam step parts");
-      // the k-round kernels this replaced (bench/legacy_selection.cu), rep by rep with the new ones, same picks
+      // the k-round kernels this replaced (bench/legacy_selection.cmake: 9ae4cdc's, from git history), rep by rep with the new ones, same picks
       const auto [new_ms, old_ms] = bench::cuda_interleaved_median_ms(g_reps, [&] { topk_candidates(t, nullptr); }, [&] { bench::legacy::topk_candidates(t, nullptr); });
       std::vector<double> old_s(static_cast<size_t>(k));
       std::vector<int64_t> old_f(static_cast<size_t>(k));

@@ -8,6 +8,31 @@ namespace {
 
 constexpr unsigned kRowThreads = 128;
 
+// Checks node `n`, the next on query q's ancestor chain after `hops` steps:
+// in range, and the chain no longer than the tree (else a cycle). Reports a
+// bad chain against the query and returns false.
+__device__ inline bool chain_node_ok(int32_t q, int32_t n, int32_t& hops, int32_t num_nodes, KernelStatus* maybe_status) {
+  if (n < 0 || n >= num_nodes) {
+    detail::status_report(maybe_status, KernelError::node_out_of_range, q, n);
+    return false;
+  }
+  if (++hops > num_nodes) {
+    detail::status_report(maybe_status, KernelError::cycle, q, n);
+    return false;
+  }
+  return true;
+}
+
+// Sets the bit of `node`'s slot `s` in `row` (`words` words); -1 is no slot,
+// a slot outside [0, num_slots) or the row is reported against the node.
+__device__ inline void slot_bit_set(uint64_t* row, int32_t words, int32_t num_slots, int32_t node, int32_t s, KernelStatus* maybe_status) {
+  if (s == -1) return;
+  if (s < 0 || s >= num_slots || (s >> 6) >= words)
+    detail::status_report(maybe_status, KernelError::slot_out_of_range, node, s);
+  else
+    row[s >> 6] |= uint64_t{1} << (s & 63);
+}
+
 // One block per query: zero the row with coalesced stores, then one thread
 // walks the chain (pointer chasing is sequential by nature).
 __global__ void ancestor_mask_build_kernel(AncestorMaskBuildParams p) {
@@ -19,21 +44,8 @@ __global__ void ancestor_mask_build_kernel(AncestorMaskBuildParams p) {
       int32_t n = p.queries[q];
       int32_t hops = 0;
       while (n != -1) {
-        if (n < 0 || n >= p.num_nodes) {
-          detail::status_report(p.maybe_status, KernelError::node_out_of_range, q, n);
-          break;
-        }
-        if (++hops > p.num_nodes) {
-          detail::status_report(p.maybe_status, KernelError::cycle, q, n);
-          break;
-        }
-        const int32_t s = p.slot[n];
-        if (s != -1) {
-          if (s < 0 || s >= p.num_slots || (s >> 6) >= p.words_per_row)
-            detail::status_report(p.maybe_status, KernelError::slot_out_of_range, n, s);
-          else
-            row[s >> 6] |= uint64_t{1} << (s & 63);
-        }
+        if (!chain_node_ok(q, n, hops, p.num_nodes, p.maybe_status)) break;
+        slot_bit_set(row, p.words_per_row, p.num_slots, n, p.slot[n], p.maybe_status);
         n = p.parent[n];
       }
     }
@@ -72,13 +84,7 @@ __global__ void ancestor_mask_extend_kernel(AncestorMaskExtendParams p) {
           detail::status_report(p.maybe_status, KernelError::node_out_of_range, i, j);
           break;
         }
-        const int32_t s = p.slot[j];
-        if (s != -1) {
-          if (s < 0 || s >= p.num_slots || (s >> 6) >= p.table_words)
-            detail::status_report(p.maybe_status, KernelError::slot_out_of_range, j, s);
-          else
-            drow[s >> 6] |= uint64_t{1} << (s & 63);
-        }
+        slot_bit_set(drow, p.table_words, p.num_slots, j, p.slot[j], p.maybe_status);
         j = p.batch_parent[j];
       }
     }
@@ -100,16 +106,8 @@ __global__ void position_ids_kernel(PositionIdsParams p) {
       continue;
     }
     int32_t depth = 0;
-    for (int32_t up = p.parent[n]; up != -1; n = up, up = p.parent[n]) {
-      if (up < 0 || up >= p.num_nodes) {
-        detail::status_report(p.maybe_status, KernelError::node_out_of_range, q, up);
-        break;
-      }
-      if (++depth > p.num_nodes) {
-        detail::status_report(p.maybe_status, KernelError::cycle, q, up);
-        break;
-      }
-    }
+    for (int32_t up = p.parent[n]; up != -1; n = up, up = p.parent[n])
+      if (!chain_node_ok(q, up, depth, p.num_nodes, p.maybe_status)) break;
     // n is the root now (or where a bad chain stopped)
     p.positions[q] = depth + (p.maybe_root_depth ? p.maybe_root_depth[n] : 0);
   }
@@ -117,12 +115,17 @@ __global__ void position_ids_kernel(PositionIdsParams p) {
 
 unsigned grid_for_rows(int32_t rows) { return static_cast<unsigned>(rows < 1 ? 1 : (rows > 65535 * 16 ? 65535 * 16 : rows)); }
 
+// Throws Error naming `launcher` and `field` when `words` words of 64 bits
+// cannot hold a row of `slots` bits.
+void row_words_check(const char* launcher, const char* field, int32_t words, int32_t slots) {
+  TS_CHECK(int64_t{words} * 64 >= slots, launcher << " (cuda): " << field << " " << words << " too small for " << slots << " slots");
+}
+
 }  // namespace
 
 void ancestor_mask_build(const AncestorMaskBuildParams& p, cudaStream_t stream) {
   TS_CHECK(p.num_queries >= 0 && p.num_slots >= 0 && p.num_nodes >= 0, "ancestor_mask_build (cuda): negative size");
-  TS_CHECK(int64_t{p.words_per_row} * 64 >= p.num_slots,
-           "ancestor_mask_build (cuda): words_per_row " << p.words_per_row << " too small for " << p.num_slots << " slots");
+  row_words_check("ancestor_mask_build", "words_per_row", p.words_per_row, p.num_slots);
   if (p.num_queries == 0) return;
   ancestor_mask_build_kernel<<<grid_for_rows(p.num_queries), kRowThreads, 0, stream>>>(p);
   TS_CUDA_CHECK_LAUNCH("ancestor_mask_build_kernel");
@@ -130,10 +133,8 @@ void ancestor_mask_build(const AncestorMaskBuildParams& p, cudaStream_t stream) 
 
 void ancestor_mask_extend(const AncestorMaskExtendParams& p, cudaStream_t stream) {
   TS_CHECK(p.num_new >= 0 && p.num_slots >= 0, "ancestor_mask_extend (cuda): negative size");
-  TS_CHECK(int64_t{p.table_words} * 64 >= p.num_slots,
-           "ancestor_mask_extend (cuda): table_words " << p.table_words << " too small for " << p.num_slots << " slots");
-  TS_CHECK(p.maybe_out == nullptr || int64_t{p.out_words} * 64 >= p.num_slots,
-           "ancestor_mask_extend (cuda): out_words " << p.out_words << " too small for " << p.num_slots << " slots");
+  row_words_check("ancestor_mask_extend", "table_words", p.table_words, p.num_slots);
+  if (p.maybe_out) row_words_check("ancestor_mask_extend", "out_words", p.out_words, p.num_slots);
   if (p.num_new == 0) return;
   ancestor_mask_extend_kernel<<<grid_for_rows(p.num_new), kRowThreads, 0, stream>>>(p);
   TS_CUDA_CHECK_LAUNCH("ancestor_mask_extend_kernel");

@@ -4,12 +4,18 @@
 #include <string>
 
 #include "core/common/error.h"
+#include "core/constraint/sample_constraint.h"
+#include "core/decode/algorithm.h"
 #include "core/decode/backend.h"
+#include "core/decode/greedy_decode.h"
 #include "core/model/model_factory.h"
 #include "cuda/cuda_synthetic_model.h"
+#include "cuda/device_selector.h"
 #include "cuda/device_verifiers.h"
+#include "cuda/greedy_argmax.h"
 #include "cuda/incremental_ancestor_mask.h"
 #include "cuda/static/static_constraint_index.h"
+#include "cuda/topk_candidates.cuh"
 #include "cuda/tree_attention.cuh"
 
 namespace triescope::cuda {
@@ -51,6 +57,11 @@ std::string first_line(const char* what) {
   return nl == std::string::npos ? s : s.substr(0, nl);
 }
 
+// The backend's ConstraintIndexMaker: the VNTK index on the device.
+std::shared_ptr<ConstraintIndex> device_constraint_index(const ConstraintIndexRequest& request) {
+  return constraint_index_make(request, VerifyExec::device);
+}
+
 // A "transformer" model object rebuilt on device "cuda" (model_from_json, so
 // a derived draft's keep_layers / perturbation is applied again the same way).
 std::unique_ptr<Model> transformer_build_cuda(const json& model_obj, const std::string& path, const std::string& field) {
@@ -85,23 +96,80 @@ std::unique_ptr<Model> model_build(const JsonObjectReader& obj) {
   }
 }
 
+namespace {
+
+// Where a "model" or "draft_model" object runs (model_build refuses the rest itself).
+void model_place(SeamSupport& x, const json& model_obj) {
+  if (x.value == "synthetic") return void(x.place = SeamPlace::device);
+  if (x.value != "transformer") {
+    x.place = SeamPlace::refused;
+    x.reason = "no CUDA implementation (\"synthetic\" and \"transformer\" run on the GPU)";
+    return;
+  }
+  const std::string attention = transformer_on_cuda(model_obj).value("attention", std::string("auto"));
+  const bool host = kEmulated && attention != "tree_kernel";
+  x.place = host ? SeamPlace::host : SeamPlace::device;
+  if (host) x.reason = "attention \"" + attention + "\" is LibTorch on the CPU (the host runtime runs only the tree_kernel attention)";
+}
+
+bool device_verifier_for(const std::string& kind) {
+  for (const DeviceVerifierSpec* d : device_verifiers())
+    if (d->kind == kind) return true;
+  return false;
+}
+
+void seam_place(SeamSupport& x, const json& sample) {
+  x.reason.clear();
+  x.place = SeamPlace::device;
+  if (x.seam == "model" || x.seam == "draft_model") {
+    model_place(x, sample.at(x.seam));
+  } else if (x.seam.rfind("verify.", 0) == 0) {
+    if (device_verifier_for(x.seam.substr(7))) return;
+    x.place = SeamPlace::host;
+    x.reason = "no device verifier is registered for verify kind " + x.seam.substr(7) + ": the CPU reference verifies";
+  } else if (x.seam == "constraint") {
+    const bool sparse = sample.at("constraint").value("ranking", std::string("full")) == "sparse";
+    if (static_index_on_device(x.value, sparse)) return;
+    x.place = SeamPlace::host;
+    x.reason = sparse ? "\"ranking\": \"sparse\" ranks with the host StaticStep, so the index is the host VntkIndex"
+                      : "impl \"" + x.value + "\" has no kernel (only \"vntk\" masks on the device): the index masks on the host";
+  } else if (x.seam == "constraint.ranking") {
+    if (x.value != "sparse") return void(x.reason = "the selection seam ranks the masked rows");
+    x.place = SeamPlace::host;
+    x.reason = "the host StaticStep ranks the allowed tokens (cuda::StaticStepCuda is not wired into the decoders)";
+  } else if (x.seam == "selection") {
+    // cuda::DeviceSelector ranks up to kTopkMaxK candidates (2 x num_beams) on the device, more on the host.
+    const int64_t beams = x.value.empty() ? 0 : std::stoll(x.value);  // sample_number: digits only
+    if (beams <= kTopkMaxK / 2) return;
+    x.place = SeamPlace::host;
+    x.reason = "2 x num_beams candidates exceed the radix top-k's " + std::to_string(kTopkMaxK) +
+               " (cuda/topk_candidates.cuh): the host ranks";
+  }
+}
+
+}  // namespace
+
+BackendSupport sample_supports(const json& sample, const AlgorithmSpec& algorithm) {
+  BackendSupport b = backend_support_host(kCliName, sample, algorithm, "");
+  for (SeamSupport& x : b.seams) seam_place(x, sample);
+  return b;
+}
+
 void sample_install(Sample& s) {
   try {
     verifiers_install(s.options.verifiers, VerifyExec::device);  // every registered device verifier
-    // A STATIC constraint with the VNTK index masks on the device (its masks,
-    // valid counts, rows read and next states are the kernel's); the
-    // baselines (pointer trie, PPV, hash bitmap) and "ranking": "sparse"
-    // (the host StaticStep) stay on the host.
-    if (auto c = static_constraint_to_cuda(s.constraint, VerifyExec::device)) s.constraint = std::move(c);
+    s.options.verifiers.put_seam<GreedyArgmax>(kGreedyArgmaxSeam, make_greedy_argmax(VerifyExec::device));
   } catch (const Error& e) {
     TS_FAIL(s.path << ": " << e.what());
   } catch (const std::exception& e) {
     TS_FAIL(s.path << ": cuda backend: " << first_line(e.what()));
   }
   s.options.backend = kBackendName;
+  s.options.seams = s.support.to_json();  // the trace header says where each seam ran
   // The trie decoder's mask rows come from the device builder, so the trace
   // records what the GPU built (the batch layout's rows are still host-built).
   s.options.make_mask = [] { return std::make_unique<IncrementalAncestorMask>(); };
+  s.options.make_selector = [] { return std::make_unique<DeviceSelector>(); };  // the beam step's top 2b (cuda/device_selector.h)
 }
 
 void sample_use_cuda(Sample& s) {
@@ -109,6 +177,11 @@ void sample_use_cuda(Sample& s) {
   // the target touches a device.
   if (s.raw.contains("draft_model")) s.draft = model_build(JsonObjectReader(s.raw.at("draft_model"), s.path, "draft_model"));
   s.model = model_build(JsonObjectReader(s.raw.at("model"), s.path, "model"));
+  s.support = sample_supports(s.raw, *s.spec);
+  backend_support_check(s.support, s.path);
+  if (s.raw.contains("constraint"))
+    s.constraint = sample_constraint_from_json(JsonObjectReader(s.raw.at("constraint"), s.path, "constraint"), s.model->vocab_size(), s.path,
+                                               device_constraint_index);
   sample_install(s);
 }
 
@@ -122,6 +195,8 @@ void backend_register() {
   b.trace_name = kBackendName;
   b.description = kEmulated ? "the CUDA kernels on the host runtime (cuda/host_runtime/)" : "the CUDA kernels on a GPU";
   b.build_model = model_build;
+  b.make_constraint_index = device_constraint_index;
+  b.supports = sample_supports;
   b.prepare = sample_install;
   ::triescope::backend_register(std::move(b));
 }

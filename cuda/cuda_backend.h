@@ -10,12 +10,6 @@
 
 #include "core/decode/run_sample.h"
 
-namespace triescope {
-class DsbdLayerVerifier;
-class SpeculativeVerifier;
-class LookaheadVerifier;
-}  // namespace triescope
-
 namespace triescope::cuda {
 
 #ifdef TRIESCOPE_CUDA_HOST_RUNTIME
@@ -42,17 +36,6 @@ std::unique_ptr<Model> model_to_cuda(const Model& cpu_model);
 // names another.
 json transformer_on_cuda(const json& model_obj);
 
-// Where the verifiers run: on the device, or (CPU tests only) the same
-// block algorithm on the host with a block of one thread.
-enum class VerifyExec { device, host_twin };
-
-// DSBD layer verification (Algorithm 1 lines 13-29) and speculative chain
-// verification: cuda/dsbd_verify.h. Device: throws when no device is usable.
-std::shared_ptr<DsbdLayerVerifier> make_dsbd_verifier(VerifyExec exec);
-std::shared_ptr<SpeculativeVerifier> make_speculative_verifier(VerifyExec exec);
-// Lookahead verification (argmax rows + longest matching path): cuda/lookahead_verify.h.
-std::shared_ptr<LookaheadVerifier> make_lookahead_verifier(VerifyExec exec);
-
 // A sample's "model" or "draft_model" object built on the CUDA backend, once:
 // a synthetic model as its CUDA twin, a transformer on device "cuda" with the
 // tree attention kernel (on the host runtime: LibTorch on the CPU with the
@@ -60,14 +43,26 @@ std::shared_ptr<LookaheadVerifier> make_lookahead_verifier(VerifyExec exec);
 // CUDA is refused with an Error naming the file and field.
 std::unique_ptr<Model> model_build(const JsonObjectReader& model_obj);
 
-// Installs the device seams into a sample whose models are built: the device
-// mask builder, the device verifiers and, for a STATIC constraint with the
-// VNTK index, the device index (cuda/static/static_constraint_index.h); sets
-// s.options.backend.
+// Where this backend runs each seam of a sample (its BackendSpec::supports):
+// synthetic models and transformers on the device (on the host runtime a
+// transformer with "dense" or "gather" attention is LibTorch on the host),
+// other model types refused; the mask builder and every verify kind with a
+// registered device verifier on the device; a STATIC constraint's VNTK index
+// on the device when it ranks fully, the baselines and "ranking": "sparse"
+// (the host StaticStep) on the host; the beam decoders' selection on the
+// device (cuda/device_selector.h).
+BackendSupport sample_supports(const json& sample, const AlgorithmSpec& algorithm);
+
+// Installs the device seams into a sample whose models and constraint are
+// built: the device mask builder and the device verifiers; sets
+// s.options.backend. (The constraint's index is built on the device by the
+// backend's make_constraint_index, cuda/static/static_constraint_index.h.)
 void sample_install(Sample& s);
 
-// Moves a sample loaded for the CPU onto the CUDA backend: its models rebuilt
-// with model_build (the draft first), then sample_install. Every algorithm is
+// Moves a sample loaded for the CPU onto the CUDA backend: refused as
+// sample_load refuses it (sample_supports), its models rebuilt with
+// model_build (the draft first) and its constraint rebuilt from the sample's
+// object with the device index, then sample_install. Every algorithm is
 // accepted.
 void sample_use_cuda(Sample& s);
 

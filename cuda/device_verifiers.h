@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "core/decode/verifier_set.h"
-#include "cuda/cuda_backend.h"
+#include "cuda/verify_exec.h"
 
 namespace triescope::cuda {
 

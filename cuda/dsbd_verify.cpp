@@ -8,10 +8,10 @@
 #include "core/common/error.h"
 #include "core/decode/dsbd.h"
 #include "core/decode/speculative.h"
-#include "cuda/cuda_backend.h"
 #include "core/trace/trace.h"
 #include "cuda/cuda_common.cuh"
 #include "cuda/device_verifiers.h"
+#include "cuda/dsbd_verify.h"
 #include "cuda/dsbd_verify.cuh"
 
 namespace triescope::cuda {

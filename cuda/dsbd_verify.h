@@ -24,11 +24,24 @@
 // core/decode/dsbd_math.h, itself checked against the paper's expressions.
 #pragma once
 #include <cstdint>
+#include <memory>
 
 #include "core/decode/dsbd_math.h"
 #include "cuda/philox.cuh"
+#include "cuda/verify_exec.h"
+
+namespace triescope {
+class DsbdLayerVerifier;
+class SpeculativeVerifier;
+}  // namespace triescope
 
 namespace triescope::cuda {
+
+// The verifiers the backend installs (cuda/dsbd_verify.cpp): DSBD layer
+// verification (Algorithm 1 lines 13-29) and speculative chain verification
+// over the block code below. Device: throws when no device is usable.
+std::shared_ptr<DsbdLayerVerifier> make_dsbd_verifier(VerifyExec exec);
+std::shared_ptr<SpeculativeVerifier> make_speculative_verifier(VerifyExec exec);
 
 // One tested draft (core: LayerDecision).
 struct VerifyDecision {

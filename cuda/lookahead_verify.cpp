@@ -7,10 +7,10 @@
 
 #include "core/common/error.h"
 #include "core/decode/lookahead.h"
-#include "cuda/cuda_backend.h"
 #include "core/trace/trace.h"
 #include "cuda/cuda_common.cuh"
 #include "cuda/device_verifiers.h"
+#include "cuda/lookahead_verify.h"
 #include "cuda/lookahead_verify.cuh"
 
 namespace triescope::cuda {

@@ -19,10 +19,21 @@
 // Only comparisons, so the device result is exact.
 #pragma once
 #include <cstdint>
+#include <memory>
 
 #include "cuda/philox.cuh"  // TS_HD
+#include "cuda/verify_exec.h"
+
+namespace triescope {
+class LookaheadVerifier;
+}  // namespace triescope
 
 namespace triescope::cuda {
+
+// The verifier the backend installs (cuda/lookahead_verify.cpp): argmax rows
+// and the longest matching path over the block code below. Device: throws
+// when no device is usable.
+std::shared_ptr<LookaheadVerifier> make_lookahead_verifier(VerifyExec exec);
 
 struct LookaheadVerifyArgs {
   const float* logits = nullptr;       // [rows x vocab] the verification pass, rows in feed order

@@ -76,6 +76,12 @@ __global__ void __launch_bounds__(kThreads) log_softmax_write_kernel(LogSoftmaxP
   for (int32_t v = ch.begin + static_cast<int32_t>(threadIdx.x); v < ch.end; v += kThreads) o[v] = static_cast<double>(x[v]) - lse;
 }
 
+// The log-prob of flat entry i (of row r): read, or from the logits with
+// log_softmax_row's own subtraction (the host's log-normaliser).
+__device__ __forceinline__ double entry_logprob(const TopkCandidatesParams& p, int32_t r, long long i) {
+  return p.maybe_logits ? static_cast<double>(p.maybe_logits[i]) - p.maybe_lse[r] : p.logprobs[i];
+}
+
 // Block (row r, chunk c): the chunk's k best candidates, ranked, into the
 // workspace's k entries of block (r, c) ("none" past the chunk's count).
 __global__ void __launch_bounds__(kThreads) topk_chunk_kernel(TopkCandidatesParams p, int32_t chunks, int32_t flat_bits, int32_t cap) {
@@ -85,7 +91,6 @@ __global__ void __launch_bounds__(kThreads) topk_chunk_kernel(TopkCandidatesPara
   const detail::TopkStage stage = detail::block_topk_carve(s_dyn, cap, p.k, &s_pick);
   const int32_t r = static_cast<int32_t>(blockIdx.x) / chunks, c = static_cast<int32_t>(blockIdx.x) % chunks;
   const Chunk ch = row_chunk(p.vocab, chunks, c);
-  const double* lp = p.logprobs + static_cast<size_t>(r) * p.vocab;
   const double bs = p.beam_scores[r];
   const long long flat0 = static_cast<long long>(r) * p.vocab;
   double* wsc = p.workspace_score + static_cast<size_t>(blockIdx.x) * p.k;
@@ -93,7 +98,7 @@ __global__ void __launch_bounds__(kThreads) topk_chunk_kernel(TopkCandidatesPara
   detail::block_topk(
       [&](int i, Cand& out) {
         const int32_t v = ch.begin + i;
-        const double l = lp[v];
+        const double l = entry_logprob(p, r, flat0 + v);
         if (isinf(l)) return false;  // masked by a constraint
         out = Cand{bs + l, flat0 + v, 0};
         return true;
@@ -119,6 +124,30 @@ __global__ void __launch_bounds__(kThreads) topk_merge_kernel(TopkCandidatesPara
         return true;
       },
       entries, p.k, flat_bits, sh, stage, s_pick,
+      [&](int rank, const Cand& cand) {
+        p.out_score[rank] = cand.flat < 0 ? 0.0 : cand.score;
+        p.out_flat[rank] = cand.flat;
+      });
+  if (threadIdx.x == 0) *p.out_count = count;
+}
+
+// One block over every row when rows x vocab fits the stage (at most
+// kTopkStageCap entries, read once into shared memory): the k best directly,
+// no chunk pass and no merge. Candidate i is flat index i = r * vocab + v.
+__global__ void __launch_bounds__(kThreads) topk_single_kernel(TopkCandidatesParams p, int32_t flat_bits, int32_t cap) {
+  __shared__ detail::TopkShared sh;
+  extern __shared__ unsigned char s_dyn[];  // detail::topk_shared_bytes(cap, k)
+  Cand* s_pick = nullptr;
+  const detail::TopkStage stage = detail::block_topk_carve(s_dyn, cap, p.k, &s_pick);
+  const int count = detail::block_topk(
+      [&](int i, Cand& out) {
+        const int32_t r = i / p.vocab;
+        const double l = entry_logprob(p, r, i);
+        if (isinf(l)) return false;  // masked by a constraint
+        out = Cand{p.beam_scores[r] + l, static_cast<long long>(i), 0};
+        return true;
+      },
+      p.num_rows * p.vocab, p.k, flat_bits, sh, stage, s_pick,
       [&](int rank, const Cand& cand) {
         p.out_score[rank] = cand.flat < 0 ? 0.0 : cand.score;
         p.out_flat[rank] = cand.flat;
@@ -160,12 +189,21 @@ int64_t topk_candidates_workspace_size(int32_t num_rows, int32_t vocab, int32_t 
 void topk_candidates(const TopkCandidatesParams& p, cudaStream_t stream) {
   TS_CHECK(p.num_rows >= 1 && p.vocab >= 1 && p.k >= 1, "topk_candidates (cuda): bad sizes (rows " << p.num_rows << ", vocab "
                                                                                                   << p.vocab << ", k " << p.k << ")");
+  TS_CHECK((p.maybe_logits == nullptr) == (p.maybe_lse == nullptr), "topk_candidates (cuda): maybe_logits and maybe_lse go together");
   TS_CHECK(p.k <= kTopkMaxK, "topk_candidates (cuda): k = " << p.k << " is over " << kTopkMaxK
                                                             << " (the ranking keeps k candidates in shared memory)");
   const int64_t entries = topk_candidates_workspace_size(p.num_rows, p.vocab, p.k);
   TS_CHECK(entries <= INT32_MAX, "topk_candidates (cuda): rows x chunks x k = " << entries << " is too large");
   const int32_t chunks = row_chunks(p.num_rows, p.vocab);
   const int flat_bits = detail::flat_bits_below(int64_t{p.num_rows} * p.vocab);
+  if (int64_t{p.num_rows} * p.vocab <= kTopkStageCap) {  // one block reads it all once (a small beam step)
+    const int32_t cap = p.num_rows * p.vocab;
+    const size_t bytes = detail::topk_shared_bytes(cap, p.k);
+    detail::allow_dynamic_shared(reinterpret_cast<const void*>(&topk_single_kernel), bytes, "topk_candidates (cuda): single kernel");
+    topk_single_kernel<<<1, kThreads, bytes, stream>>>(p, flat_bits, cap);
+    TS_CUDA_CHECK_LAUNCH("topk_single_kernel");
+    return;
+  }
   // Each block keeps its candidates in shared memory between radix passes:
   // up to kTopkStageCap entries of a chunk or of the merge (a wider one is re-read each pass).
   const int32_t chunk_cap = std::min(row_chunk_width(p.vocab, chunks), kTopkStageCap);

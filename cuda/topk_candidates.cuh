@@ -41,14 +41,21 @@ void log_softmax_rows(const LogSoftmaxParams& p, cudaStream_t stream);
 
 // The k best beam_scores[r] + logprobs[r][v] over finite logprobs (an
 // infinite logprob is a token a constraint masked; NaN is never a candidate),
-// best first. Two launches: the k best of each row chunk (rows x row_chunks
-// blocks), then the k best of those (one block). Each is a block radix
+// best first. With maybe_logits, logprobs[r][v] is double(maybe_logits[r][v])
+// - maybe_lse[r] (log_softmax_row's own subtraction, so with the host's
+// log_softmax_lse the scores are the CPU's bit for bit; cuda/device_selector.h)
+// and `logprobs` is not read. Two launches: the k best of each row chunk
+// (rows x row_chunks blocks), then the k best of those (one block); or, when
+// rows x vocab <= kTopkStageCap (a small beam step, read once into shared
+// memory), one launch of one block over every row. Each is a block radix
 // select (cuda/detail/topk_select.cuh): at most 8 + ceil(flat bits / 8)
 // passes of 3 barriers, whatever k, then a rank by comparison counting.
 constexpr int32_t kTopkMaxK = 1024;       // the ranking holds k candidates in shared memory
 constexpr int32_t kTopkStageCap = 8192;   // merge entries kept in shared memory between passes (more are re-read)
 struct TopkCandidatesParams {
   const double* logprobs = nullptr;     // [num_rows x vocab]
+  const float* maybe_logits = nullptr;  // [num_rows x vocab] instead of logprobs, with maybe_lse
+  const double* maybe_lse = nullptr;    // [num_rows] each row's log-normaliser
   const double* beam_scores = nullptr;  // [num_rows]
   int32_t num_rows = 0;
   int32_t vocab = 0;

@@ -542,13 +542,16 @@ void MainWindow::onSelectionChanged(TraceContext& ctx) {
   if (!ctx.loaded()) return;
   const StepView& v = ctx.view();
   const TraceDocument* d = ctx.shownDoc();
-  auto kv = [&](const char* k) { return v.kv.contains(k) && v.kv[k].is_number() ? QString::number(v.kv[k].get<int64_t>()) : QStringLiteral("n/a"); };
+  const std::optional<KvRecord>& kv = v.kv;
+  const QString na = QStringLiteral("n/a");
+  auto num = [&](std::optional<int64_t> x) { return x ? QString::number(*x) : na; };
   QString s = tr("step %1 (%2 of %3)  |  phase %4  |  live beams %5  |  KV slots %6 in use / peak %7 (batch %8)  |  %9, %10")
                   .arg(ctx.step())
                   .arg(ctx.stepIndex() + 1)
                   .arg(ctx.steps().size())
                   .arg(QString::fromStdString(v.phase.empty() ? std::string("-") : v.phase))
-                  .arg(kv("live_beams"), kv("slots"), kv("peak"), kv("batch_slots"))
+                  .arg(num(kv ? kv->live_beams : std::nullopt), kv ? QString::number(kv->slots) : na, kv ? QString::number(kv->peak) : na,
+                       num(kv ? kv->batch_slots : std::nullopt))
                   .arg(QString::fromStdString(d->algorithm()), QString::fromStdString(d->backend()));
   if (ctx.diffMode()) s += tr("  |  showing %1").arg(ctx.shownSide() == TraceContext::A ? QStringLiteral("A") : QStringLiteral("B"));
   const int32_t n = ctx.selectedNode();

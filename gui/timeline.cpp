@@ -13,7 +13,7 @@
 
 namespace triescope::gui {
 
-Timeline::Timeline(TraceContext& ctx, QWidget* parent) : QWidget(parent), ctx_(ctx) {
+Timeline::Timeline(TraceContext& ctx, QWidget* parent) : QWidget(parent), ContextViewer(ctx) {
   auto btn = [this](QStyle::StandardPixmap icon, const QString& tip, auto slot) {
     auto* b = new QToolButton(this);
     b->setIcon(style()->standardIcon(icon));
@@ -61,11 +61,9 @@ Timeline::Timeline(TraceContext& ctx, QWidget* parent) : QWidget(parent), ctx_(c
   connect(jump_, &QSpinBox::valueChanged, this, [this](int v) {
     if (!updating_) ctx_.setStep(v);
   });
-  ctx_.addViewer(this);
+  watchContext();
   setEnabled(false);
 }
-
-Timeline::~Timeline() { ctx_.removeViewer(this); }
 
 void Timeline::onTraceLoaded(TraceContext& ctx) {
   updating_ = true;

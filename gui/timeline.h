@@ -14,14 +14,12 @@ class QToolButton;
 
 namespace triescope::gui {
 
-class Timeline final : public QWidget, public ITraceViewer {
+class Timeline final : public QWidget, public ContextViewer {
   Q_OBJECT
  public:
   explicit Timeline(TraceContext& ctx, QWidget* parent = nullptr);
-  ~Timeline() override;
   void onTraceLoaded(TraceContext& ctx) override;
   void onStepChanged(TraceContext& ctx) override;
-  void onSelectionChanged(TraceContext&) override {}
   bool playing() const;
   QSlider* slider() const { return slider_; }
 
@@ -34,7 +32,6 @@ class Timeline final : public QWidget, public ITraceViewer {
   void focusJump();
 
  private:
-  TraceContext& ctx_;
   QSlider* slider_;
   QSpinBox* jump_;
   QComboBox* speed_;

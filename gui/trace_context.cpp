@@ -7,6 +7,8 @@
 #include <QtConcurrent/QtConcurrent>
 
 #include "core/common/error.h"
+#include "core/trace/gc_record.h"
+#include "core/trace/keyframe_record.h"
 
 namespace triescope::gui {
 
@@ -44,12 +46,7 @@ void TraceContext::setTraces(TraceDocumentPtr a, TraceDocumentPtr b) {
   step_ = steps().empty() ? 0 : steps().front();
   computeView();
   makeSpare();
-  for (auto* v : viewers_) v->onTraceLoaded(*this);
-  Q_EMIT traceLoaded();
-  for (auto* v : viewers_) v->onStepChanged(*this);
-  Q_EMIT stepChanged(step_);
-  for (auto* v : viewers_) v->onSelectionChanged(*this);
-  Q_EMIT selectionChanged(selected_);
+  notifyTraceLoaded();
 }
 
 void TraceContext::replaceTraces(TraceDocumentPtr a, TraceDocumentPtr b) {
@@ -70,6 +67,10 @@ void TraceContext::replaceTraces(TraceDocumentPtr a, TraceDocumentPtr b) {
   computeView();
   makeSpare();
   selected_ = sel < static_cast<int32_t>(view().nodes.size()) ? sel : -1;
+  notifyTraceLoaded();
+}
+
+void TraceContext::notifyTraceLoaded() {
   for (auto* v : viewers_) v->onTraceLoaded(*this);
   Q_EMIT traceLoaded();
   for (auto* v : viewers_) v->onStepChanged(*this);
@@ -336,6 +337,8 @@ bool split_path(const std::vector<TracePathStep>& path, std::string& head, size_
   if (k + 1 < path.size()) rest = path[k + 1].index >= 0 ? "[" + std::to_string(path[k + 1].index) + "]" : path[k + 1].key;
   return true;
 }
+// The diff path of a field of the target's pass: "forward.queries".
+std::string forward_path(const char* field) { return std::string(kForwardField) + "." + field; }
 int32_t int_at(const json& rec, const char* arr, size_t i, const char* key) {
   if (!rec.contains(arr) || !rec[arr].is_array() || i >= rec[arr].size()) return -1;
   const json& e = rec[arr][i];
@@ -363,19 +366,19 @@ void TraceContext::computeMarks() {
     std::string head, rest;
     size_t i = 0;
     if (!split_path(d.path, head, i, rest)) continue;
-    if (head == "forward.mask.rows") {
+    if (head == forward_path(kForwardMask) + ".rows") {
       m.mask_cells.emplace(static_cast<int32_t>(i), static_cast<int32_t>(d.index));
-      const int32_t q = rec.contains("forward") ? int_at(rec["forward"], "queries", i, nullptr) : -1;
+      const int32_t q = rec.contains(kForwardField) ? int_at(rec[kForwardField], kForwardQueries, i, nullptr) : -1;
       if (q >= 0) m.nodes.insert(q);
-    } else if (head == "forward.queries" || head == "forward.positions" || head == "forward.slots") {
-      if (!rec.contains("forward")) continue;
-      const int32_t q = int_at(rec["forward"], "queries", i, nullptr);
+    } else if (head == forward_path(kForwardQueries) || head == forward_path(kForwardPositions) || head == forward_path(kForwardSlots)) {
+      if (!rec.contains(kForwardField)) continue;
+      const int32_t q = int_at(rec[kForwardField], kForwardQueries, i, nullptr);
       if (q >= 0) m.nodes.insert(q);
-      const int32_t s = int_at(rec["forward"], "slots", i, nullptr);
-      if (head == "forward.slots" && s >= 0) m.kv_slots.insert(s);
-      if (head == "forward.positions") m.positions.insert(static_cast<int32_t>(i));
-      if (head == "forward.queries") m.mask_cells.emplace(static_cast<int32_t>(i), -1);
-    } else if (head == "added" || head == "nodes") {
+      const int32_t s = int_at(rec[kForwardField], kForwardSlots, i, nullptr);
+      if (head == forward_path(kForwardSlots) && s >= 0) m.kv_slots.insert(s);
+      if (head == forward_path(kForwardPositions)) m.positions.insert(static_cast<int32_t>(i));
+      if (head == forward_path(kForwardQueries)) m.mask_cells.emplace(static_cast<int32_t>(i), -1);
+    } else if (head == "added" || head == kKeyframeNodes) {
       const int32_t id = int_at(rec, head.c_str(), i, "id");
       if (id >= 0) m.nodes.insert(id);
       if (rest == "slot") {
@@ -385,10 +388,11 @@ void TraceContext::computeMarks() {
     } else if (head == "status" || head == "chosen") {
       const int32_t id = int_at(rec, head.c_str(), i, "node");
       if (id >= 0) m.nodes.insert(id);
-    } else if (head == "moves") {
-      if (rec.contains("moves") && i < rec["moves"].size() && rec["moves"][i].is_array() && rec["moves"][i].size() == 2)
-        m.kv_slots.insert(rec["moves"][i][1].get<int32_t>());
-    } else if (head == "slot_to_node") {
+    } else if (head == kGcMoves) {
+      const auto mv = rec.find(kGcMoves);
+      if (mv != rec.end() && mv->is_array() && i < mv->size() && (*mv)[i].is_array() && (*mv)[i].size() == 2)
+        m.kv_slots.insert((*mv)[i][1].get<int32_t>());
+    } else if (head == kKeyframeSlotToNode) {
       m.kv_slots.insert(static_cast<int32_t>(i));
     }
   }

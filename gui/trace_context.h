@@ -20,12 +20,14 @@ namespace triescope::gui {
 
 class TraceContext;
 
+// What a viewer is told; a viewer overrides what it draws from (every
+// viewer draws the step).
 class ITraceViewer {
  public:
   virtual ~ITraceViewer() = default;
-  virtual void onTraceLoaded(TraceContext& ctx) = 0;
+  virtual void onTraceLoaded(TraceContext&) {}
   virtual void onStepChanged(TraceContext& ctx) = 0;
-  virtual void onSelectionChanged(TraceContext& ctx) = 0;
+  virtual void onSelectionChanged(TraceContext&) {}
   // The mask cell pointed at changed (TraceContext::highlight()).
   virtual void onHighlightChanged(TraceContext&) {}
 };
@@ -135,6 +137,8 @@ class TraceContext : public QObject {
 
  private:
   void computeView();
+  // Every viewer and signal told of a new trace, then of its step and selection.
+  void notifyTraceLoaded();
   void computeMarks();
   void computeForwardSlots();
   ForwardLayout fwd_;  // the layout the shown step's forward pass read (core/analysis/forward_layout.h)
@@ -184,6 +188,19 @@ class TraceContext : public QObject {
   std::vector<TraceDivergence> divergences_;
   std::map<int32_t, StepMarks> marks_;  // step -> marks
   int32_t marks_header_ = 0;            // divergences outside any step (header, summary)
+};
+
+// A pane's tie to the context: it holds the context as ctx_, registers with
+// watchContext() (last in the pane's constructor: a loaded context calls the
+// viewer back at once) and leaves the context when destroyed.
+class ContextViewer : public ITraceViewer {
+ public:
+  ~ContextViewer() override { ctx_.removeViewer(this); }
+
+ protected:
+  explicit ContextViewer(TraceContext& ctx) : ctx_(ctx) {}
+  void watchContext() { ctx_.addViewer(this); }
+  TraceContext& ctx_;
 };
 
 }  // namespace triescope::gui

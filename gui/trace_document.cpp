@@ -23,12 +23,6 @@ int32_t TraceDocument::step_index(int32_t step) const {
 }
 
 namespace {
-int64_t int_or(const json& j, const char* key) {
-  return j.contains(key) && j[key].is_number_integer() ? j[key].get<int64_t>() : -1;
-}
-}  // namespace
-
-namespace {
 
 int32_t saturated(int64_t x) { return static_cast<int32_t>(std::clamp<int64_t>(x, INT32_MIN, INT32_MAX)); }
 
@@ -79,8 +73,16 @@ namespace {
 
 // One step's figures from its step record.
 void step_stat_read(const json& r, StepStats& stats, size_t step) {
-  if (r.contains("kv") && r["kv"].is_object())
-    stats.set_kv(step, int_or(r["kv"], "slots"), int_or(r["kv"], "peak"), int_or(r["kv"], "batch_slots"), int_or(r["kv"], "live_beams"));
+  if (r.contains(kKvField) && r[kKvField].is_object()) {
+    // A malformed kv leaves the step's figures unset here; showing the step
+    // (TraceReplay::at) reports it.
+    std::optional<KvRecord> kv;
+    try {
+      kv = KvRecord::from_json(r[kKvField], kKvField);
+    } catch (const Error&) {
+    }
+    if (kv) stats.set_kv(step, kv->slots, kv->peak, kv->batch_slots.value_or(-1), kv->live_beams.value_or(-1));
+  }
   if (r.contains("seconds") && r["seconds"].is_number()) stats.set_seconds(step, r["seconds"].get<double>());
 }
 
@@ -114,10 +116,8 @@ TraceDocumentPtr document_from_replay(std::unique_ptr<TraceReplay> replay, const
   auto doc = std::make_shared<TraceDocument>();
   doc->origin = origin;
   doc->replay = std::move(replay);
-  const json& h = doc->replay->header();
-  verify_kind_of_header(h, origin);  // an unregistered verify kind is refused here, by name
-  if (h.contains("config") && h["config"].is_object() && h["config"].contains("prompt") && h["config"]["prompt"].is_array())
-    doc->prompt_len = static_cast<int32_t>(h["config"]["prompt"].size());
+  verify_kind_of_header(doc->replay->header(), origin);  // an unregistered verify kind is refused here, by name
+  doc->prompt_len = doc->replay->header_record().prompt_length();
   document_index(*doc);
   return doc;
 }

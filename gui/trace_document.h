@@ -71,8 +71,8 @@ struct TraceDocument {
   // Top-level fields seen in the step records ("constraint", "verify", ...):
   // which panes have something to show, without reading the records again.
   std::set<std::string> step_fields;
-  std::string algorithm() const { return replay->header().value("algorithm", std::string("?")); }
-  std::string backend() const { return replay->header().value("backend", std::string("?")); }
+  std::string algorithm() const { return replay->header_record().algorithm; }
+  std::string backend() const { return replay->header_record().backend.empty() ? std::string("?") : replay->header_record().backend; }
   // Index of `step` in replay->steps(), -1 if absent.
   int32_t step_index(int32_t step) const;
 };

@@ -35,8 +35,7 @@ void apply_chosen(const nlohmann::json& record, const std::string& where, std::v
 
 std::vector<std::vector<int32_t>> batch_copy_tokens(const TraceReplay& t, int32_t step) {
   if (!mask_copy_layout(t)) return {};
-  JsonObjectReader hr(t.header(), t.origin() + ": header");
-  JsonObjectReader cfg = hr.object("config");
+  JsonObjectReader cfg = t.header_record().config_reader(t.origin());
   const std::vector<int32_t> prompt = cfg.get_int_array("prompt", 0, INT32_MAX);
   const int64_t beams = cfg.object("beam").get_int("num_beams", 1, kTraceMaxSlots);
   std::vector<std::vector<int32_t>> copies(static_cast<size_t>(beams), prompt);

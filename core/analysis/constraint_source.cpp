@@ -31,11 +31,11 @@ std::string set_mismatch(const ConstraintHeader& h, const ConstraintSet& c, cons
 }
 }  // namespace
 
-std::optional<ConstraintHeader> constraint_header_read(const nlohmann::json& header, const std::string& origin) {
-  if (!header.is_object() || !header.contains("config") || !header["config"].is_object() || !header["config"].contains("constraint"))
-    return std::nullopt;
+std::optional<ConstraintHeader> constraint_header_read(const HeaderRecord& header, const std::string& origin) {
+  const auto constraint = header.config.find("constraint");
+  if (constraint == header.config.end()) return std::nullopt;
   return reader_boundary(origin, [&] {
-    JsonObjectReader r(header["config"]["constraint"], origin, "config.constraint");
+    JsonObjectReader r(*constraint, origin, "config.constraint");
     ConstraintHeader h;
     h.impl = r.get_string("impl");
     h.name = r.get_string("name", h.impl);

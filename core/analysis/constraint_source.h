@@ -16,6 +16,7 @@
 
 #include "core/constraint/constraint_set.h"
 #include "core/constraint/transition_matrix.h"
+#include "core/trace/header_record.h"
 
 namespace triescope {
 
@@ -39,7 +40,7 @@ struct ConstraintHeader {
 
 // nullopt when the header has no config.constraint. Throws Error naming
 // `origin` and the field (config.constraint.set.items ...) on a malformed one.
-std::optional<ConstraintHeader> constraint_header_read(const nlohmann::json& header, const std::string& origin);
+std::optional<ConstraintHeader> constraint_header_read(const HeaderRecord& header, const std::string& origin);
 
 // A set found, checked and indexed.
 struct ConstraintIndexLoaded {

@@ -62,9 +62,8 @@ void nodes_by_trie(const VerifyRead& rd, VerifyInfo& out) {
 }
 
 void read_verify(VerifyRead& rd, const json& ver, VerifyInfo& out) {
-  const json& h = rd.replay.header();
-  if (h.contains("config") && h["config"].is_object() && h["config"].contains("verify") && h["config"]["verify"].is_string())
-    out.mode = h["config"]["verify"].get<std::string>();
+  const json& cfg = rd.replay.header_record().config;
+  if (const auto mode = cfg.find("verify"); mode != cfg.end() && mode->is_string()) out.mode = mode->get<std::string>();
   out.window_nodes = rd.ints(ver, "window_nodes", "verify");
   out.candidate_nodes = rd.ints(ver, "candidate_nodes", "verify");
   out.accepted_nodes = rd.ints(ver, "accepted_nodes", "verify");

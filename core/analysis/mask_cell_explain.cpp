@@ -44,12 +44,7 @@ std::string token_display(const TraceReplay& t, int32_t token, size_t max_chars)
   return out;
 }
 
-int32_t trace_prompt_length(const TraceReplay& t) {
-  const nlohmann::json& h = t.header();
-  if (!h.contains("config") || !h["config"].is_object()) return 0;
-  const nlohmann::json& c = h["config"];
-  return c.contains("prompt") && c["prompt"].is_array() ? static_cast<int32_t>(c["prompt"].size()) : 0;
-}
+int32_t trace_prompt_length(const TraceReplay& t) { return t.header_record().prompt_length(); }
 
 namespace {
 

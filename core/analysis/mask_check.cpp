@@ -152,12 +152,11 @@ int64_t mask_check_copies_row(const StepView& v, const ForwardView& f, int32_t r
 }
 
 std::optional<CopyLayout> mask_copy_layout(const TraceReplay& t) {
-  const nlohmann::json& h = t.header();
-  if (h.value("algorithm", std::string()) != "batch_beam_search") return std::nullopt;
+  const HeaderRecord& h = t.header_record();
+  if (h.algorithm != "batch_beam_search") return std::nullopt;
   // The copy size, from the header's config: every field with its type
   // and range, the sum in 64 bits (a copy no trace's slots can hold is refused).
-  JsonObjectReader hr(h, t.origin() + ": header");
-  JsonObjectReader cfg = hr.object("config");
+  JsonObjectReader cfg = h.config_reader(t.origin());
   const json& prompt_ids = cfg.raw("prompt");
   TS_CHECK(prompt_ids.is_array(), cfg.where("prompt") << " must be an array of token ids, got " << json_brief(prompt_ids));
   // The batch layout places copy r / prompt at step 0 (copy_row).
@@ -195,7 +194,7 @@ MaskCheckReport mask_check_trace(const TraceReplay& t, size_t limit) {
       rep.violation_count += mask_check_copies(v, *v.forward, region, prompt, rep.violations, limit);
       continue;
     }
-    const bool has_drafts = v.extra.is_object() && (v.extra.contains("draft_forward") || v.extra.contains("draft_forwards"));
+    const bool has_drafts = v.extra.is_object() && (v.extra.contains(kDraftForwardField) || v.extra.contains(kDraftForwardsField));
     if (!v.forward && !has_drafts) continue;
     const ForwardLayout layout = forward_layout(v, t.gc_after_forward(step));
     auto check = [&](const ForwardView& f, const std::string& pass) {
@@ -208,15 +207,15 @@ MaskCheckReport mask_check_trace(const TraceReplay& t, size_t limit) {
     // A draft pass ran before the step's later nodes existed: its mask is
     // narrower, and every node it reads is already in the step's layout.
     const std::string where = t.origin() + ": step " + std::to_string(step) + ": ";
-    if (v.extra.contains("draft_forward")) {
-      forward_view_parse(v.extra["draft_forward"], where + "draft_forward", draft);
-      check(draft, "draft_forward");
+    if (v.extra.contains(kDraftForwardField)) {
+      forward_view_parse(v.extra[kDraftForwardField], where + kDraftForwardField, draft);
+      check(draft, kDraftForwardField);
     }
-    if (v.extra.contains("draft_forwards")) {
-      const nlohmann::json& passes = v.extra["draft_forwards"];
-      TS_CHECK(passes.is_array(), where << "draft_forwards must be an array, got " << json_brief(passes));
+    if (v.extra.contains(kDraftForwardsField)) {
+      const nlohmann::json& passes = v.extra[kDraftForwardsField];
+      TS_CHECK(passes.is_array(), where << kDraftForwardsField << " must be an array, got " << json_brief(passes));
       for (size_t i = 0; i < passes.size(); ++i) {
-        const std::string name = "draft_forwards[" + std::to_string(i) + "]";
+        const std::string name = std::string(kDraftForwardsField) + "[" + std::to_string(i) + "]";
         forward_view_parse(passes[i], where + name, draft);
         check(draft, name);
       }

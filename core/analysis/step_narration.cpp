@@ -59,11 +59,11 @@ struct HeaderFacts {
   int64_t eos = -1, max_new = -1, prompt_len = -1;
 };
 
-HeaderFacts header_facts(const json& h) {
+HeaderFacts header_facts(const HeaderRecord& h) {
   HeaderFacts f;
-  if (h.contains("algorithm") && h["algorithm"].is_string()) f.spec = algorithm_find(h["algorithm"].get<std::string>());
+  f.spec = algorithm_find(h.algorithm);
   f.scored = f.spec && f.spec->scored;
-  const json cfg = h.contains("config") && h["config"].is_object() ? h["config"] : json::object();
+  const json& cfg = h.config;
   // Beam algorithms keep these in config.beam, the others at the top of config.
   for (const json* o : {&cfg, cfg.contains("beam") ? &cfg["beam"] : nullptr}) {
     if (!o) continue;
@@ -90,7 +90,7 @@ struct Narrator {
   std::set<int32_t> added;
   std::vector<NarrationSentence> out;
 
-  Narrator(const StepView& view, const TraceReplay& replay, const TreeBefore* b) : v(view), r(replay), before(b), h(header_facts(replay.header())) {
+  Narrator(const StepView& view, const TraceReplay& replay, const TreeBefore* b) : v(view), r(replay), before(b), h(header_facts(replay.header_record())) {
     has_child.assign(v.nodes.size(), 0);
     for (const TreeNode& n : v.nodes)
       if (n.parent >= 0 && static_cast<size_t>(n.parent) < has_child.size()) has_child[static_cast<size_t>(n.parent)] = 1;
@@ -453,12 +453,12 @@ void Narrator::verify() {
 }
 
 void Narrator::kv() {
-  const auto slots = int_field(v.kv, "slots");
-  if (!slots) return;
+  const std::optional<KvRecord>& figures = v.kv;
+  if (!figures) return;
   NarrationBuilder b = make("kv");
-  b.text("KV cache after the step: " + count_of(static_cast<size_t>(*slots), "slot", "slots") + " in use");
-  if (auto peak = int_field(v.kv, "peak")) b.text(" (peak " + std::to_string(*peak) + ")");
-  if (auto batch = int_field(v.kv, "batch_slots")) b.text("; the comparison layout would hold " + std::to_string(*batch));
+  b.text("KV cache after the step: " + count_of(static_cast<size_t>(figures->slots), "slot", "slots") + " in use");
+  b.text(" (peak " + std::to_string(figures->peak) + ")");
+  if (figures->batch_slots) b.text("; the comparison layout would hold " + std::to_string(*figures->batch_slots));
   b.text(".");
   put(b);
 }

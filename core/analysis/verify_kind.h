@@ -17,10 +17,12 @@
 
 #include "core/analysis/narration_sentence.h"
 #include "core/analysis/verify_info.h"
+#include "core/common/spec_registry.h"
 
 namespace triescope {
 
 class VerifierSet;
+struct HeaderRecord;
 struct VerifyRead;
 
 // The colour role of a drawn row's tag; the pane picks the colour.
@@ -74,7 +76,8 @@ std::string verify_kind_names();
 // The verification kind of a trace's verify records: v2 headers name it
 // ("verify_kind", absent when the algorithm verifies nothing); a v1 header
 // wrote none, so its algorithm's registered spec (core/decode/algorithm.h)
-// gives it. "" for none.
+// gives it. "" for none, and for a header this build cannot read.
+std::string trace_verify_kind(const HeaderRecord& header);
 std::string trace_verify_kind(const nlohmann::json& header);
 // The spec of the kind `header` names (trace_verify_kind), null when it names
 // none; throws Error naming `origin`, the field and the registered kinds when
@@ -85,14 +88,10 @@ const VerifyKindSpec* verify_kind_of_header(const nlohmann::json& header, const 
 // one for an unregistered kind.
 void verifier_set_check(const VerifierSet& set);
 
-struct VerifyKindRegistrar {
-  explicit VerifyKindRegistrar(VerifyKindSpec spec) { verify_kind_register(std::move(spec)); }
-};
+using VerifyKindRegistrar = SpecRegistrar<VerifyKindSpec, verify_kind_register>;
 
 }  // namespace triescope
 
-#define TRIESCOPE_VERIFY_KIND_CAT2(a, b) a##b
-#define TRIESCOPE_VERIFY_KIND_CAT(a, b) TRIESCOPE_VERIFY_KIND_CAT2(a, b)
 // At namespace scope in the kind's file: TRIESCOPE_REGISTER_VERIFY_KIND(spec_function());
 #define TRIESCOPE_REGISTER_VERIFY_KIND(spec) \
-  static const ::triescope::VerifyKindRegistrar TRIESCOPE_VERIFY_KIND_CAT(triescope_verify_kind_registrar_, __LINE__)(spec)
+  static const ::triescope::VerifyKindRegistrar TRIESCOPE_SPEC_REGISTRAR_NAME(triescope_verify_kind_registrar_)(spec)

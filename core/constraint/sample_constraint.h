@@ -8,6 +8,7 @@
 #include <string>
 
 #include "core/config/json_reader.h"
+#include "core/constraint/constraint_index_request.h"
 #include "core/constraint/constraint_set.h"
 #include "core/select/logits_constraint.h"
 
@@ -20,7 +21,9 @@ class SampleConstraint : public LogitsConstraint {
 };
 
 // A sample's "constraint" object (the fields: static_constraint.h,
-// static_constraint_from_json); every error names the field.
-std::shared_ptr<SampleConstraint> sample_constraint_from_json(JsonObjectReader r, int32_t vocab_size, const std::string& sample_path);
+// static_constraint_from_json), its index built by `make_index` (the CPU's
+// when empty); every error names the field.
+std::shared_ptr<SampleConstraint> sample_constraint_from_json(JsonObjectReader r, int32_t vocab_size, const std::string& sample_path,
+                                                              const ConstraintIndexMaker& make_index = {});
 
 }  // namespace triescope

@@ -26,6 +26,10 @@ std::shared_ptr<ConstraintIndex> constraint_index_make(const std::string& impl, 
   TS_FAIL("constraint: impl must be one of vntk, pointer_trie, ppv_exact, ppv_approx, hash_bitmap; got \"" << impl << "\"");
 }
 
+std::shared_ptr<ConstraintIndex> constraint_index_make(const ConstraintIndexRequest& request) {
+  return constraint_index_make(request.impl, request.set, request.matrix, request.top_k);
+}
+
 StaticConstraint::StaticConstraint(std::shared_ptr<const ConstraintSet> set, std::shared_ptr<ConstraintIndex> index, bool sparse_ranking)
     : set_(std::move(set)), index_(std::move(index)) {
   TS_CHECK(set_ && index_, "static constraint: needs a set and an index");
@@ -89,7 +93,8 @@ nlohmann::json StaticConstraint::describe() const {
   return j;
 }
 
-std::shared_ptr<StaticConstraint> static_constraint_from_json(JsonObjectReader r, int32_t vocab_size, const std::string& sample_path) {
+std::shared_ptr<StaticConstraint> static_constraint_from_json(JsonObjectReader r, int32_t vocab_size, const std::string& sample_path,
+                                                              const ConstraintIndexMaker& make_index) {
   const std::string file = r.get_string("file");
   const std::string format = r.get_string("format", "auto");
   TS_CHECK(format == "text" || format == "npy" || format == "auto", r.where("format") << " must be text, npy or auto, got \"" << format << "\"");
@@ -114,8 +119,10 @@ std::shared_ptr<StaticConstraint> static_constraint_from_json(JsonObjectReader r
                                      << "\" must be a relative path inside the sample's folder, without \"..\" (copy or link the set there)");
   p = std::filesystem::path(sample_path).parent_path() / p;
   auto set = std::make_shared<const ConstraintSet>(constraint_set_read(p.string(), format, vocab_size));
+  const ConstraintIndexRequest request{impl, set, opt, top_k, ranking == "sparse"};
   try {
-    auto c = std::make_shared<StaticConstraint>(set, constraint_index_make(impl, set, opt, top_k), ranking == "sparse");
+    auto index = make_index ? make_index(request) : constraint_index_make(request);
+    auto c = std::make_shared<StaticConstraint>(set, std::move(index), request.sparse_ranking);
     c->set_sample_file(file);
     return c;
   } catch (const Error& e) {
@@ -123,8 +130,9 @@ std::shared_ptr<StaticConstraint> static_constraint_from_json(JsonObjectReader r
   }
 }
 
-std::shared_ptr<SampleConstraint> sample_constraint_from_json(JsonObjectReader r, int32_t vocab_size, const std::string& sample_path) {
-  return static_constraint_from_json(std::move(r), vocab_size, sample_path);
+std::shared_ptr<SampleConstraint> sample_constraint_from_json(JsonObjectReader r, int32_t vocab_size, const std::string& sample_path,
+                                                              const ConstraintIndexMaker& make_index) {
+  return static_constraint_from_json(std::move(r), vocab_size, sample_path, make_index);
 }
 
 }  // namespace triescope

@@ -9,6 +9,7 @@
 
 #include "core/config/json_reader.h"
 #include "core/constraint/constraint_index.h"
+#include "core/constraint/constraint_index_request.h"
 #include "core/constraint/constraint_set.h"
 #include "core/constraint/sample_constraint.h"
 #include "core/constraint/static_step.h"
@@ -20,6 +21,8 @@ namespace triescope {
 // "ppv_approx" (top_k logits), "hash_bitmap".
 std::shared_ptr<ConstraintIndex> constraint_index_make(const std::string& impl, std::shared_ptr<const ConstraintSet> set,
                                                        TransitionMatrixOptions opt, int32_t top_k = 50);
+// The CPU's ConstraintIndexMaker: constraint_index_make over the request.
+std::shared_ptr<ConstraintIndex> constraint_index_make(const ConstraintIndexRequest& request);
 const std::vector<std::string>& constraint_impl_names();
 
 class StaticConstraint final : public SampleConstraint {
@@ -59,7 +62,10 @@ class StaticConstraint final : public SampleConstraint {
 // "format": "text"|"npy"|"auto", "dense_levels": d, "layout":
 // "stacked"|"compact", "impl": see constraint_index_make, "top_k": k,
 // "ranking": "full" (mask every row, rank every token; the default) |
-// "sparse" (rank the allowed tokens only; impl vntk)}.
-std::shared_ptr<StaticConstraint> static_constraint_from_json(JsonObjectReader r, int32_t vocab_size, const std::string& sample_path);
+// "sparse" (rank the allowed tokens only; impl vntk)}. The index is built
+// by `make_index` (the backend's, BackendSpec::make_constraint_index), or by
+// the CPU's constraint_index_make when it is empty.
+std::shared_ptr<StaticConstraint> static_constraint_from_json(JsonObjectReader r, int32_t vocab_size, const std::string& sample_path,
+                                                              const ConstraintIndexMaker& make_index = {});
 
 }  // namespace triescope

@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/common/spec_registry.h"
 #include "core/config/json_reader.h"
 #include "core/decode/beam_config.h"
 #include "core/decode/decode_result.h"
@@ -52,10 +53,25 @@ struct SampleRun {
   std::unique_ptr<DecodeResult> baseline;
 };
 
+// Reads an algorithm's sections of a sample (AlgorithmSpec::parse).
+using AlgorithmParse = std::function<std::shared_ptr<const AlgorithmConfig>(JsonObjectReader& sample, const Sample& s)>;
+
+// The parse of an algorithm whose config is `Config`: a fresh one filled by
+// `read`, so an algorithm states only what it reads.
+//   .parse = config_parser(parse_beam_section),
+template <class Config>
+AlgorithmParse config_parser(void (*read)(JsonObjectReader& sample, const Sample& s, Config& out)) {
+  return [read](JsonObjectReader& sample, const Sample& s) -> std::shared_ptr<const AlgorithmConfig> {
+    auto c = std::make_shared<Config>();
+    read(sample, s, *c);
+    return c;
+  };
+}
+
 struct AlgorithmSpec {
   std::string name;         // the sample's "algorithm" and the trace header's
   std::string description;  // one line: the paper and what the algorithm does
-  AlgorithmAccepts accepts;
+  AlgorithmAccepts accepts{};  // none by default
   // The sample objects parse() reads (its sections), for messages and docs.
   std::vector<std::string> sections;
   // Node logprobs in the trace are scores (false: greedy, lookahead,
@@ -65,11 +81,15 @@ struct AlgorithmSpec {
   // whose layout is b full rows).
   bool has_tree = true;
   // verify.kind of its step records (kVerify* in core/trace/trace.h); empty: none.
-  std::string verify_kind;
+  std::string verify_kind{};
+  // The backend seams its run calls besides its models, its verify kind and
+  // a constraint (core/decode/backend.h, BackendSupport): "mask"
+  // (DecodeOptions::make_mask), "selection" (make_selector), "greedy_argmax".
+  std::vector<std::string> seams{};
   // Reads the algorithm's sections from the sample (marking them used in
   // `sample`); every error names the file and the field. `s` already holds
   // the path, model, draft model and prompt.
-  std::function<std::shared_ptr<const AlgorithmConfig>(JsonObjectReader& sample, const Sample& s)> parse;
+  AlgorithmParse parse;
   // Runs the sample (models already on their backend), recording to `trace`
   // (may be null), and writes a readable report.
   std::function<SampleRun(const Sample& s, TraceSink* trace, std::ostream& report)> run;
@@ -86,24 +106,20 @@ std::string algorithm_names();
 // The names of the registered algorithms accepting what `pred` says.
 std::string algorithm_names_if(const std::function<bool(const AlgorithmSpec&)>& pred);
 
-struct AlgorithmRegistrar {
-  explicit AlgorithmRegistrar(AlgorithmSpec spec) { algorithm_register(std::move(spec)); }
-};
+using AlgorithmRegistrar = SpecRegistrar<AlgorithmSpec, algorithm_register>;
 
 }  // namespace triescope
 
-#define TRIESCOPE_ALGORITHM_CAT2(a, b) a##b
-#define TRIESCOPE_ALGORITHM_CAT(a, b) TRIESCOPE_ALGORITHM_CAT2(a, b)
 // At namespace scope in the algorithm's file: TRIESCOPE_REGISTER_ALGORITHM(spec_function());
 #define TRIESCOPE_REGISTER_ALGORITHM(spec) \
-  static const ::triescope::AlgorithmRegistrar TRIESCOPE_ALGORITHM_CAT(triescope_algorithm_registrar_, __LINE__)(spec)
+  static const ::triescope::AlgorithmRegistrar TRIESCOPE_SPEC_REGISTRAR_NAME(triescope_algorithm_registrar_)(spec)
 // The same for a built-in decoder, whose header declares `accessor` (the
 // decoder heads its trace with the spec's name and verify kind): defines it
-// in namespace triescope and registers what it returns.
-//   TRIESCOPE_DEFINE_ALGORITHM(trie_beam_search_spec, spec());
-#define TRIESCOPE_DEFINE_ALGORITHM(accessor, spec)    \
-  const ::triescope::AlgorithmSpec& accessor() {      \
-    static const ::triescope::AlgorithmSpec s = spec; \
-    return s;                                         \
-  }                                                   \
+// in namespace triescope and registers the spec that follows.
+//   TRIESCOPE_DEFINE_ALGORITHM(greedy_spec, AlgorithmSpec{.name = "greedy", ...});
+#define TRIESCOPE_DEFINE_ALGORITHM(accessor, ...)            \
+  const ::triescope::AlgorithmSpec& accessor() {             \
+    static const ::triescope::AlgorithmSpec s = __VA_ARGS__; \
+    return s;                                                \
+  }                                                          \
   TRIESCOPE_REGISTER_ALGORITHM(accessor())

@@ -7,7 +7,7 @@
 #include "core/common/error.h"
 #include "core/decode/beam_budget.h"
 #include "core/select/log_normaliser.h"
-#include "core/select/topk_candidates.h"
+#include "core/select/selector.h"
 #include "core/decode/decoder_call.h"
 #include "core/decode/decoder_trace.h"
 #include "core/decode/prompt_check.h"
@@ -69,7 +69,7 @@ class BatchSearch : DecoderCall<BeamConfig> {
 
   void check() const;
   json forward(int32_t first_pos, int32_t count);
-  json kv_json(int32_t generated);
+  KvRecord kv_figures(int32_t generated);
   void rank(int32_t cur, json* cinfo);
   Next select(int32_t cur, StepRecord& ev);
   void reorder(int32_t cur, const Next& next);
@@ -86,6 +86,7 @@ class BatchSearch : DecoderCall<BeamConfig> {
   int32_t rows_ = 0;  // rows in use (fewer only when a constraint leaves fewer beams)
   BeamHyps hyps_;
   bool done_ = false;
+  std::unique_ptr<Selector> selector_;      // the step's top 2B (DecodeOptions::make_selector)
   std::vector<double> lp_;                  // [rows * V] log-softmax of each row's logits
   std::vector<ScoredCandidate> ranked_;     // the top 2B (score, flat index), best first
 };
@@ -120,21 +121,21 @@ json BatchSearch::forward(int32_t first_pos, int32_t count) {
   ++res_.metrics.model_calls;
   res_.metrics.computed_tokens += static_cast<int64_t>(in.tokens.size());
   if (!rec_.on()) return json();
-  return {{"positions", in.positions}, {"slots", in.slots}, {"mask", trace_mask(in.mask)}};
+  return ForwardView{{}, in.positions, in.slots, in.mask}.to_json();  // no tree: no queries
 }
 
 // The cache after `generated` tokens (its high-water mark counted here).
-json BatchSearch::kv_json(int32_t generated) {
+KvRecord BatchSearch::kv_figures(int32_t generated) {
   const int64_t used = int64_t{B_} * (n_ + generated);
   DecodeMetrics& m = res_.metrics;
   m.peak_slots = std::max(m.peak_slots, used);
-  return json{{"slots", used}, {"peak", m.peak_slots}, {"bytes", used * bps_}, {"batch_slots", used},
-              {"batch_bytes", used * bps_}, {"live_beams", rows_}};
+  return {.slots = used, .peak = m.peak_slots, .bytes = used * bps_, .batch_slots = used, .batch_bytes = used * bps_, .live_beams = rows_};
 }
 
 // next_token_scores = log_softmax(logits) (+ constraint mask) + beam_scores[:, None]
 // over the flattened [rows * V], and its top 2B (torch.topk, ties to the
-// lower flat index): topk_candidates, which never materialises the sums.
+// lower flat index): the selector (topk_candidates on the CPU), which never
+// materialises the sums.
 void BatchSearch::rank(int32_t cur, json* cinfo) {
   const std::vector<int64_t> row_states(cstates_.begin(), cstates_.begin() + rows_);
   std::vector<const float*> row_logits;
@@ -144,10 +145,14 @@ void BatchSearch::rank(int32_t cur, json* cinfo) {
   // same finite candidates in the same order as the full ranking below).
   ranked_.clear();
   if (constraint_ && constraint_->rank(row_states, cur - 1, row_logits, beam_scores_.data(), V_, k, ranked_, cinfo)) return;
+  if (!constraint_) {
+    ranked_ = selector_->run_logits(row_logits, beam_scores_.data(), k);
+    return;
+  }
   lp_.resize(static_cast<size_t>(rows_) * static_cast<size_t>(V_));
   log_softmax_rows(row_logits, V_, lp_.data());
-  if (constraint_) constraint_->apply(row_states, cur - 1, lp_.data(), V_, cinfo);
-  ranked_ = topk_candidates(lp_.data(), rows_, V_, beam_scores_.data(), k);
+  constraint_->apply(row_states, cur - 1, lp_.data(), V_, cinfo);
+  ranked_ = selector_->run_logprobs(lp_.data(), rows_, beam_scores_.data(), k);
 }
 
 // HF BeamSearchScorer.process: an EOS among the first B finishes its row, the
@@ -225,6 +230,7 @@ DecodeResult BatchSearch::run() {
   check();
   res_.metrics.prompt_len = n_;
   model_.reset();
+  selector_ = selector_make(opt_.make_selector, {B_, V_, 2 * B_});  // at most B rows a step
   record_header(rec_, batch_beam_search_spec(), opt_, model_, [&] {
     json config = {{"beam", cfg_.to_json()}, {"prompt", prompt_}};
     if (constraint_) config["constraint"] = constraint_->describe();
@@ -237,9 +243,9 @@ DecodeResult BatchSearch::run() {
   rows_ = B_;
   StepRecord prefill(rec_);
   json fwd = forward(0, n_);
-  json kv = kv_json(0);
-  prefill.set("forward", [&] { return std::move(fwd); });
-  prefill.set("kv", [&] { return std::move(kv); });
+  KvRecord kv = kv_figures(0);
+  prefill.forward([&] { return std::move(fwd); });
+  prefill.kv([&] { return std::move(kv); });
   rec_.step(0, "prefill", prefill);
   for (int32_t cur = 1; cur <= cfg_.max_new_tokens && !done_; ++cur) {
     StepRecord ev(rec_, {"chosen"});
@@ -249,10 +255,10 @@ DecodeResult BatchSearch::run() {
     res_.metrics.steps = cur;
     if (!done_ && cur < cfg_.max_new_tokens) {
       fwd = forward(n_ + cur - 1, 1);
-      ev.set("forward", [&] { return std::move(fwd); });
+      ev.forward([&] { return std::move(fwd); });
     }
-    kv = kv_json(cur);
-    ev.set("kv", [&] { return std::move(kv); });
+    kv = kv_figures(cur);
+    ev.kv([&] { return std::move(kv); });
     if (constraint_) ev.set("constraint", [&] { return std::move(cinfo); });
     rec_.step(cur, "expand", ev);
   }

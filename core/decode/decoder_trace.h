@@ -19,7 +19,13 @@ namespace triescope {
 template <class F>
 void record_header(TraceRecorder& rec, const AlgorithmSpec& spec, const DecodeOptions& opt, const Model& model, F&& config) {
   if (!rec.on()) return;
-  rec.header(spec.name, opt.backend, config(), model.describe(), model.vocab_strings(), spec.verify_kind);
+  rec.header({.algorithm = spec.name,
+              .backend = opt.backend,
+              .config = config(),
+              .model = model.describe(),
+              .verify_kind = spec.verify_kind,
+              .vocab = model.vocab_strings(),
+              .seams = opt.seams});
   rec.engine_state([&model] { return model.engine_state(); });
 }
 

@@ -200,10 +200,10 @@ struct Accepted {
   double tlp;     // target joint log-likelihood (unwarped)
 };
 
-json kv_record(const KvSlots& slots, int64_t bps, int64_t paper, int32_t live) {
+KvRecord kv_record(const KvSlots& slots, int64_t bps, int64_t paper, int32_t live) {
   // batch_slots: the paper's layout, one cache per input beam (Section 3.3), at the same moment.
-  return {{"slots", slots.num_slots()}, {"peak", slots.peak()},       {"bytes", slots.num_slots() * bps},
-          {"batch_slots", paper},       {"batch_bytes", paper * bps}, {"live_beams", live}};
+  return {.slots = slots.num_slots(), .peak = slots.peak(), .bytes = slots.num_slots() * bps,
+          .batch_slots = paper, .batch_bytes = paper * bps, .live_beams = live};
 }
 
 
@@ -225,7 +225,7 @@ class DsbdDecoder : DecoderCall<DsbdConfig> {
   struct Iteration {
     // The draft step's and the verify step's events; the verify object's
     // layers and extra layer start empty (no layer verified, none extra).
-    explicit Iteration(const TraceRecorder& rec) : draft(rec, {"added", "draft_layers", "draft_forwards"}), verify(rec, {"added", "status"}) {
+    explicit Iteration(const TraceRecorder& rec) : draft(rec, {"added", "draft_layers", kDraftForwardsField}), verify(rec, {"added", "status"}) {
       verify.verify_set("layers", [] { return json::array(); });
       verify.verify_set("extra_layer", [] { return json(); });
     }
@@ -353,11 +353,11 @@ void DsbdDecoder::prefill() {
   if (!pre.empty()) {
     json fwd = tf_.feed(tree_, slots_.num_slots(), pre, tlp_rows_, trow_, rec_.on());
     json dfwd = df_.feed(tree_, slots_.num_slots(), pre, dlp_rows_, drow_, rec_.on());
-    ev.set("forward", [&] { return std::move(fwd); });
-    ev.set("draft_forward", [&] { return std::move(dfwd); });
+    ev.forward([&] { return std::move(fwd); });
+    ev.draft_forward([&] { return std::move(dfwd); });
   }
   ev.added(tree_, prompt_nodes);
-  ev.set("kv", [&] { return kv_record(slots_, bps_, n_, 1); });
+  ev.kv([&] { return kv_record(slots_, bps_, n_, 1); });
   rec_.step(0, "prefill", ev, tree_, slots_.num_slots());
   beams_ = {prompt_nodes.back()};
 }
@@ -385,7 +385,7 @@ void DsbdDecoder::draft_forest(Iteration& it) {
     for (int32_t b : prev.nodes)
       if (std::find(q_nodes.begin(), q_nodes.end(), b) == q_nodes.end()) q_nodes.push_back(b);
     json f = df_.feed(tree_, slots_.num_slots(), q_nodes, dlp_rows_, drow_, rec_.on());
-    it.draft.push("draft_forwards", [&] { return std::move(f); });
+    it.draft.draft_forwards_push([&] { return std::move(f); });
     for (int32_t id = 0; id < tree_.size(); ++id) {
       const int32_t r = drow_[static_cast<size_t>(id)];
       if (r >= 0)
@@ -442,14 +442,14 @@ void DsbdDecoder::draft_forest(Iteration& it) {
   DsbdStats& st = result_.stats;
   st.paper_peak_slots = std::max(st.paper_peak_slots, it.paper);
   it.draft.set("iteration", [&] { return iteration_; });
-  it.draft.set("kv", [&] { return kv_record(slots_, bps_, it.paper, static_cast<int32_t>(beams_.size())); });
+  it.draft.kv([&] { return kv_record(slots_, bps_, it.paper, static_cast<int32_t>(beams_.size())); });
   rec_.step(++step_, "draft", it.draft, tree_, slots_.num_slots());
 }
 
 void DsbdDecoder::score_forest(Iteration& it) {
   const std::vector<int32_t> order = dsbd_forest_order(tree_, beams_, it.in_forest);
   json fwd = tf_.feed(tree_, slots_.num_slots(), order, tlp_rows_, trow_, rec_.on());
-  it.verify.set("forward", [&] { return std::move(fwd); });
+  it.verify.forward([&] { return std::move(fwd); });
   it.verify.set("target_logprob", [&] {
     json lp = json::array();
     for (int32_t id : order)
@@ -669,7 +669,7 @@ void DsbdDecoder::record_verify(Iteration& it) {
   ev.verify_set("gamma", [&] { return it.g; });
   ev.verify_set("steps", [&] { return it.l_last; });
   ev.verify_set("stopped_at_layer", [&] { return it.l_last <= it.g ? json(it.l_last) : json(); });
-  ev.set("kv", [&] { return kv_record(slots_, bps_, it.paper, static_cast<int32_t>(beams_.size())); });
+  ev.kv([&] { return kv_record(slots_, bps_, it.paper, static_cast<int32_t>(beams_.size())); });
   rec_.step(step_, "verify", ev, tree_, slots_.num_slots());
 }
 

@@ -29,21 +29,33 @@ void feed_step(Model& model, Chain& c, const std::vector<int32_t>& nodes, TraceR
   c.computed += static_cast<int64_t>(nodes.size());
   StepRecord ev(rec);
   ev.added(c.tree, nodes);
-  ev.set("forward", [&] { return tree_step_json(nodes, in); });
-  ev.set("kv", [&] { return json{{"slots", c.slots.num_slots()}, {"peak", c.slots.peak()}}; });
+  ev.forward([&] { return tree_step_json(nodes, in); });
+  ev.kv([&] { return KvRecord{.slots = c.slots.num_slots(), .peak = c.slots.peak()}; });
   rec.step(step, step == 0 ? "prefill" : "decode", ev, c.tree, c.slots.num_slots());
 }
 
 }  // namespace
 
-LookaheadResult greedy_decode(Model& model, const std::vector<int32_t>& prompt, int32_t max_new_tokens,
-                              int32_t eos_token, TraceSink* trace, const DecodeOptions& opt) {
+nlohmann::json GreedyMetrics::to_json() const {
+  return {{"prompt_len", prompt_len},           {"generated", generated},  {"steps", steps},
+          {"computed_tokens", computed_tokens}, {"computed_decode", computed_decode}, {"verify_tokens", 0},
+          {"lookahead_tokens", 0},              {"accepted_from_candidates", 0},  {"peak_slots", peak_slots}};
+}
+
+GreedyResult greedy_decode(Model& model, const std::vector<int32_t>& prompt, int32_t max_new_tokens, int32_t eos_token, TraceSink* trace,
+                           const DecodeOptions& opt) {
+  return greedy_decode(model, prompt, GreedyConfig{max_new_tokens, eos_token}, trace, opt);
+}
+
+GreedyResult greedy_decode(Model& model, const std::vector<int32_t>& prompt, const GreedyConfig& cfg, TraceSink* trace,
+                           const DecodeOptions& opt) {
+  const int32_t max_new_tokens = cfg.max_new_tokens, eos_token = cfg.eos_token;
   const auto t0 = std::chrono::steady_clock::now();
   const int32_t V = model.vocab_size();
   prompt_check(prompt, V, "greedy decoding");
   TS_CHECK(max_new_tokens >= 1, "greedy decoding: max_new_tokens must be >= 1, got " << max_new_tokens);
   model.reset();
-  LookaheadResult res;
+  GreedyResult res;
   Chain f;
   TraceRecorder rec(trace, opt.keyframe_interval);
   record_header(rec, greedy_spec(), opt, model,
@@ -53,9 +65,8 @@ LookaheadResult greedy_decode(Model& model, const std::vector<int32_t>& prompt, 
   int32_t last = nodes.back(), row = f.logits.rows - 1;
   res.metrics.prompt_len = static_cast<int32_t>(prompt.size());
   for (int32_t step = 1;; ++step) {
-    // the argmax runs where verification runs (a lookahead verifier with no candidates)
-    const auto verifier = opt.verifiers.find<LookaheadVerifier>(kVerifyLookahead);
-    const int32_t tok = verifier ? verifier->verify(f.logits, row, {}, {}, {}).greedy[static_cast<size_t>(row)] : argmax_row(f.logits.row(row), V);
+    const auto argmax = opt.verifiers.find_seam<GreedyArgmax>(kGreedyArgmaxSeam);
+    const int32_t tok = argmax ? argmax->argmax(f.logits, row) : argmax_row(f.logits.row(row), V);
     res.tokens.push_back(tok);
     if (tok == eos_token || static_cast<int32_t>(res.tokens.size()) >= max_new_tokens) break;
     last = f.tree.add_child(last, tok, 0.0);

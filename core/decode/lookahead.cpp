@@ -76,7 +76,7 @@ json feed(Model& model, Fed& f, const std::vector<int32_t>& nodes, bool want_jso
   return want_json ? tree_step_json(nodes, in) : json();
 }
 
-json kv_json(const KvSlots& slots) { return {{"slots", slots.num_slots()}, {"peak", slots.peak()}}; }
+KvRecord kv_figures(const KvSlots& slots) { return {.slots = slots.num_slots(), .peak = slots.peak()}; }
 
 // The verification branch under the pending token `root` (Alg. 1 line 1):
 // independent chains, one per candidate, or the candidates merged into one
@@ -229,8 +229,8 @@ void LookaheadSearch::prefill() {
   json fwd = feed(model_, f_, prompt_nodes, rec_.on());
   StepRecord ev(rec_);
   ev.added(f_.tree, prompt_nodes);
-  ev.set("forward", [&] { return std::move(fwd); });
-  ev.set("kv", [&] { return kv_json(f_.slots); });
+  ev.forward([&] { return std::move(fwd); });
+  ev.kv([&] { return kv_figures(f_.slots); });
   rec_.step(0, "prefill", ev, f_.tree, f_.slots.num_slots());
   last_ = prompt_nodes.back();
   const int32_t last_row = f_.logits.rows - 1;
@@ -337,12 +337,12 @@ std::vector<int32_t> LookaheadSearch::accept(const StepTree& st, const Verified&
 void LookaheadSearch::record(int32_t step, const StepTree& st, const Verified& v, const std::vector<int32_t>& accepted) {
   StepRecord ev(rec_);
   ev.added(f_.tree, st.fed);
-  ev.set("forward", [&] { return st.forward; });
+  ev.forward([&] { return st.forward; });
   ev.verify([&] {
     return json{{"candidates", st.cands}, {"candidate_nodes", st.branch.nodes}, {"window_nodes", st.win_nodes},
                 {"accepted_nodes", v.matched}, {"accepted_tokens", accepted}};
   });
-  ev.set("kv", [&] { return kv_json(f_.slots); });
+  ev.kv([&] { return kv_figures(f_.slots); });
   rec_.step(step, "verify", ev, f_.tree, f_.slots.num_slots());
 }
 

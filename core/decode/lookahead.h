@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/decode/decode_options.h"
+#include "core/decode/greedy_decode.h"
 #include "core/model/model.h"
 #include "core/trace/trace.h"
 
@@ -56,11 +57,21 @@ struct LookaheadMetrics {
   int64_t peak_slots = 0;
   double seconds = 0.0;
   nlohmann::json to_json() const;
+
+  LookaheadMetrics() = default;
+  // Greedy decoding's (lookahead's reference), its three lookahead counters 0.
+  explicit LookaheadMetrics(const GreedyMetrics& g)
+      : prompt_len(g.prompt_len), generated(g.generated), steps(g.steps), computed_tokens(g.computed_tokens),
+        computed_decode(g.computed_decode), peak_slots(g.peak_slots), seconds(g.seconds) {}
 };
 
 struct LookaheadResult {
   std::vector<int32_t> tokens;  // generated tokens (EOS included if produced)
   LookaheadMetrics metrics;
+
+  LookaheadResult() = default;
+  // Greedy decoding's result, reported beside lookahead's as its reference.
+  LookaheadResult(const GreedyResult& g) : tokens(g.tokens), metrics(g.metrics) {}  // NOLINT(google-explicit-constructor)
 };
 
 // Verification (Alg. 1 line 5) run elsewhere: the cuda backend's device

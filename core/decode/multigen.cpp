@@ -156,7 +156,7 @@ void MultiGenRun::run_copies() {
     if (step == 0) held += int64_t{n_} * k_;
     forward(in);
     StepRecord ev(rec_, {"added", "chosen"});
-    ev.set("forward", [&] { return tree_step_json(queries, in); });
+    ev.forward([&] { return tree_step_json(queries, in); });
     if (step == 0) ev.added(tree_, queries);
     if (step < cfg_.max_new_tokens) {
       draw_all(step, ev, [&](int32_t i, int32_t id) {
@@ -167,7 +167,7 @@ void MultiGenRun::run_copies() {
     }
     m.peak_slots = std::max<int64_t>(m.peak_slots, held);
     m.steps = step + 1;
-    ev.set("kv", [&] { return json{{"slots", held}, {"peak", m.peak_slots}, {"batch_slots", int64_t{k_} * len}, {"live_samples", live}}; });
+    ev.kv([&] { return KvRecord{.slots = held, .peak = m.peak_slots, .batch_slots = int64_t{k_} * len, .live_samples = live}; });
     rec_.step(step, step == 0 ? "prefill" : "decode", ev, tree_, num_slots_);
   }
 }
@@ -194,7 +194,7 @@ void MultiGenRun::run_tree() {
           if (tip_[static_cast<size_t>(i)] == fed[r]) row_of_[static_cast<size_t>(i)] = static_cast<int32_t>(r);
     const bool last = step == cfg_.max_new_tokens;
     StepRecord ev = last ? StepRecord(rec_) : StepRecord(rec_, {"added", "chosen"});  // the last pass draws nothing
-    ev.set("forward", [&] { return tree_step_json(fed, in); });
+    ev.forward([&] { return tree_step_json(fed, in); });
     std::vector<int32_t> next;
     if (!last) {
       if (step == 0) ev.added(tree_, fed);
@@ -206,8 +206,8 @@ void MultiGenRun::run_tree() {
       m.peak_slots = std::max<int64_t>(m.peak_slots, slots.peak());
     }
     num_slots_ = slots.num_slots();
-    ev.set("kv", [&] {
-      return json{{"slots", slots.num_slots()}, {"peak", slots.peak()}, {"batch_slots", int64_t{k_} * (n_ + std::min(step + 1, cfg_.max_new_tokens))}};
+    ev.kv([&] {
+      return KvRecord{.slots = slots.num_slots(), .peak = slots.peak(), .batch_slots = int64_t{k_} * (n_ + std::min(step + 1, cfg_.max_new_tokens))};
     });
     rec_.step(step, step == 0 ? "prefill" : "decode", ev, tree_, num_slots_);
     if (last || next.empty()) break;

@@ -54,6 +54,10 @@ static Sample sample_parse_checked(const json& j, const std::string& origin, con
     TS_CHECK(s.draft->vocab_size() == V,
              r.where("draft_model.vocab_size") << " = " << s.draft->vocab_size() << " differs from model.vocab_size " << V);
   }
+  // Models refuse themselves (build_model names the file and field); every
+  // other seam the backend refuses is refused here, before the constraint is built.
+  s.support = backend_supports(backend, j, *s.spec);
+  backend_support_check(s.support, origin);
   TS_CHECK(r.has("prompt") != r.has("prompt_text"), origin << ": give exactly one of prompt (ids) or prompt_text (strings)");
   if (r.has("prompt")) {
     s.prompt = r.get_int_array("prompt", 0, V - 1);
@@ -70,7 +74,7 @@ static Sample sample_parse_checked(const json& j, const std::string& origin, con
     s.options.keyframe_interval = static_cast<int32_t>(t.get_int("keyframe_interval", 0, 1 << 20, 16));
     t.finish();
   }
-  if (r.has("constraint")) s.constraint = sample_constraint_from_json(r.object("constraint"), V, origin);
+  if (r.has("constraint")) s.constraint = sample_constraint_from_json(r.object("constraint"), V, origin, backend.make_constraint_index);
   s.config = s.spec->parse(r, s);
   r.finish();
   backend.prepare(s);

@@ -34,7 +34,8 @@ struct Sample {
   std::vector<int32_t> prompt;
   std::shared_ptr<const AlgorithmConfig> config;  // the algorithm's parsed sections
   DecodeOptions options;
-  std::shared_ptr<SampleConstraint> constraint;  // the sample's "constraint" object (STATIC), if any
+  std::shared_ptr<SampleConstraint> constraint;  // the sample's "constraint" object (STATIC), if any, its index built by the backend
+  BackendSupport support;  // where the backend runs each seam of this sample (support.to_json(): {"model": "device", ...})
 
   // The algorithm's config as its own type (throws Error on a mismatch).
   template <class T>

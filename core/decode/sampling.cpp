@@ -149,7 +149,7 @@ nlohmann::json TreeFeeder::feed(const TokenTree& tree, int32_t num_slots, const 
     written_[static_cast<size_t>(q[r])] = 1;
   }
   if (!want_trace) return nlohmann::json();
-  return {{"queries", q}, {"positions", in.positions}, {"slots", in.slots}, {"mask", trace_mask(in.mask)}};
+  return ForwardView{q, in.positions, in.slots, in.mask}.to_json();
 }
 
 nlohmann::json SamplingDecodeResult::summary_metrics() const {
@@ -193,7 +193,7 @@ class BeamSampler : DecoderCall<BeamConfig> {
   void prune(const std::vector<int64_t>& picks, StepRecord& ev);
   void collect_garbage(int32_t step, const std::vector<int64_t>& picks);
   std::vector<int32_t> grow(const std::vector<int64_t>& picks, const std::vector<double>& prob, StepRecord& ev);
-  json kv_json(int32_t step, int32_t live);
+  KvRecord kv_figures(int32_t step, int32_t live);
   void finish();
 
   const SamplingConfig& sampling_;
@@ -212,23 +212,23 @@ class BeamSampler : DecoderCall<BeamConfig> {
 
 // The batch layout holds W rows from the prefill on (every beam a copy of
 // the prompt), as trie beam search counts it.
-json BeamSampler::kv_json(int32_t step, int32_t live) {
+KvRecord BeamSampler::kv_figures(int32_t step, int32_t live) {
   const int64_t batch = batch_baseline_slots(W_, n_, step);
   DecodeMetrics& m = res_.decode.metrics;
   m.batch_peak_slots = std::max(m.batch_peak_slots, batch);
-  return json{{"slots", slots_.num_slots()}, {"peak", slots_.peak()}, {"bytes", slots_.num_slots() * bps_},
-              {"batch_slots", batch},        {"batch_bytes", batch * bps_}, {"live_beams", live}};
+  return {.slots = slots_.num_slots(), .peak = slots_.peak(), .bytes = slots_.num_slots() * bps_,
+          .batch_slots = batch, .batch_bytes = batch * bps_, .live_beams = live};
 }
 
 void BeamSampler::prefill() {
   const std::vector<int32_t> prompt_nodes = tree_.add_chain(kNoNode, prompt_);
   for (int32_t id : prompt_nodes) tree_.node(id).slot = slots_.allocate();
   json fwd = feeder_.feed(tree_, slots_.num_slots(), prompt_nodes, lp_, row_of_, rec_.on());
-  json kv = kv_json(0, 1);
+  KvRecord kv = kv_figures(0, 1);
   StepRecord ev(rec_);
   ev.added(tree_, prompt_nodes);
-  ev.set("forward", [&] { return std::move(fwd); });
-  ev.set("kv", [&] { return std::move(kv); });
+  ev.forward([&] { return std::move(fwd); });
+  ev.kv([&] { return std::move(kv); });
   rec_.step(0, "prefill", ev, tree_, slots_.num_slots());
   beams_ = {{prompt_nodes.back(), 0.0}};
 }
@@ -356,10 +356,10 @@ SamplingDecodeResult BeamSampler::run() {
     m.steps = step;
     if (feeds) {
       json fwd = feeder_.feed(tree_, slots_.num_slots(), new_nodes, lp_, row_of_, rec_.on());
-      ev.set("forward", [&] { return std::move(fwd); });
+      ev.forward([&] { return std::move(fwd); });
     }
-    json kv = kv_json(step, static_cast<int32_t>(beams_.size()));
-    ev.set("kv", [&] { return std::move(kv); });
+    KvRecord kv = kv_figures(step, static_cast<int32_t>(beams_.size()));
+    ev.kv([&] { return std::move(kv); });
     rec_.step(step, "sample", ev, tree_, slots_.num_slots());
   }
   finish();

@@ -71,7 +71,7 @@ class SpeculativeSearch : DecoderCall<SpeculativeConfig> {
   // Draws g tokens under cur; q: [g] the distributions they were drawn from.
   std::vector<int32_t> draft_chain(int32_t g, std::vector<std::vector<double>>& q);
   void verify_chain(const std::vector<int32_t>& chain, const std::vector<std::vector<double>>& q);
-  json kv_json() const { return {{"slots", slots_.num_slots()}, {"peak", slots_.peak()}, {"bytes", slots_.num_slots() * bps_}}; }
+  KvRecord kv_figures() const { return {.slots = slots_.num_slots(), .peak = slots_.peak(), .bytes = slots_.num_slots() * bps_}; }
   void finish();
 
   Model& draft_;  // the target is model_
@@ -108,11 +108,11 @@ void SpeculativeSearch::prefill() {
   if (!pre.empty()) {
     json fwd = tf_.feed(tree_, slots_.num_slots(), pre, tlp_, trow_, rec_.on());
     json dfwd = df_.feed(tree_, slots_.num_slots(), pre, dlp_, drow_, rec_.on());
-    ev.set("forward", [&] { return std::move(fwd); });
-    ev.set("draft_forward", [&] { return std::move(dfwd); });
+    ev.forward([&] { return std::move(fwd); });
+    ev.draft_forward([&] { return std::move(dfwd); });
   }
   ev.added(tree_, prompt_nodes);
-  ev.set("kv", [&] { return kv_json(); });
+  ev.kv([&] { return kv_figures(); });
   rec_.step(0, "prefill", ev, tree_, slots_.num_slots());
   cur_ = prompt_nodes.back();
 }
@@ -131,10 +131,10 @@ std::vector<int32_t> SpeculativeSearch::draft_chain(int32_t g, std::vector<std::
   const auto it = static_cast<uint32_t>(iteration_);
   std::vector<int32_t> chain = {cur_};
   q.assign(static_cast<size_t>(g), {});
-  StepRecord ev(rec_, {"added", "draft_forwards"});
+  StepRecord ev(rec_, {"added", kDraftForwardsField});
   for (int32_t j = 1; j <= g; ++j) {
     json f = df_.feed(tree_, slots_.num_slots(), {chain.back()}, dlp_, drow_, rec_.on());
-    ev.push("draft_forwards", [&] { return std::move(f); });
+    ev.draft_forwards_push([&] { return std::move(f); });
     const int32_t r = drow_[static_cast<size_t>(chain.back())];
     q[static_cast<size_t>(j - 1)] = beam_distribution({0.0}, std::vector<double>(dlp_.begin() + static_cast<std::ptrdiff_t>(r) * V_,
                                                                                  dlp_.begin() + static_cast<std::ptrdiff_t>(r + 1) * V_),
@@ -146,7 +146,7 @@ std::vector<int32_t> SpeculativeSearch::draft_chain(int32_t g, std::vector<std::
     chain.push_back(id);
     ev.added(tree_, id);
   }
-  ev.set("kv", [&] { return kv_json(); });
+  ev.kv([&] { return kv_figures(); });
   rec_.step(++step_, "draft", ev, tree_, slots_.num_slots());
   return chain;
 }
@@ -195,7 +195,7 @@ void SpeculativeSearch::verify_chain(const std::vector<int32_t>& chain, const st
   res_.sampling.layers_accepted += accepted;
   generated_ += accepted + 1;
   cur_ = next;
-  ev.set("forward", [&] { return std::move(fwd); });
+  ev.forward([&] { return std::move(fwd); });
   ev.verify([&] {
     json decisions = json::array();
     for (size_t i = 0; i < vr.tested.size(); ++i) {
@@ -205,7 +205,7 @@ void SpeculativeSearch::verify_chain(const std::vector<int32_t>& chain, const st
     return json{{"iteration", iteration_}, {"decisions", decisions}, {"accepted", accepted}, {"steps", accepted + 1}};
   });
   ev.set("chosen", [&] { return json::array({{{"beam", 0}, {"node", next}, {"score", cur_lp_}}}); });
-  ev.set("kv", [&] { return kv_json(); });
+  ev.kv([&] { return kv_figures(); });
   rec_.step(++step_, "verify", ev, tree_, slots_.num_slots());
 }
 

@@ -1,6 +1,6 @@
 #include "core/decode/tree_step.h"
 
-#include "core/trace/trace.h"
+#include "core/trace/forward_record.h"
 
 namespace triescope {
 
@@ -20,7 +20,7 @@ StepInput tree_step_input(const TokenTree& tree, const std::vector<int32_t>& nod
 }
 
 nlohmann::json tree_step_json(const std::vector<int32_t>& nodes, const StepInput& in) {
-  return {{"queries", nodes}, {"positions", in.positions}, {"slots", in.slots}, {"mask", trace_mask(in.mask)}};
+  return ForwardView{nodes, in.positions, in.slots, in.mask}.to_json();
 }
 
 int32_t argmax_row(const float* row, int32_t vocab) {

@@ -11,7 +11,7 @@
 #include "core/decode/beam_budget.h"
 #include "core/decode/tree_step.h"
 #include "core/select/log_normaliser.h"
-#include "core/select/topk_candidates.h"
+#include "core/select/selector.h"
 #include "core/trace/trace_recorder.h"
 
 namespace triescope {
@@ -97,7 +97,7 @@ class TrieSearch : DecoderCall<BeamConfig> {
   void collect_garbage(int32_t step, const std::vector<Pick>& picks);  // Alg. 2 lines 5-7
   void grow(int32_t step, const std::vector<Pick>& picks, bool feeds, StepRecord& ev);  // Alg. 2 line 10
   json feed(const std::vector<int32_t>& nodes, bool last_logits_only = false);  // logits of the last node only: a prefill
-  json kv_json(int32_t step, int32_t live_beams) const;
+  KvRecord kv_figures(int32_t step, int32_t live_beams) const;
   void finish();
 
   LogitsConstraint* constraint_;
@@ -111,6 +111,7 @@ class TrieSearch : DecoderCall<BeamConfig> {
   std::vector<Beam> beams_;
   FinishedSet finished_;
   bool done_ = false;
+  std::unique_ptr<Selector> selector_;  // the step's top 2b (DecodeOptions::make_selector)
   std::vector<double> lp_;
   std::vector<ScoredCandidate> cands_;
 };
@@ -135,10 +136,10 @@ json TrieSearch::feed(const std::vector<int32_t>& nodes, bool last_logits_only) 
   return rec_.on() ? tree_step_json(nodes, in) : json();
 }
 
-json TrieSearch::kv_json(int32_t step, int32_t live_beams) const {
+KvRecord TrieSearch::kv_figures(int32_t step, int32_t live_beams) const {
   const int64_t batch = batch_baseline_slots(b_, n_, step);
-  return json{{"slots", slots_.num_slots()}, {"peak", slots_.peak()},      {"bytes", slots_.num_slots() * bps_},
-              {"batch_slots", batch},        {"batch_bytes", batch * bps_}, {"live_beams", live_beams}};
+  return {.slots = slots_.num_slots(), .peak = slots_.peak(), .bytes = slots_.num_slots() * bps_,
+          .batch_slots = batch, .batch_bytes = batch * bps_, .live_beams = live_beams};
 }
 
 // The prompt is a chain at the root (positions 0..n-1).
@@ -149,8 +150,8 @@ void TrieSearch::prefill() {
   StepRecord ev(rec_);
   ev.added(tree_, prompt_nodes);
   json fwd = feed(prompt_nodes, true);
-  ev.set("forward", [&] { return std::move(fwd); });
-  ev.set("kv", [&] { return kv_json(0, 1); });
+  ev.forward([&] { return std::move(fwd); });
+  ev.kv([&] { return kv_figures(0, 1); });
   rec_.step(0, "prefill", ev, tree_, slots_.num_slots());
   beams_ = {{prompt_nodes.back(), 0.0, constraint_ ? constraint_->initial_state() : 0, 0}};  // the prefill's one logits row
 }
@@ -167,12 +168,16 @@ void TrieSearch::rank(int32_t step, json* cinfo) {
   }
   // A constraint that ranks sparsely scores only its allowed tokens; otherwise
   // every row is log-softmaxed, masked, and all (beam, token) pairs ranked.
+  // Alg. 2 line 9: the top 2b (beam, token) pairs, ties to the lower flat index.
   if (constraint_ && constraint_->rank(states, step - 1, rows, beam_scores.data(), V_, 2 * b_, cands_, cinfo)) return;
+  if (!constraint_) {
+    cands_ = selector_->run_logits(rows, beam_scores.data(), 2 * b_);
+    return;
+  }
   lp_.resize(static_cast<size_t>(nb) * static_cast<size_t>(V_));
   log_softmax_rows(rows, V_, lp_.data());
-  if (constraint_) constraint_->apply(states, step - 1, lp_.data(), V_, cinfo);
-  // Alg. 2 line 9: the top 2b (beam, token) pairs, ties to the lower flat index.
-  cands_ = topk_candidates(lp_.data(), nb, V_, beam_scores.data(), 2 * b_);
+  constraint_->apply(states, step - 1, lp_.data(), V_, cinfo);
+  cands_ = selector_->run_logprobs(lp_.data(), nb, beam_scores.data(), 2 * b_);
 }
 
 // Candidates in rank order: an EOS among the first b finishes its beam (a
@@ -237,7 +242,7 @@ void TrieSearch::grow(int32_t step, const std::vector<Pick>& picks, bool feeds, 
   if (!feeds) return;
   mask_->retain(parents);  // a new row = its parent's row + its own bit
   json fwd = feed(new_nodes);
-  ev.set("forward", [&] { return std::move(fwd); });
+  ev.forward([&] { return std::move(fwd); });
 }
 
 // Finalize (HF): running beams join the finished set unless the search stopped early.
@@ -266,6 +271,7 @@ DecodeResult TrieSearch::run() {
   check();
   model_.reset();
   mask_ = opt_.make_mask ? opt_.make_mask() : std::make_unique<IncrementalAncestorMask>();
+  selector_ = selector_make(opt_.make_selector, {b_, V_, 2 * b_});  // at most b beams a step
   res_.metrics.prompt_len = n_;
   record_header(rec_, trie_beam_search_spec(), opt_, model_, [&] {
     json config = {{"beam", cfg_.to_json()}, {"prompt", prompt_}};
@@ -282,7 +288,7 @@ DecodeResult TrieSearch::run() {
     if (feeds && cfg_.gc_interval > 0 && step % cfg_.gc_interval == 0) collect_garbage(step, picks);
     grow(step, picks, feeds, ev);
     res_.metrics.steps = step;
-    ev.set("kv", [&] { return kv_json(step, static_cast<int32_t>(beams_.size())); });
+    ev.kv([&] { return kv_figures(step, static_cast<int32_t>(beams_.size())); });
     if (constraint_) ev.set("constraint", [&] { return std::move(cinfo); });
     rec_.step(step, "expand", ev, tree_, slots_.num_slots());
   }

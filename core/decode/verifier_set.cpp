@@ -32,9 +32,9 @@ std::vector<std::string> VerifierSet::kinds() const {
   return out;
 }
 
-void VerifierSet::type_mismatch(std::string_view kind, std::type_index have, std::type_index want) {
-  TS_FAIL("verifier set: verify kind \"" << kind << "\" holds a " << type_display_name(have) << ", its decoder needs a "
-                                         << type_display_name(want));
+void VerifierSet::type_mismatch(const char* what, std::string_view name, std::type_index have, std::type_index want) {
+  TS_FAIL("verifier set: " << what << " \"" << name << "\" holds a " << type_display_name(have) << ", its decoder needs a "
+                           << type_display_name(want));
 }
 
 }  // namespace triescope

@@ -4,16 +4,9 @@
 #include <limits>
 
 #include "core/common/error.h"
+#include "core/common/list_text.h"
 
 namespace triescope {
-
-namespace {
-std::string tokens_text(const std::vector<int32_t>& v) {
-  std::string s = "[";
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
-  return s + "]";
-}
-}  // namespace
 
 ScoresReplayModel::ScoresReplayModel(int32_t vocab, int32_t rows, std::vector<std::vector<float>> steps,
                                      std::vector<int32_t> prompt, KvShape shape, nlohmann::json description,
@@ -66,7 +59,7 @@ void ScoresReplayModel::forward(const StepInput& in, Logits& out) {
     }
     TS_CHECK(exact, "scores replay: query " << r << " of call " << call << " does not read one token per position");
     const auto it = seen_.find(ctx);
-    TS_CHECK(it != seen_.end(), "scores replay: the engine never computed the continuation of " << tokens_text(ctx)
+    TS_CHECK(it != seen_.end(), "scores replay: the engine never computed the continuation of " << list_text(ctx)
                                                                                                << " (the two decodes kept different beams)");
     std::copy_n(row(it->second.first, it->second.second), vocab_, o);
   }

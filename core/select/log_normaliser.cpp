@@ -402,12 +402,16 @@ bool log_normaliser_use(const std::string& path) {
   return path == "best" || path == log_normaliser_isa();
 }
 
-void log_softmax_row(const float* logits, int32_t vocab, double* out) {
+double log_softmax_lse(const float* logits, int32_t vocab) {
   double mx = -INFINITY;
   for (int32_t v = 0; v < vocab; ++v) mx = std::max(mx, static_cast<double>(logits[v]));
   double sum = 0.0;
   for (int32_t v = 0; v < vocab; ++v) sum += std::exp(static_cast<double>(logits[v]) - mx);
-  const double lse = mx + std::log(sum);
+  return mx + std::log(sum);
+}
+
+void log_softmax_row(const float* logits, int32_t vocab, double* out) {
+  const double lse = log_softmax_lse(logits, vocab);
   for (int32_t v = 0; v < vocab; ++v) out[v] = static_cast<double>(logits[v]) - lse;
 }
 

@@ -46,6 +46,11 @@ bool log_normaliser_use(const std::string& path);
 // use (glibc exp, one sequential sum, two passes; its own tests check it
 // against a direct formula).
 void log_softmax_row(const float* logits, int32_t vocab, double* out);
+// The log-normaliser log_softmax_row subtracts (max + log of the sequential
+// sum), so out[v] = double(logits[v]) - log_softmax_lse(...) bit for bit: a
+// device that subtracts it itself gets the reference's log-probs exactly
+// (cuda/device_selector.h).
+double log_softmax_lse(const float* logits, int32_t vocab);
 
 // log_softmax_row of rows[i] into out + i x vocab for every row, on
 // `threads` threads (0: parallel_rows's default when there is enough work,

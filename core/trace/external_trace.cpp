@@ -119,7 +119,7 @@ json forward_record(const ExternalStep& s, const TokenTree& tree) {
   TS_CHECK(s.mask.rows == static_cast<int32_t>(q), "mask: " << s.mask.rows << " rows for " << q << " queries (one row per query)");
   TS_CHECK(s.mask.cols >= 1, "mask: needs at least one column");
   TS_CHECK(s.positions.size() == q, "positions: " << s.positions.size() << " entries for " << q << " queries");
-  return {{"queries", s.queries}, {"positions", s.positions}, {"slots", slots}, {"mask", trace_mask(s.mask)}};
+  return ForwardView{s.queries, s.positions, std::move(slots), s.mask}.to_json();
 }
 
 }  // namespace
@@ -167,9 +167,9 @@ std::vector<int32_t> ExternalTraceWriter::step(const ExternalStep& s) {
   for (int32_t id : ids) added.push_back(trace_node(tree.node(id)));
   fields["added"] = std::move(added);
   if (!status.empty()) fields["status"] = std::move(status);
-  if (s.has_forward) fields["forward"] = forward_record(s, tree);
+  if (s.has_forward) fields[kForwardField] = forward_record(s, tree);
   peak_ = std::max<int64_t>(peak_, static_cast<int64_t>(s2n.size()));
-  fields["kv"] = {{"slots", s2n.size()}, {"peak", peak_}};
+  fields[kKvField] = KvRecord{.slots = static_cast<int64_t>(s2n.size()), .peak = peak_}.to_json();
   if (s.engine.is_object()) fields["engine"] = s.engine;
 
   // Valid: commit the state, then write.

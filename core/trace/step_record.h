@@ -10,6 +10,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/trace/forward_record.h"
+#include "core/trace/kv_record.h"
 #include "core/trace/trace.h"
 #include "core/tree/token_tree.h"
 
@@ -39,12 +41,33 @@ class StepRecord {
   void pruned(const std::vector<int32_t>& nodes) {
     for (int32_t id : nodes) status(id, NodeStatus::pruned);
   }
-  // One entry of the array field `key` ("chosen", "draft_forwards", ...).
+  // The KV figures after the step ("kv"): `figures` returns a KvRecord.
+  template <class F>
+  void kv(F&& figures) {
+    if (on_) fields_[kKvField] = figures().to_json();
+  }
+  // The target's forward pass ("forward"), the draft model's pass of a
+  // prefill ("draft_forward") and one of its passes in a draft step
+  // ("draft_forwards"): each returns a pass object (ForwardView::to_json()),
+  // built where the pass was.
+  template <class F>
+  void forward(F&& pass) {
+    if (on_) fields_[kForwardField] = pass();
+  }
+  template <class F>
+  void draft_forward(F&& pass) {
+    if (on_) fields_[kDraftForwardField] = pass();
+  }
+  template <class F>
+  void draft_forwards_push(F&& pass) {
+    if (on_) fields_[kDraftForwardsField].push_back(pass());
+  }
+  // One entry of the array field `key` ("chosen", ...).
   template <class F>
   void push(const char* key, F&& entry) {
     if (on_) fields_[key].push_back(entry());
   }
-  // The field `key` ("forward", "kv", "constraint", ...).
+  // The field `key` ("constraint", ...).
   template <class F>
   void set(const char* key, F&& value) {
     if (on_) fields_[key] = value();

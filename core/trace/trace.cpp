@@ -10,35 +10,13 @@
 #include "core/common/error.h"
 #include "core/common/file_io.h"
 #include "core/config/json_reader.h"
+#include "core/trace/gc_record.h"
+#include "core/trace/header_record.h"
+#include "core/trace/keyframe_record.h"
 
 namespace triescope {
 
 void TraceFileWriter::record(json rec) { out_.write(rec.dump() + "\n"); }
-
-namespace {
-
-// A header's fields readers print or branch on must have their types.
-void check_header(const json& rec, const std::string& origin) {
-  TS_CHECK(rec.contains("schema") && rec["schema"] == kTraceFormat,
-           origin << ":1: field schema must be \"" << kTraceFormat << "\", got "
-                  << (rec.contains("schema") ? json_brief(rec["schema"]) : std::string("nothing")));
-  TS_CHECK(rec.contains("version") && rec["version"].is_number_integer(), origin << ":1: field version must be an integer");
-  const auto v = json_int_in(rec["version"], kTraceMinVersion, kTraceVersion);
-  TS_CHECK(v, origin << ":1: field version is " << json_brief(rec["version"]) << ", this build reads versions "
-                     << kTraceMinVersion << " to " << kTraceVersion);
-  TS_CHECK(rec.contains("algorithm") && rec["algorithm"].is_string(), origin << ":1: field algorithm must be a string");
-  for (const char* key : {"backend", "verify_kind"})
-    TS_CHECK(!rec.contains(key) || rec[key].is_string(), origin << ":1: field " << key << " must be a string");
-  for (const char* key : {"config", "model"})
-    TS_CHECK(!rec.contains(key) || rec[key].is_object(), origin << ":1: field " << key << " must be an object");
-  if (rec.contains("vocab")) {
-    TS_CHECK(rec["vocab"].is_array(), origin << ":1: field vocab must be an array of strings");
-    for (size_t i = 0; i < rec["vocab"].size(); ++i)
-      TS_CHECK(rec["vocab"][i].is_string(), origin << ":1: field vocab[" << i << "] must be a string, got " << json_brief(rec["vocab"][i]));
-  }
-}
-
-}  // namespace
 
 bool trace_record_kind_known(std::string_view kind) {
   return kind == "header" || kind == "step" || kind == "gc" || kind == "keyframe" || kind == "summary";
@@ -51,7 +29,7 @@ void trace_check_record(const json& rec, const std::string& origin, size_t linen
   TS_CHECK(trace_record_kind_known(kind), origin << ":" << lineno << ": unknown record kind \"" << kind << "\"");
   if (first) {
     TS_CHECK(kind == "header", origin << ":1: first record must be the header, got \"" << kind << "\"");
-    check_header(rec, origin);
+    (void)HeaderRecord::from_json(rec, origin + ":1");  // the header's fields with their types
     return;
   }
   TS_CHECK(kind != "header", origin << ":" << lineno << ": a second header record");
@@ -130,11 +108,8 @@ std::vector<json> trace_read(const std::string& path, std::string* warning) {
 
 json trace_header(const std::string& algorithm, const std::string& backend, const json& config, const json& model,
                   const std::vector<std::string>& vocab, const std::string& verify_kind) {
-  json h = {{"kind", "header"}, {"schema", kTraceFormat}, {"version", kTraceVersion}, {"algorithm", algorithm},
-            {"backend", backend}, {"config", config}, {"model", model}};
-  if (!verify_kind.empty()) h["verify_kind"] = verify_kind;
-  if (!vocab.empty()) h["vocab"] = vocab;
-  return h;
+  return HeaderRecord{.algorithm = algorithm, .backend = backend, .config = config, .model = model, .verify_kind = verify_kind, .vocab = vocab}
+      .to_json();
 }
 
 json trace_logprob(double logprob) {
@@ -148,13 +123,6 @@ std::optional<double> trace_logprob_parse(const json& j) {
   if (j.is_number()) return j.get<double>();
   if (j.is_string() && j.get_ref<const std::string&>() == "-inf") return -HUGE_VAL;
   return std::nullopt;
-}
-
-json trace_node(const TreeNode& n) {
-  return {{"id", n.id},     {"parent", n.parent},
-          {"token", n.token}, {"depth", n.depth},
-          {"slot", n.slot},   {"logprob", trace_logprob(n.logprob)},
-          {"status", std::string(node_status_name(n.status))}};
 }
 
 json trace_mask(const BitMask& m) {
@@ -184,23 +152,9 @@ BitMask trace_mask_parse(const json& j, const std::string& where) {
 }
 
 json trace_keyframe(int32_t step, const TokenTree& tree, int32_t num_slots) {
-  json nodes = json::array();
-  std::vector<int32_t> slot_to_node(static_cast<size_t>(num_slots), kNoNode);
-  for (const TreeNode& n : tree.nodes()) {
-    nodes.push_back(trace_node(n));
-    if (n.slot >= 0 && n.slot < num_slots) slot_to_node[static_cast<size_t>(n.slot)] = n.id;
-  }
-  return {{"kind", "keyframe"}, {"step", step}, {"nodes", std::move(nodes)}, {"slot_to_node", std::move(slot_to_node)}};
+  return KeyframeRecord::from_tree(step, tree, num_slots).to_json();
 }
 
-json trace_gc_record(int32_t step, const CompactionPlan& plan) {
-  json moves = json::array();
-  for (int32_t i = 0; i < plan.new_num_slots(); ++i) moves.push_back({plan.src[static_cast<size_t>(i)], i});
-  return {{"kind", "gc"},
-          {"step", step},
-          {"slots_before", plan.old_num_slots},
-          {"slots_after", plan.new_num_slots()},
-          {"moves", std::move(moves)}};
-}
+json trace_gc_record(int32_t step, const CompactionPlan& plan) { return GcRecord::from_plan(step, plan).to_json(); }
 
 }  // namespace triescope

@@ -13,6 +13,7 @@
 #include "core/common/output_file.h"
 #include "core/kv/kv_cache.h"
 #include "core/mask/bit_mask.h"
+#include "core/trace/node_record.h"
 #include "core/tree/token_tree.h"
 
 namespace triescope {
@@ -79,7 +80,6 @@ bool trace_record_kind_known(std::string_view kind);
 // --- record helpers shared by every decoder ---
 json trace_header(const std::string& algorithm, const std::string& backend, const json& config, const json& model,
                   const std::vector<std::string>& vocab, const std::string& verify_kind = "");
-json trace_node(const TreeNode& n);
 // A node's logprob as written (-inf as the string "-inf") and read back
 // (nullopt for anything but a number or "-inf").
 json trace_logprob(double logprob);

@@ -4,6 +4,9 @@
 #include <cmath>
 #include <sstream>
 
+#include "core/trace/header_record.h"
+#include "core/trace/summary_record.h"
+
 namespace triescope {
 
 using nlohmann::json;
@@ -22,9 +25,9 @@ std::string TraceDivergence::describe() const {
 }
 
 bool trace_field_is_provenance(const std::string& record_kind, bool top_level, const std::string& key) {
-  if (key == "seconds") return true;
+  if (key == kSummarySeconds) return true;
   if (record_kind != "header") return false;
-  if (top_level && (key == "backend" || key == "model" || key == "vocab")) return true;
+  if (top_level && HeaderRecord::is_provenance(key)) return true;
   // A file's name says where an input was read from; its content hash, a
   // field of its own, is compared.
   auto ends_with = [&](const char* tail) {

@@ -3,6 +3,8 @@
 #include <algorithm>
 
 #include "core/common/error.h"
+#include "core/trace/forward_record.h"
+#include "core/trace/kv_record.h"
 
 namespace triescope {
 
@@ -18,16 +20,16 @@ int64_t int_at(const json& obj, const char* key, int64_t fallback) {
 // whole-trace recount, so both read a record the same way).
 void count_step(const json& rec, RecordedTotals& t) {
   t.last_step = std::max(t.last_step, static_cast<int32_t>(int_at(rec, "step", 0)));
-  const auto fwd = rec.find("forward");
+  const auto fwd = rec.find(kForwardField);
   if (fwd != rec.end() && fwd->is_object()) {
     ++t.model_calls;
-    const auto pos = fwd->find("positions");
-    if (pos != fwd->end() && pos->is_array()) t.computed_tokens += static_cast<int64_t>(pos->size());
+    t.computed_tokens += static_cast<int64_t>(forward_record_positions(*fwd));
   }
-  const auto kv = rec.find("kv");
+  const auto kv = rec.find(kKvField);
   if (kv != rec.end() && kv->is_object()) {
-    t.peak_slots = std::max(t.peak_slots, int_at(*kv, "peak", int_at(*kv, "slots", -1)));
-    t.final_slots = int_at(*kv, "slots", t.final_slots);
+    const KvRecord k = KvRecord::from_json(*kv, "step " + std::to_string(int_at(rec, "step", 0)) + ": " + kKvField);
+    t.peak_slots = std::max(t.peak_slots, k.peak);
+    t.final_slots = k.slots;
   }
 }
 
@@ -45,10 +47,16 @@ void TraceRecorder::write(json rec) {
 void TraceRecorder::header(const std::string& algorithm, const std::string& backend, json config, json model,
                            const std::vector<std::string>& vocab, const std::string& verify_kind) {
   if (!sink_) return;
+  header({.algorithm = algorithm, .backend = backend, .config = std::move(config), .model = std::move(model), .verify_kind = verify_kind,
+          .vocab = vocab});
+}
+
+void TraceRecorder::header(HeaderRecord h) {
+  if (!sink_) return;
   TS_CHECK(!header_written_, "trace recorder: a second header");
   header_written_ = true;
-  verify_kind_ = verify_kind;
-  sink_->record(trace_header(algorithm, backend, config, model, vocab, verify_kind));
+  verify_kind_ = h.verify_kind;
+  sink_->record(h.to_json());
 }
 
 void TraceRecorder::gc(int32_t step, const CompactionPlan& plan) {
@@ -79,10 +87,10 @@ void TraceRecorder::write_step(int32_t step, const std::string& phase, json fiel
            "trace recorder: step " << step << ": a verify object needs the kind the header names (\"" << verify_kind_ << "\")");
   json rec = {{"kind", "step"}, {"step", step}, {"phase", phase}};
   rec.update(fields);
-  if (const auto kv = rec.find("kv"); engine_state_ && kv != rec.end() && kv->is_object())
+  if (const auto kv = rec.find(kKvField); engine_state_ && kv != rec.end() && kv->is_object())
     if (json engine = engine_state_(); engine.is_object())
       for (auto& [key, value] : engine.items()) {
-        TS_CHECK(!kv->contains(key), "trace recorder: step " << step << ": kv." << key << " comes from the decoder and the engine");
+        TS_CHECK(!kv->contains(key), "trace recorder: step " << step << ": " << kKvField << "." << key << " comes from the decoder and the engine");
         (*kv)[key] = value;
       }
   count_step(rec, totals_);
@@ -109,10 +117,10 @@ void TraceRecorder::write_summary(json outputs, json metrics, double seconds, co
   TS_CHECK(totals_.last_step >= 0, "trace recorder: a summary with no step record");
   TS_CHECK(gc_step_ <= totals_.last_step, "trace recorder: gc of step " << gc_step_ << " has no step record");
   if (tree && keyframe_step_ != totals_.last_step) keyframe(totals_.last_step, *tree, num_slots);
-  if (!metrics.is_object()) metrics = json::object();
-  metrics.erase("seconds");  // wall time is not part of the reproducible trace
-  recorded_totals_to_metrics(totals_, metrics);
-  write({{"kind", "summary"}, {"outputs", std::move(outputs)}, {"metrics", std::move(metrics)}, {"seconds", seconds}});
+  SummaryRecord s{.outputs = std::move(outputs), .metrics = metrics.is_object() ? std::move(metrics) : json::object(), .seconds = seconds};
+  s.metrics.erase(kSummarySeconds);  // wall time is not part of the reproducible trace
+  recorded_totals_to_metrics(totals_, s.metrics);
+  write(s.to_json());
   summary_written_ = true;
 }
 
@@ -127,13 +135,21 @@ RecordedTotals trace_recorded_totals(const std::vector<json>& records) {
   return t;
 }
 
+void recorded_totals_each(const RecordedTotals& t, const std::function<void(const char* name, int64_t value)>& fn) {
+  fn(kMetricsLastStep, t.last_step);
+  fn("model_calls", t.model_calls);
+  fn("computed_tokens", t.computed_tokens);
+  fn("gc_runs", t.gc_runs);
+  fn("peak_slots", t.peak_slots);
+  fn("final_slots", t.final_slots);
+}
+
 void recorded_totals_to_metrics(const RecordedTotals& t, json& metrics) {
-  metrics["last_step"] = t.last_step;
-  metrics["model_calls"] = t.model_calls;
-  metrics["computed_tokens"] = t.computed_tokens;
-  metrics["gc_runs"] = t.gc_runs;
-  if (t.peak_slots >= 0) metrics["peak_slots"] = t.peak_slots;
-  if (t.final_slots >= 0) metrics["final_slots"] = t.final_slots;
+  // -1: nothing recorded (the slot figures when no step recorded kv); the
+  // counts are never negative, and a summary follows a step record.
+  recorded_totals_each(t, [&](const char* name, int64_t value) {
+    if (value >= 0) metrics[name] = value;
+  });
 }
 
 }  // namespace triescope

@@ -16,7 +16,9 @@
 #include <vector>
 
 #include "core/kv/kv_cache.h"
+#include "core/trace/header_record.h"
 #include "core/trace/step_record.h"
+#include "core/trace/summary_record.h"
 #include "core/trace/trace.h"
 #include "core/tree/token_tree.h"
 
@@ -46,6 +48,8 @@ class TraceRecorder {
   // its step records carry (kVerify*; "" when it verifies nothing).
   void header(const std::string& algorithm, const std::string& backend, json config, json model,
               const std::vector<std::string>& vocab, const std::string& verify_kind = "");
+  // The same from the record itself (core/trace/header_record.h).
+  void header(HeaderRecord h);
   // The garbage collection that ran at the start of `step`, before its step record.
   void gc(int32_t step, const CompactionPlan& plan);
   // The step record of `step` (fields without kind/step/phase), then the
@@ -96,5 +100,11 @@ class TraceRecorder {
 RecordedTotals trace_recorded_totals(const std::vector<json>& records);
 // Writes `t` into `metrics` (the keys TraceRecorder owns).
 void recorded_totals_to_metrics(const RecordedTotals& t, json& metrics);
+// The summary metrics the recorder owns, by name, in the order it writes them,
+// each with its figure in `t` (-1: none recorded): what
+// recorded_totals_to_metrics writes and summary_check compares.
+void recorded_totals_each(const RecordedTotals& t, const std::function<void(const char* name, int64_t value)>& fn);
+// The summary metrics' last step's name (the replay checks it).
+inline constexpr const char* kMetricsLastStep = "last_step";
 
 }  // namespace triescope

@@ -1,15 +1,15 @@
 #include "core/trace/trace_replay.h"
 
 #include <algorithm>
-#include <array>
 #include <climits>
-#include <bit>
-#include <cstring>
 #include <filesystem>
 
 #include "core/common/error.h"
 #include "core/config/json_reader.h"
+#include "core/trace/gc_record.h"
+#include "core/trace/keyframe_record.h"
 #include "core/trace/trace.h"
+#include "core/trace/trace_recorder.h"
 
 namespace triescope {
 
@@ -23,103 +23,6 @@ int32_t get_i32(const json& j, const char* key, const std::string& where, int32_
   const auto x = json_int_in(j[key], lo, hi);
   TS_CHECK(x, where << ": field " << key << " must be in [" << lo << ", " << hi << "], got " << json_brief(j[key]));
   return static_cast<int32_t>(*x);
-}
-
-TreeNode node_from_json(const json& j, const std::string& where) {
-  TS_CHECK(j.is_object(), where << " must be an object");
-  TreeNode n;
-  n.id = get_i32(j, "id", where, 0);
-  n.parent = get_i32(j, "parent", where, kNoNode);
-  n.token = get_i32(j, "token", where);
-  n.depth = get_i32(j, "depth", where, 0);
-  n.slot = get_i32(j, "slot", where, kNoSlot, kTraceMaxSlots - 1);
-  const auto lp = j.contains("logprob") ? trace_logprob_parse(j["logprob"]) : std::nullopt;
-  TS_CHECK(lp, where << ": field logprob must be a number or \"-inf\"");
-  n.logprob = *lp;
-  TS_CHECK(j.contains("status") && j["status"].is_string(), where << ": field status must be a string");
-  try {
-    n.status = node_status_parse(j["status"].get<std::string>());
-  } catch (const Error& e) {
-    TS_FAIL(where << ": " << e.what());
-  }
-  return n;
-}
-
-// Node ids are dense and defined once (docs/trace-format.md): a node takes
-// the next id. A second definition is refused, never applied: with another
-// parent it would silently move the node.
-void put_node(std::vector<TreeNode>& nodes, const TreeNode& n, const std::string& where) {
-  TS_CHECK(static_cast<size_t>(n.id) >= nodes.size(),
-           where << ": field id = " << n.id << " defines node " << n.id
-                 << " a second time: a node is defined once and never redefined, the next new id is " << nodes.size());
-  TS_CHECK(static_cast<size_t>(n.id) == nodes.size(),
-           where << ": field id = " << n.id << " skips ids: node ids are dense, the next new id is " << nodes.size());
-  nodes.push_back(n);
-}
-
-// Into `v`, reusing its capacity.
-void int_array_into(const json& j, const char* key, const std::string& where, std::vector<int32_t>& v) {
-  v.clear();
-  if (!j.contains(key)) return;
-  TS_CHECK(j[key].is_array(), where << ": field " << key << " must be an array");
-  for (size_t i = 0; i < j[key].size(); ++i) {
-    const auto x = json_int_in(j[key][i], INT32_MIN, INT32_MAX);
-    TS_CHECK(x, where << ": field " << key << "[" << i << "] must be a 32-bit integer, got " << json_brief(j[key][i]));
-    v.push_back(static_cast<int32_t>(*x));
-  }
-}
-
-// trace_mask_parse's result for a well-formed mask, decoded with a table
-// straight into the rows' little-endian bytes: a 4096 x 4096 mask is
-// 8 MB of hex per step, and the per-character decode dominated the cold step
-// (docs/benchmarks-gui.md). Anything it does not accept goes to
-// trace_mask_parse, the one place that words the error.
-void mask_parse_fast(const json& j, const std::string& where, BitMask& m) {
-  // Two hex characters (read as one little-endian uint16) -> their byte,
-  // or 0x100 when either is not a hex digit: one lookup per mask byte.
-  static const std::vector<uint16_t> pair = [] {
-    std::array<int, 256> nib{};
-    nib.fill(-1);
-    for (int c = 0; c < 10; ++c) nib[static_cast<size_t>('0' + c)] = c;
-    for (int c = 0; c < 6; ++c) nib[static_cast<size_t>('a' + c)] = nib[static_cast<size_t>('A' + c)] = 10 + c;
-    std::vector<uint16_t> t(65536);
-    for (size_t i = 0; i < t.size(); ++i) {
-      const int hi = nib[i & 0xff], lo = nib[i >> 8];  // first character = low byte
-      t[i] = hi < 0 || lo < 0 ? uint16_t{0x100} : static_cast<uint16_t>(hi * 16 + lo);
-    }
-    return t;
-  }();
-  // `m`'s words are reused (reset keeps their capacity): a fresh 2 MB per
-  // step faulted in its pages every time (docs/benchmarks-gui.md).
-  auto slow = [&] { m = trace_mask_parse(j, where); };
-  if constexpr (std::endian::native != std::endian::little) return slow();
-  if (!(j.is_object() && j.contains("cols") && j["cols"].is_number_integer() && j.contains("rows") && j["rows"].is_array()))
-    return slow();
-  const int64_t cols = j["cols"].is_number_unsigned() && j["cols"].get<uint64_t>() > INT64_MAX ? -1 : j["cols"].get<int64_t>();
-  if (cols < 0 || cols > kTraceMaxSlots || j["rows"].size() > static_cast<size_t>(kTraceMaxSlots)) return slow();
-  const json& rows = j["rows"];
-  const size_t nbytes = static_cast<size_t>((cols + 7) / 8);
-  // Row lengths before the allocation: the rows, not cols, hold the bytes.
-  for (const json& row : rows)
-    if (!row.is_string() || row.get_ref<const std::string&>().size() != nbytes * 2) return slow();
-  m.reset(static_cast<int32_t>(rows.size()), static_cast<int32_t>(cols));
-  for (int32_t r = 0; r < m.rows; ++r) {
-    const json& row = rows[static_cast<size_t>(r)];
-    const std::string& hex = row.get_ref<const std::string&>();
-    auto* out = reinterpret_cast<unsigned char*>(m.row(r));  // words are zero; bytes past nbytes stay zero
-    uint16_t bad = 0;
-    const char* in = hex.data();
-    for (size_t k = 0; k < nbytes; ++k) {
-      uint16_t two;
-      std::memcpy(&two, in + 2 * k, 2);
-      const uint16_t b = pair[two];
-      bad |= b;
-      out[k] = static_cast<unsigned char>(b);
-    }
-    // Bits past `cols` must be zero (what BitMask::set_row_hex checks).
-    if ((bad & 0x100) != 0 || (cols % 64 != 0 && m.words_per_row > 0 && (m.row(r)[m.words_per_row - 1] >> (cols % 64)) != 0))
-      return slow();
-  }
 }
 
 // Whether some record of `index` at or after `from` is the step record of `step`.
@@ -144,29 +47,19 @@ void step_number_check(int32_t seen, int32_t s, const TraceRecordIndex& index, s
                 << (s - want > 1 ? " (and the ones up to step " + std::to_string(s - 1) + ")" : std::string()) << " is missing");
 }
 
-// A summary's metrics.last_step, when it has one, names the last step
-// record before it (`last`, -1 for none): a dropped last step record
-// leaves no other trace.
+// A summary's fields have their types (SummaryRecord), and its
+// metrics.last_step, when it has one, names the last step record before it
+// (`last`, -1 for none): a dropped last step record leaves no other trace.
 void summary_last_step_check(const json& r, int32_t last, const std::string& where) {
-  if (!(r.is_object() && r.contains("metrics") && r["metrics"].is_object() && r["metrics"].contains("last_step"))) return;
-  const int32_t s = get_i32(r["metrics"], "last_step", where + ": summary metrics", -1);
-  TS_CHECK(s == last, where << ": summary field metrics.last_step = " << s << ", but the last step record is "
+  const SummaryRecord summary = SummaryRecord::from_json(r, where);
+  if (!summary.metrics.contains(kMetricsLastStep)) return;
+  const int32_t s = get_i32(summary.metrics, kMetricsLastStep, where + ": summary " + kSummaryMetrics, -1);
+  TS_CHECK(s == last, where << ": summary field " << kSummaryMetrics << "." << kMetricsLastStep << " = " << s << ", but the last step record is "
                             << (last < 0 ? std::string("none") : "step " + std::to_string(last))
                             << ": a step record is missing or one too many");
 }
 
 }  // namespace
-
-void forward_view_parse(const json& f, const std::string& where, ForwardView& out) {
-  TS_CHECK(f.is_object(), where << " must be an object, got " << json_brief(f));
-  int_array_into(f, "queries", where, out.queries);
-  int_array_into(f, "positions", where, out.positions);
-  int_array_into(f, "slots", where, out.slots);
-  TS_CHECK(f.contains("mask"), where << " needs a mask");
-  mask_parse_fast(f["mask"], where + ".mask", out.mask);
-  TS_CHECK(out.positions.size() == static_cast<size_t>(out.mask.rows) && out.slots.size() == out.positions.size(),
-           where << ": positions/slots/mask rows disagree in length");
-}
 
 TraceReplay::TraceReplay(std::vector<json> records, std::string origin)
     : records_(std::move(records)), origin_(std::move(origin)) {
@@ -219,9 +112,7 @@ std::vector<json> TraceReplay::records_of_step(int32_t step) const {
 std::string TraceReplay::where(size_t i) const { return origin_ + ":" + std::to_string(index().line(i)); }
 
 void TraceReplay::index_records() {
-  const json& h = header();
-  if (h.contains("vocab") && h["vocab"].is_array())
-    for (auto& v : h["vocab"]) vocab_.push_back(v.is_string() ? v.get<std::string>() : v.dump());
+  header_record_ = HeaderRecord::from_json(header(), where(0));
   const TraceRecordIndex& idx = index();
   int32_t last = -1;
   for (size_t i = 1; i < idx.size(); ++i) {
@@ -323,6 +214,12 @@ void TraceReplay::parse_unreplayed_records() const {
   });
 }
 
+std::optional<SummaryRecord> TraceReplay::summary_record() const {
+  const json* s = summary();
+  if (!s) return std::nullopt;
+  return reader_boundary(origin_, [&] { return SummaryRecord::from_json(*s, where(summary_record_)); });
+}
+
 const json* TraceReplay::summary() const {
   if (summary_record_ == SIZE_MAX) return nullptr;
   if (!file_) return &records_[summary_record_];
@@ -335,7 +232,8 @@ const json* TraceReplay::summary() const {
 }
 
 std::string TraceReplay::token_text(int32_t token) const {
-  if (token >= 0 && static_cast<size_t>(token) < vocab_.size()) return vocab_[static_cast<size_t>(token)];
+  const std::vector<std::string>& vocab = header_record_.vocab;
+  if (token >= 0 && static_cast<size_t>(token) < vocab.size()) return vocab[static_cast<size_t>(token)];
   return std::to_string(token);
 }
 
@@ -360,12 +258,7 @@ void TraceReplay::load_keyframe_before(StepView& v, int32_t step, size_t& start)
   json scratch;
   const json& k = record(idx, scratch);
   const std::string where = this->where(idx);
-  v.nodes.clear();
-  TS_CHECK(k.contains("nodes") && k["nodes"].is_array(), where << ": keyframe field nodes must be an array");
-  for (size_t i = 0; i < k["nodes"].size(); ++i) {
-    const std::string at_node = where + ": nodes[" + std::to_string(i) + "]";
-    put_node(v.nodes, node_from_json(k["nodes"][i], at_node), at_node);
-  }
+  v.nodes = KeyframeRecord::from_json(k, where).nodes;
   start = idx + 1;
 }
 
@@ -393,7 +286,7 @@ void TraceReplay::advance_into(const StepView& from, int32_t step, StepView& out
   out.added.clear();
   out.gc_moves.clear();
   out.gc_slots_before = -1;
-  out.kv = json();
+  out.kv.reset();
   out.chosen = json();
   out.extra = json();
   // out.forward keeps its buffers for replay_into to refill.
@@ -422,19 +315,10 @@ void TraceReplay::replay_records(StepView& v, size_t start) const {
     const std::string where = this->where(i);
     const bool this_step = s == step;
     if (entry.kind == TraceRecordKind::gc) {
-      TS_CHECK(r.contains("moves") && r["moves"].is_array(), where << ": gc field moves must be an array");
-      const int32_t slots_before = get_i32(r, "slots_before", where + ": gc", 0, kTraceMaxSlots);
-      std::vector<int32_t> remap(static_cast<size_t>(slots_before), kNoSlot);
-      if (this_step) v.gc_moves.clear();
-      for (auto& mv : r["moves"]) {
-        const bool pair = mv.is_array() && mv.size() == 2;
-        const auto o = pair ? json_int_in(mv[0], 0, slots_before - 1) : std::nullopt;
-        const auto n = pair ? json_int_in(mv[1], 0, slots_before - 1) : std::nullopt;
-        TS_CHECK(o && n, where << ": gc moves entries must be [old, new] slots in [0, slots_before = " << slots_before << "), got "
-                               << json_brief(mv));
-        remap[static_cast<size_t>(*o)] = static_cast<int32_t>(*n);
-        if (this_step) v.gc_moves.emplace_back(static_cast<int32_t>(*o), static_cast<int32_t>(*n));
-      }
+      GcRecord gc = GcRecord::from_json(r, where);
+      std::vector<int32_t> remap(static_cast<size_t>(gc.slots_before), kNoSlot);
+      for (const auto& [o, n] : gc.moves) remap[static_cast<size_t>(o)] = n;
+      if (this_step) v.gc_moves = std::move(gc.moves);
       if (this_step) v.gc_slots_before = static_cast<int32_t>(remap.size());
       for (auto& n : v.nodes)
         if (n.slot >= 0) n.slot = static_cast<size_t>(n.slot) < remap.size() ? remap[static_cast<size_t>(n.slot)] : kNoSlot;
@@ -443,8 +327,8 @@ void TraceReplay::replay_records(StepView& v, size_t start) const {
         TS_CHECK(r["added"].is_array(), where << ": field added must be an array");
         for (size_t k = 0; k < r["added"].size(); ++k) {
           const std::string at_node = where + ": added[" + std::to_string(k) + "]";
-          TreeNode n = node_from_json(r["added"][k], at_node);
-          put_node(v.nodes, n, at_node);
+          TreeNode n = trace_node_parse(r["added"][k], at_node);
+          trace_node_put(v.nodes, n, at_node);
           if (this_step) v.added.push_back(n.id);
         }
       }
@@ -462,10 +346,11 @@ void TraceReplay::replay_records(StepView& v, size_t start) const {
       if (this_step) {
         TS_CHECK(!r.contains("phase") || r["phase"].is_string(), where << ": field phase must be a string, got " << json_brief(r["phase"]));
         v.phase = r.value("phase", "");
-        v.kv = r.contains("kv") ? r["kv"] : json::object();
-        TS_CHECK(v.kv.is_object(), where << ": field kv must be an object, got " << json_brief(v.kv));
-        for (const char* key : {"slots", "peak", "batch_slots"})
-          if (v.kv.contains(key)) get_i32(v.kv, key, where + ": kv", 0, kTraceMaxSlots);
+        v.kv.reset();
+        if (const auto kv = r.find(kKvField); kv != r.end()) {
+          TS_CHECK(kv->is_object(), where << ": field " << kKvField << " must be an object, got " << json_brief(*kv));
+          v.kv = KvRecord::from_json(*kv, where + ": " + kKvField);
+        }
         v.chosen = r.contains("chosen") ? r["chosen"] : json::array();
         TS_CHECK(v.chosen.is_array(), where << ": field chosen must be an array, got " << json_brief(v.chosen));
         for (size_t k = 0; k < v.chosen.size(); ++k)
@@ -473,13 +358,13 @@ void TraceReplay::replay_records(StepView& v, size_t start) const {
         v.extra = json::object();
         for (auto& [key, val] : r.items())
           if (key != "kind" && key != "step" && key != "phase" && key != "added" && key != "status" && key != "chosen" &&
-              key != "kv" && key != "forward")
+              key != kKvField && key != kForwardField)
             v.extra[key] = val;
         if (v.forward) spare.swap(v.forward);
         v.forward.reset();
-        if (r.contains("forward") && r["forward"].is_object()) {
+        if (r.contains(kForwardField) && r[kForwardField].is_object()) {
           if (!spare) spare.emplace();
-          forward_view_parse(r["forward"], where + ": forward", *spare);
+          forward_view_parse(r[kForwardField], where + ": " + kForwardField, *spare);
           v.forward.swap(spare);
         }
       }
@@ -500,7 +385,7 @@ void TraceReplay::replay_records(StepView& v, size_t start) const {
                        << int64_t{v.nodes[static_cast<size_t>(n.parent)].depth} + 1);
     TS_CHECK(n.slot >= kNoSlot && n.slot < (1 << 30), origin_ << ": node " << i << " field slot = " << n.slot << " out of range");
   }
-  int32_t num_slots = v.kv.contains("slots") ? get_i32(v.kv, "slots", origin_ + ": step " + std::to_string(step) + ": kv", 0, kTraceMaxSlots) : 0;
+  int32_t num_slots = v.kv ? static_cast<int32_t>(v.kv->slots) : 0;
   for (auto& n : v.nodes) num_slots = std::max(num_slots, n.slot + 1);
   v.slot_to_node.assign(static_cast<size_t>(std::max(0, num_slots)), kNoNode);
   for (auto& n : v.nodes)

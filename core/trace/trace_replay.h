@@ -14,22 +14,14 @@
 #include <nlohmann/json.hpp>
 
 #include "core/mask/bit_mask.h"
+#include "core/trace/forward_record.h"
+#include "core/trace/header_record.h"
+#include "core/trace/kv_record.h"
+#include "core/trace/summary_record.h"
 #include "core/trace/trace_index.h"
 #include "core/tree/token_tree.h"
 
 namespace triescope {
-
-struct ForwardView {
-  std::vector<int32_t> queries;    // node ids (empty for layouts without a tree)
-  std::vector<int32_t> positions;  // [queries]
-  std::vector<int32_t> slots;      // [queries]
-  BitMask mask;                    // [queries x cols]
-};
-
-// A recorded pass ({queries, positions, slots, mask}: a step's `forward`,
-// `draft_forward` or an entry of `draft_forwards`) into `out`, whose buffers
-// it reuses. `where` names the field in errors.
-void forward_view_parse(const nlohmann::json& f, const std::string& where, ForwardView& out);
 
 struct StepView {
   int32_t step = 0;
@@ -40,7 +32,7 @@ struct StepView {
   std::vector<std::pair<int32_t, int32_t>> gc_moves;  // (old slot, new slot) if a GC ran in this step
   int32_t gc_slots_before = -1;
   std::optional<ForwardView> forward;   // the forward pass run at the end of this step
-  nlohmann::json kv;                    // slots, peak, bytes, batch_slots, ...
+  std::optional<KvRecord> kv;           // the step record's kv figures (nullopt when it has none)
   nlohmann::json chosen;                // chosen beams
   nlohmann::json extra;                 // algorithm-specific fields of the step record (constraint, verify...)
 };
@@ -103,8 +95,15 @@ class TraceReplay {
   // and the tree, not the file. `warning` as for trace_read.
   static TraceReplay open(const std::string& path, std::string* warning = nullptr);
 
+  // The header record as written (for readers that keep or show it whole);
+  // its fields are read through header_record().
   const nlohmann::json& header() const { return file_ ? file_->header() : records_.front(); }
+  // The header, typed and checked (core/trace/header_record.h).
+  const HeaderRecord& header_record() const { return header_record_; }
+  // The summary record as written (null when the trace has none), and typed
+  // (core/trace/summary_record.h; nullopt when none).
   const nlohmann::json* summary() const;
+  std::optional<SummaryRecord> summary_record() const;
   // Every record in memory; a streamed replay (open()) holds none: Error.
   const std::vector<nlohmann::json>& records() const;
   // True for a replay from open() on a regular file: records are parsed
@@ -134,7 +133,7 @@ class TraceReplay {
   // the step's last record (0 for a trace in memory): what a reader may want
   // to know before it asks.
   uint64_t replay_bytes(int32_t step) const;
-  const std::vector<std::string>& vocab() const { return vocab_; }
+  const std::vector<std::string>& vocab() const { return header_record_.vocab; }
   const std::string& origin() const { return origin_; }  // the file errors name
   std::string token_text(int32_t token) const;
   // Steps present in the trace, ascending (0 = prefill).
@@ -165,7 +164,7 @@ class TraceReplay {
   TraceRecordIndex index_;                         // in memory: [records] kind, step, line of each
   mutable std::optional<nlohmann::json> summary_;  // streamed: the summary, parsed on demand
   std::string origin_;
-  std::vector<std::string> vocab_;
+  HeaderRecord header_record_;
   int32_t num_steps_ = 0;                // step records: steps 0 .. num_steps_ - 1
   std::vector<int32_t> keyframe_steps_;  // ascending, each once
   size_t summary_record_ = SIZE_MAX;     // the last summary record, SIZE_MAX for none

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "core/common/error.h"
+#include "core/constraint/static_constraint.h"
 #include "cuda/cuda_common.cuh"
 #include "cuda/static/static_constraint_cuda.h"
 #include "cuda/static/static_mask.cuh"
@@ -180,20 +181,13 @@ void StaticIndexCuda::trace_extra(int64_t state, int32_t step, nlohmann::json& r
   rec["slice"] = last_.bt;
 }
 
-std::shared_ptr<StaticConstraint> static_constraint_to_cuda(const std::shared_ptr<SampleConstraint>& sample, VerifyExec exec) {
-  const auto c = std::dynamic_pointer_cast<StaticConstraint>(sample);
-  // Sparse ranking is the host StaticStep's: the constraint stays on the host
-  // whole (moving only its index dropped the option: the device path ranked
-  // every token and the trace header lost "ranking": "sparse").
-  if (!c || c->sparse_ranking()) return nullptr;
-  auto* vntk = dynamic_cast<VntkIndex*>(&c->index());
-  if (!vntk) return nullptr;
-  // Aliasing pointers: the new constraint keeps the original (its set and matrix) alive.
-  std::shared_ptr<const ConstraintSet> set(c, &c->set());
-  std::shared_ptr<const VntkIndex> cpu(c, vntk);
-  auto out = std::make_shared<StaticConstraint>(set, std::make_shared<StaticIndexCuda>(cpu, exec));
-  out->set_sample_file(c->sample_file());
-  return out;
+bool static_index_on_device(const std::string& impl, bool sparse_ranking) { return impl == "vntk" && !sparse_ranking; }
+
+std::shared_ptr<ConstraintIndex> constraint_index_make(const ConstraintIndexRequest& request, VerifyExec exec) {
+  if (!static_index_on_device(request.impl, request.sparse_ranking)) return ::triescope::constraint_index_make(request);
+  TS_CHECK(request.set, "constraint: no constraint set");
+  auto matrix = std::make_shared<const TransitionMatrix>(TransitionMatrix::build(*request.set, request.matrix));
+  return std::make_shared<StaticIndexCuda>(std::make_shared<const VntkIndex>(std::move(matrix)), exec);
 }
 
 }  // namespace triescope::cuda

@@ -3,8 +3,9 @@
 // kernel (cuda/static/static_mask.cuh, the masking part of the fused step in
 // cuda/static/static_step.cuh) fed the decoder's own log-probs, so the decoders keep
 // their selection and a cuda trace stays comparable record for record with
-// the CPU's. cuda::sample_use_cuda installs it for a sample whose constraint
-// has impl "vntk" (either layout, any d).
+// the CPU's. The cuda backend builds it (constraint_index_make below, its
+// BackendSpec::make_constraint_index) for a sample whose constraint has impl
+// "vntk" (either layout, any d) and ranks fully.
 //
 // Each mask() call computes, per row, the next state of every token the row
 // allows (dense steps: a [n x |V|] table; sparse steps: the B_t slots) and
@@ -21,9 +22,9 @@
 #include <vector>
 
 #include "core/constraint/constraint_index.h"
-#include "core/constraint/static_constraint.h"
+#include "core/constraint/constraint_index_request.h"
 #include "core/constraint/vntk.h"
-#include "cuda/cuda_backend.h"
+#include "cuda/verify_exec.h"
 
 namespace triescope::cuda {
 
@@ -82,10 +83,15 @@ class StaticIndexCuda final : public ConstraintIndex {
   mutable int64_t runs_ = 0, fallbacks_ = 0;
 };
 
-// A sample's StaticConstraint with its VNTK index replaced by StaticIndexCuda
-// (same set); null when the constraint is not a StaticConstraint over "vntk"
-// (the baselines stay on the host) or ranks sparsely (the host StaticStep).
-// The new constraint shares (and keeps alive) the original's set and matrix.
-std::shared_ptr<StaticConstraint> static_constraint_to_cuda(const std::shared_ptr<SampleConstraint>& sample, VerifyExec exec);
+// Whether the cuda backend runs a constraint's index on the device: impl
+// "vntk" ranked fully. The baselines (pointer trie, PPV, hash bitmap) have no
+// kernel, and "ranking": "sparse" ranks with the host StaticStep over a host
+// VntkIndex: both are the backend's documented host part.
+bool static_index_on_device(const std::string& impl, bool sparse_ranking);
+
+// The cuda backend's ConstraintIndexMaker: a StaticIndexCuda over the
+// requested matrix where static_index_on_device, else the CPU's index
+// (core's constraint_index_make).
+std::shared_ptr<ConstraintIndex> constraint_index_make(const ConstraintIndexRequest& request, VerifyExec exec);
 
 }  // namespace triescope::cuda

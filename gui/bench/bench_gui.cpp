@@ -34,6 +34,8 @@
 #include <sys/resource.h>
 
 #include "core/mask/ancestor_mask.h"
+#include "core/trace/forward_record.h"
+#include "core/trace/kv_record.h"
 #include "core/trace/trace.h"
 #include "gui/layout/tree_layout.h"
 #include "gui/main_window.h"
@@ -127,18 +129,20 @@ int make_tree_trace(const std::string& out, int nodes, int queries, int steps, u
   // different trees (the trie view cannot reuse the previous layout).
   const int grow = 16;
   const int first = std::max(queries, nodes - grow * (steps - 1));
-  const json fwd = {{"queries", q}, {"positions", position_ids(tree, q)}, {"slots", q}, {"mask", trace_mask(mask)}};
+  const ForwardView fwd{q, position_ids(tree, q), q, mask};
   TraceFileWriter w(out);
   w.record(trace_header("bench_tree", "cpu-reference", json{{"prompt", json::array()}}, json{{"type", "bench"}}, {}));
   for (int s = 0; s < steps; ++s) {
-    json f = fwd;
+    ForwardView f = fwd;
     if (vary && queries > 0) {
       const size_t rot = static_cast<size_t>(97 * s) % static_cast<size_t>(queries);
-      for (const char* k : {"queries", "positions", "slots"}) std::rotate(f[k].begin(), f[k].begin() + static_cast<long>(rot), f[k].end());
-      std::rotate(f["mask"]["rows"].begin(), f["mask"]["rows"].begin() + static_cast<long>(rot), f["mask"]["rows"].end());
+      for (std::vector<int32_t>* v : {&f.queries, &f.positions, &f.slots}) std::rotate(v->begin(), v->begin() + static_cast<long>(rot), v->end());
+      for (int32_t r = 0; r < f.mask.rows; ++r)  // row r takes row r + rot, as the vectors do
+        std::copy_n(fwd.mask.row(static_cast<int32_t>((static_cast<size_t>(r) + rot) % static_cast<size_t>(f.mask.rows))),
+                    f.mask.words_per_row, f.mask.row(r));
     }
-    json rec = {{"kind", "step"}, {"step", s}, {"phase", s == 0 ? "prefill" : "verify"}, {"forward", std::move(f)},
-                {"kv", {{"slots", queries}, {"peak", queries}, {"batch_slots", nodes}, {"live_beams", queries}}}};
+    const KvRecord kv{.slots = queries, .peak = queries, .batch_slots = nodes, .live_beams = queries};
+    json rec = {{"kind", "step"}, {"step", s}, {"phase", s == 0 ? "prefill" : "verify"}, {kForwardField, f.to_json()}, {kKvField, kv.to_json()}};
     json added = json::array();
     const int lo = s == 0 ? 0 : first + grow * (s - 1), hi = s == 0 ? first : std::min(nodes, first + grow * s);
     for (int i = lo; i < hi; ++i) added.push_back(trace_node(tree.node(i)));
@@ -327,9 +331,9 @@ void print_replay_times(gui::MainWindow& win) {
   }
   json scratch;
   for (size_t ri = 0; ri < rp.index().size(); ++ri)
-    if (const json& r = rp.records_view().at(ri, scratch); r.value("kind", "") == "step" && r.contains("forward") && r["forward"].contains("mask")) {
+    if (const json& r = rp.records_view().at(ri, scratch); r.value("kind", "") == "step" && r.contains(kForwardField) && r[kForwardField].contains(kForwardMask)) {
       const auto a = std::chrono::steady_clock::now();
-      (void)trace_mask_parse(r["forward"]["mask"], "bench");
+      (void)trace_mask_parse(r[kForwardField][kForwardMask], "bench");
       mask_ms.push_back(ms_between(a, std::chrono::steady_clock::now()));
     }
   std::cout << "  TraceReplay::advance from the previous step: median " << median(adv_ms) << " ms, max "

@@ -13,28 +13,36 @@ class QGraphicsScene;
 
 namespace triescope::gui {
 
-class SceneFigure final : public FigureSource {
+// A figure under the name its builder gives it.
+class NamedFigure : public FigureSource {
  public:
-  SceneFigure(QString name, QGraphicsScene* scene) : name_(std::move(name)), scene_(scene) {}
   QString figureName() const override { return name_; }
+
+ protected:
+  explicit NamedFigure(QString name) : name_(std::move(name)) {}
+
+ private:
+  QString name_;
+};
+
+class SceneFigure final : public NamedFigure {
+ public:
+  SceneFigure(QString name, QGraphicsScene* scene) : NamedFigure(std::move(name)), scene_(scene) {}
   QSizeF figureSize() const override;
   void paintFigure(QPainter& p) const override;
 
  private:
   QRectF source() const;
-  QString name_;
   QGraphicsScene* scene_;
 };
 
-class WidgetFigure final : public FigureSource {
+class WidgetFigure final : public NamedFigure {
  public:
-  WidgetFigure(QString name, QWidget* widget) : name_(std::move(name)), widget_(widget) {}
-  QString figureName() const override { return name_; }
+  WidgetFigure(QString name, QWidget* widget) : NamedFigure(std::move(name)), widget_(widget) {}
   QSizeF figureSize() const override;
   void paintFigure(QPainter& p) const override;
 
  private:
-  QString name_;
   QPointer<QWidget> widget_;
 };
 
@@ -50,15 +58,14 @@ class FigureRef final : public FigureSource {
   const FigureSource& f_;
 };
 
-class NoteFigure final : public FigureSource {
+class NoteFigure final : public NamedFigure {
  public:
-  NoteFigure(QString name, QString text) : name_(std::move(name)), text_(std::move(text)) {}
-  QString figureName() const override { return name_; }
+  NoteFigure(QString name, QString text) : NamedFigure(std::move(name)), text_(std::move(text)) {}
   QSizeF figureSize() const override;
   void paintFigure(QPainter& p) const override;
 
  private:
-  QString name_, text_;
+  QString text_;
 };
 
 }  // namespace triescope::gui

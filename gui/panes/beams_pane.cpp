@@ -8,7 +8,7 @@
 
 namespace triescope::gui {
 
-BeamsPane::BeamsPane(TraceContext& ctx, QWidget* parent) : QWidget(parent), ctx_(ctx) {
+BeamsPane::BeamsPane(TraceContext& ctx, QWidget* parent) : QWidget(parent), ContextViewer(ctx) {
   table_ = new QTableView(this);
   model_ = new ChosenBeamsModel(this);
   table_->setModel(model_);
@@ -24,10 +24,8 @@ BeamsPane::BeamsPane(TraceContext& ctx, QWidget* parent) : QWidget(parent), ctx_
   auto* l = new QVBoxLayout(this);
   l->setContentsMargins(2, 2, 2, 2);
   l->addWidget(table_);
-  ctx_.addViewer(this);
+  watchContext();
 }
-
-BeamsPane::~BeamsPane() { ctx_.removeViewer(this); }
 
 void BeamsPane::onStepChanged(TraceContext& ctx) {
   updating_ = true;

@@ -10,19 +10,16 @@ namespace triescope::gui {
 
 class ChosenBeamsModel;
 
-class BeamsPane final : public QWidget, public ITraceViewer {
+class BeamsPane final : public QWidget, public ContextViewer {
   Q_OBJECT
  public:
   explicit BeamsPane(TraceContext& ctx, QWidget* parent = nullptr);
-  ~BeamsPane() override;
-  void onTraceLoaded(TraceContext&) override {}
   void onStepChanged(TraceContext& ctx) override;
   void onSelectionChanged(TraceContext& ctx) override;
   ChosenBeamsModel* model() const { return model_; }
   QTableView* table() const { return table_; }
 
  private:
-  TraceContext& ctx_;
   QTableView* table_;
   ChosenBeamsModel* model_;
   bool updating_ = false;

@@ -40,7 +40,7 @@ class ConstraintCanvas final : public QWidget {
   TraceContext& ctx_;
 };
 
-ConstraintView::ConstraintView(TraceContext& ctx, QWidget* parent) : QWidget(parent), ctx_(ctx) {
+ConstraintView::ConstraintView(TraceContext& ctx, QWidget* parent) : QWidget(parent), ContextViewer(ctx) {
   note_ = new QLabel(this);
   note_->setWordWrap(true);
   note_->setTextInteractionFlags(Qt::TextSelectableByMouse);
@@ -82,11 +82,10 @@ ConstraintView::ConstraintView(TraceContext& ctx, QWidget* parent) : QWidget(par
     Q_EMIT indexLoaded();
   });
   note_->setText(tr("Open a constrained (STATIC) trace to see its constraint set."));
-  ctx_.addViewer(this);
+  watchContext();
 }
 
 ConstraintView::~ConstraintView() {
-  ctx_.removeViewer(this);
   watcher_.waitForFinished();
 }
 
@@ -100,7 +99,7 @@ void ConstraintView::onTraceLoaded(TraceContext& ctx) {
   header_.reset();
   const TraceDocument* doc = ctx.doc();
   try {
-    header_ = constraint_header_read(doc->replay->header(), doc->origin);
+    header_ = constraint_header_read(doc->replay->header_record(), doc->origin);
   } catch (const Error& e) {
     headerError_ = QString::fromUtf8(e.what());
   }

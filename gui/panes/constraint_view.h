@@ -27,7 +27,7 @@ namespace triescope::gui {
 class JsonPane;
 class ConstraintCanvas;
 
-class ConstraintView final : public QWidget, public ITraceViewer, public FigureSource {
+class ConstraintView final : public QWidget, public ContextViewer, public FigureSource {
   Q_OBJECT
  public:
   explicit ConstraintView(TraceContext& ctx, QWidget* parent = nullptr);
@@ -71,7 +71,6 @@ class ConstraintView final : public QWidget, public ITraceViewer, public FigureS
   void rebuild() const;
   QStringList headingLines() const;
 
-  TraceContext& ctx_;
   QLabel* note_;
   QPushButton* choose_;
   QTabWidget* tabs_;

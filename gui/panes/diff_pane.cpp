@@ -11,7 +11,7 @@
 
 namespace triescope::gui {
 
-DiffPane::DiffPane(TraceContext& ctx, QWidget* parent) : QWidget(parent), ctx_(ctx) {
+DiffPane::DiffPane(TraceContext& ctx, QWidget* parent) : QWidget(parent), ContextViewer(ctx) {
   summary_ = new QLabel(tr("Open two traces (File > Open diff, or triescope-gui --diff a.jsonl b.jsonl)."), this);
   summary_->setWordWrap(true);
   stepInfo_ = new QLabel(this);
@@ -43,11 +43,9 @@ DiffPane::DiffPane(TraceContext& ctx, QWidget* parent) : QWidget(parent), ctx_(c
   l->addLayout(row);
   l->addWidget(stepInfo_);
   l->addWidget(list_, 1);
-  ctx_.addViewer(this);
+  watchContext();
   setEnabled(false);
 }
-
-DiffPane::~DiffPane() { ctx_.removeViewer(this); }
 
 void DiffPane::onTraceLoaded(TraceContext& ctx) {
   list_->clear();

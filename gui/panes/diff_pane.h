@@ -11,14 +11,12 @@ class QRadioButton;
 
 namespace triescope::gui {
 
-class DiffPane final : public QWidget, public ITraceViewer {
+class DiffPane final : public QWidget, public ContextViewer {
   Q_OBJECT
  public:
   explicit DiffPane(TraceContext& ctx, QWidget* parent = nullptr);
-  ~DiffPane() override;
   void onTraceLoaded(TraceContext& ctx) override;
   void onStepChanged(TraceContext& ctx) override;
-  void onSelectionChanged(TraceContext&) override {}
   QListWidget* list() const { return list_; }
 
  public Q_SLOTS:
@@ -26,7 +24,6 @@ class DiffPane final : public QWidget, public ITraceViewer {
   void prevDivergence();
 
  private:
-  TraceContext& ctx_;
   QLabel* summary_;
   QLabel* stepInfo_;
   QListWidget* list_;

@@ -10,22 +10,25 @@
 namespace triescope::gui {
 
 JsonPane::JsonPane(TraceContext& ctx, QString key, QString absentNote, QWidget* parent)
-    : QWidget(parent), ctx_(ctx), key_(std::move(key)), absent_(std::move(absentNote)) {
+    : QWidget(parent), ContextViewer(ctx), key_(std::move(key)), absent_(std::move(absentNote)) {
   note_ = new QLabel(this);
   note_->setWordWrap(true);
-  tree_ = new QTreeView(this);
   model_ = new JsonTreeModel(this);
-  tree_->setModel(model_);
-  tree_->setAlternatingRowColors(true);
-  tree_->header()->setSectionResizeMode(0, QHeaderView::ResizeToContents);
+  tree_ = treeView(model_, this);
   auto* l = new QVBoxLayout(this);
   l->setContentsMargins(2, 2, 2, 2);
   l->addWidget(note_);
   l->addWidget(tree_, 1);
-  ctx_.addViewer(this);
+  watchContext();
 }
 
-JsonPane::~JsonPane() { ctx_.removeViewer(this); }
+QTreeView* JsonPane::treeView(JsonTreeModel* model, QWidget* parent) {
+  auto* tree = new QTreeView(parent);
+  tree->setModel(model);
+  tree->setAlternatingRowColors(true);
+  tree->header()->setSectionResizeMode(0, QHeaderView::ResizeToContents);
+  return tree;
+}
 
 void JsonPane::onTraceLoaded(TraceContext& ctx) {
   traceHas_ = ctx.doc()->step_fields.count(key_.toStdString()) > 0;

@@ -13,14 +13,12 @@ namespace triescope::gui {
 
 class JsonTreeModel;
 
-class JsonPane final : public QWidget, public ITraceViewer {
+class JsonPane final : public QWidget, public ContextViewer {
   Q_OBJECT
  public:
   JsonPane(TraceContext& ctx, QString key, QString absentNote, QWidget* parent = nullptr);
-  ~JsonPane() override;
   void onTraceLoaded(TraceContext& ctx) override;
   void onStepChanged(TraceContext& ctx) override;
-  void onSelectionChanged(TraceContext&) override {}
   // Brings the model up to date if the pane was hidden at the last step.
   JsonTreeModel* model() {
     if (widgetsStale_) updateWidgets();
@@ -29,6 +27,9 @@ class JsonPane final : public QWidget, public ITraceViewer {
   bool hasData() const { return has_; }
   // Some step record of the loaded trace carries the key.
   bool traceHasData() const { return traceHas_; }
+  // A read-only tree over `model` as this pane draws one (alternating rows,
+  // the key column fitted); the verification pane's raw record uses it too.
+  static QTreeView* treeView(JsonTreeModel* model, QWidget* parent);
   // See VerifyPane::setOnScreen.
   void setOnScreen(bool on) {
     onScreen_ = on;
@@ -36,7 +37,6 @@ class JsonPane final : public QWidget, public ITraceViewer {
   }
 
  private:
-  TraceContext& ctx_;
   QString key_, absent_;
   QLabel* note_;
   QTreeView* tree_;

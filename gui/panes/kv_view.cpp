@@ -12,14 +12,12 @@
 
 namespace triescope::gui {
 
-KvView::KvView(TraceContext& ctx, QWidget* parent) : QWidget(parent), ctx_(ctx) {
+KvView::KvView(TraceContext& ctx, QWidget* parent) : QWidget(parent), ContextViewer(ctx) {
   // paintEvent fills its whole rect: no parent repaint underneath it.
   setAttribute(Qt::WA_OpaquePaintEvent);
   setMinimumHeight(120);
-  ctx_.addViewer(this);
+  watchContext();
 }
-KvView::~KvView() { ctx_.removeViewer(this); }
-
 void KvView::onTraceLoaded(TraceContext&) {}
 void KvView::onStepChanged(TraceContext&) {
   branch_ = node_branches(ctx_.view());
@@ -100,13 +98,14 @@ int KvView::slotAt(QPoint p) const {
 
 QString KvView::headerText() const {
   const StepView& v = ctx_.view();
-  auto num = [&](const char* k) -> QString {
-    return v.kv.contains(k) && v.kv[k].is_number() ? QString::number(v.kv[k].get<int64_t>()) : QStringLiteral("n/a");
-  };
+  const std::optional<KvRecord>& kv = v.kv;
+  const QString na = QStringLiteral("n/a");
+  auto num = [&](std::optional<int64_t> x) { return x ? QString::number(*x) : na; };
   QString s = tr("trie: %1 slots in use (peak %2)   |   batch baseline: %3 slots   |   live beams %4")
-                  .arg(num("slots"), num("peak"), num("batch_slots"), num("live_beams"));
-  if (v.kv.contains("bytes") && v.kv["bytes"].is_number() && v.kv.contains("batch_bytes") && v.kv["batch_bytes"].is_number())
-    s += tr("   |   %1 MiB vs %2 MiB").arg(v.kv["bytes"].get<double>() / 1048576.0, 0, 'f', 1).arg(v.kv["batch_bytes"].get<double>() / 1048576.0, 0, 'f', 1);
+                  .arg(kv ? QString::number(kv->slots) : na, kv ? QString::number(kv->peak) : na, num(kv ? kv->batch_slots : std::nullopt),
+                       num(kv ? kv->live_beams : std::nullopt));
+  if (kv && kv->bytes && kv->batch_bytes)
+    s += tr("   |   %1 MiB vs %2 MiB").arg(static_cast<double>(*kv->bytes) / 1048576.0, 0, 'f', 1).arg(static_cast<double>(*kv->batch_bytes) / 1048576.0, 0, 'f', 1);
   return s;
 }
 

@@ -10,11 +10,10 @@ class QPainter;
 
 namespace triescope::gui {
 
-class KvView final : public QWidget, public ITraceViewer {
+class KvView final : public QWidget, public ContextViewer {
   Q_OBJECT
  public:
   explicit KvView(TraceContext& ctx, QWidget* parent = nullptr);
-  ~KvView() override;
 
   void onTraceLoaded(TraceContext& ctx) override;
   void onStepChanged(TraceContext& ctx) override;
@@ -44,7 +43,6 @@ class KvView final : public QWidget, public ITraceViewer {
   void paintBeforeGc(QPainter& p, const SlotPainter& slot) const;
   void paintGcMoves(QPainter& p) const;
   void paintHighlight(QPainter& p) const;
-  TraceContext& ctx_;
   std::vector<int32_t> branch_;  // [nodes]
   int cell_ = 30, perRow_ = 32, slots_ = 0, oldSlots_ = 0;
   int gridTop_ = 0, oldTop_ = -1;

@@ -31,7 +31,7 @@ int tick_step(double px, double need) {
 }
 }  // namespace
 
-MaskView::MaskView(TraceContext& ctx, QWidget* parent) : QAbstractScrollArea(parent), ctx_(ctx) {
+MaskView::MaskView(TraceContext& ctx, QWidget* parent) : QAbstractScrollArea(parent), ContextViewer(ctx) {
   viewport()->setMouseTracking(true);
   setMouseTracking(true);
   setMinimumSize(200, 160);
@@ -44,10 +44,8 @@ MaskView::MaskView(TraceContext& ctx, QWidget* parent) : QAbstractScrollArea(par
   explainLabel_->setContentsMargins(4, 0, 4, 0);
   setViewportMargins(0, 0, 0, kExplainHeight);
   showPinned();
-  ctx_.addViewer(this);
+  watchContext();
 }
-
-MaskView::~MaskView() { ctx_.removeViewer(this); }
 
 int MaskView::rows() const {
   const auto& v = ctx_.view();
@@ -83,7 +81,7 @@ bool MaskView::sameAsShown() {
     same = false;
     mine.assign(now.begin(), now.end());
   };
-  const bool draftNote = v.extra.is_object() && v.extra.contains("draft_forwards");
+  const bool draftNote = v.extra.is_object() && v.extra.contains(kDraftForwardsField);
   const int rows = v.forward ? v.forward->mask.rows : -1, cols = v.forward ? v.forward->mask.cols : -1;
   same = draftNote == shown_.draftNote && rows == shown_.rows && cols == shown_.cols;
   shown_.draftNote = draftNote;
@@ -401,10 +399,10 @@ void MaskView::paintTo(QPainter& p, QRect area, int sx, int sy) const {
 void MaskView::paintNoPass(QPainter& p, QRect area) const {
   QString msg = ctx_.loaded() ? tr("no forward pass recorded at this step") : tr("no trace loaded");
   // Speculative draft steps: the target's pass is at the verify step.
-  if (ctx_.loaded() && ctx_.view().extra.is_object() && ctx_.view().extra.contains("draft_forwards"))
+  if (ctx_.loaded() && ctx_.view().extra.is_object() && ctx_.view().extra.contains(kDraftForwardsField))
     msg = tr("draft step: the draft model's %1 pass(es) are in the record's draft_forwards;\n"
              "the target scores these drafts in one forest pass at the next (verify) step")
-              .arg(ctx_.view().extra["draft_forwards"].is_array() ? ctx_.view().extra["draft_forwards"].size() : 0);
+              .arg(ctx_.view().extra[kDraftForwardsField].is_array() ? ctx_.view().extra[kDraftForwardsField].size() : 0);
   p.drawText(area, Qt::AlignCenter, msg);
 }
 

@@ -20,11 +20,10 @@ class QLabel;
 
 namespace triescope::gui {
 
-class MaskView final : public QAbstractScrollArea, public ITraceViewer {
+class MaskView final : public QAbstractScrollArea, public ContextViewer {
   Q_OBJECT
  public:
   explicit MaskView(TraceContext& ctx, QWidget* parent = nullptr);
-  ~MaskView() override;
 
   void onTraceLoaded(TraceContext& ctx) override;
   void onStepChanged(TraceContext& ctx) override;
@@ -92,7 +91,6 @@ class MaskView final : public QAbstractScrollArea, public ITraceViewer {
   int topMargin() const;
   static constexpr int kBottom = 30;  // position-id strip height
 
-  TraceContext& ctx_;
   double cw_ = 16, ch_ = 16;  // cell width and height in pixels (fit() may make them differ)
   bool fitPending_ = true;
   int hoverRow_ = -1, hoverCol_ = -1;

@@ -25,7 +25,7 @@ constexpr int kRestMs = 150;
 
 }
 
-NarrationPane::NarrationPane(TraceContext& ctx, QWidget* parent) : QWidget(parent), ctx_(ctx) {
+NarrationPane::NarrationPane(TraceContext& ctx, QWidget* parent) : QWidget(parent), ContextViewer(ctx) {
   browser_ = new QTextBrowser(this);
   browser_->setOpenLinks(false);  // node:ID anchors select, they do not navigate
   browser_->setOpenExternalLinks(false);
@@ -39,10 +39,8 @@ NarrationPane::NarrationPane(TraceContext& ctx, QWidget* parent) : QWidget(paren
   auto* l = new QVBoxLayout(this);
   l->setContentsMargins(2, 2, 2, 2);
   l->addWidget(browser_);
-  ctx_.addViewer(this);
+  watchContext();
 }
-
-NarrationPane::~NarrationPane() { ctx_.removeViewer(this); }
 
 QString NarrationPane::nodeHref(int32_t node) { return QStringLiteral("node:%1").arg(node); }
 

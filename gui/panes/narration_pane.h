@@ -20,11 +20,10 @@ class QUrl;
 
 namespace triescope::gui {
 
-class NarrationPane final : public QWidget, public ITraceViewer, public FigureSource {
+class NarrationPane final : public QWidget, public ContextViewer, public FigureSource {
   Q_OBJECT
  public:
   explicit NarrationPane(TraceContext& ctx, QWidget* parent = nullptr);
-  ~NarrationPane() override;
   void onTraceLoaded(TraceContext& ctx) override;
   void onStepChanged(TraceContext& ctx) override;
   void onSelectionChanged(TraceContext& ctx) override;
@@ -49,7 +48,6 @@ class NarrationPane final : public QWidget, public ITraceViewer, public FigureSo
   const TreeBefore* beforeOf(const StepView& view, const TraceReplay& replay);
   void replayDeferred();
 
-  TraceContext& ctx_;
   QTextBrowser* browser_;
   std::vector<NarrationSentence> sentences_;
   QString error_;

@@ -82,7 +82,7 @@ class PlotLine {
 };
 }  // namespace
 
-PlotsPane::PlotsPane(TraceContext& ctx, QWidget* parent) : QWidget(parent), ctx_(ctx) {
+PlotsPane::PlotsPane(TraceContext& ctx, QWidget* parent) : QWidget(parent), ContextViewer(ctx) {
   auto jump = [this](double x) { ctx_.setStep(static_cast<int32_t>(std::lround(x))); };
   auto* kv = new QChart;
   kv->setTitle(tr("KV slots per step: trie vs batch baseline"));
@@ -141,10 +141,8 @@ PlotsPane::PlotsPane(TraceContext& ctx, QWidget* parent) : QWidget(parent), ctx_
   auto* l = new QVBoxLayout(this);
   l->setContentsMargins(0, 0, 0, 0);
   l->addWidget(tabs_);
-  ctx_.addViewer(this);
+  watchContext();
 }
-
-PlotsPane::~PlotsPane() { ctx_.removeViewer(this); }
 
 int PlotsPane::seriesPointCount(int s) const {
   const QLineSeries* ser = s == 0 ? trie_ : s == 1 ? batch_ : peak_;

@@ -16,14 +16,12 @@ class QValueAxis;
 
 namespace triescope::gui {
 
-class PlotsPane final : public QWidget, public ITraceViewer {
+class PlotsPane final : public QWidget, public ContextViewer {
   Q_OBJECT
  public:
   explicit PlotsPane(TraceContext& ctx, QWidget* parent = nullptr);
-  ~PlotsPane() override;
   void onTraceLoaded(TraceContext& ctx) override;
   void onStepChanged(TraceContext& ctx) override;
-  void onSelectionChanged(TraceContext&) override {}
   int seriesPointCount(int series) const;  // 0 trie slots, 1 batch slots, 2 peak
   // Acceptance tab (speculative traces): per-layer bars or per-step line.
   bool hasAcceptance() const;
@@ -32,7 +30,6 @@ class PlotsPane final : public QWidget, public ITraceViewer {
   QTabWidget* tabs() const { return tabs_; }
 
  private:
-  TraceContext& ctx_;
   QTabWidget* tabs_;
   QChartView* kvView_;
   QChartView* timeView_;

@@ -230,7 +230,7 @@ class ZoomView final : public QGraphicsView {
 };
 }  // namespace
 
-TrieView::TrieView(TraceContext& ctx, QWidget* parent) : QWidget(parent), ctx_(ctx) {
+TrieView::TrieView(TraceContext& ctx, QWidget* parent) : QWidget(parent), ContextViewer(ctx) {
   // Opaque: a repaint of this pane does not repaint the main window under it.
   setAutoFillBackground(true);
   scene_ = new QGraphicsScene(this);
@@ -301,10 +301,8 @@ TrieView::TrieView(TraceContext& ctx, QWidget* parent) : QWidget(parent), ctx_(c
   lay->addLayout(bar);
   lay->addLayout(legendRow);
   lay->addWidget(view_, 1);
-  ctx_.addViewer(this);
+  watchContext();
 }
-
-TrieView::~TrieView() { ctx_.removeViewer(this); }
 
 void TrieView::dropLayouts() {
   for (auto& [k, l] : layouts_) recycle(std::move(l));

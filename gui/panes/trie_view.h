@@ -21,12 +21,11 @@ namespace triescope::gui {
 
 class TreeItem;
 
-class TrieView final : public QWidget, public ITraceViewer {
+class TrieView final : public QWidget, public ContextViewer {
   Q_OBJECT
  public:
   struct CachedLayout;
   explicit TrieView(TraceContext& ctx, QWidget* parent = nullptr);
-  ~TrieView() override;
 
   void onTraceLoaded(TraceContext& ctx) override;
   void onStepChanged(TraceContext& ctx) override;
@@ -58,7 +57,6 @@ class TrieView final : public QWidget, public ITraceViewer {
   void rebuild();
   void clicked(int32_t node);
 
-  TraceContext& ctx_;
   QGraphicsScene* scene_;
   QGraphicsView* view_;
   QCheckBox* collapseBox_;

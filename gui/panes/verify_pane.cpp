@@ -19,6 +19,7 @@
 #include "core/analysis/verify_kind.h"
 #include "core/trace/trace.h"
 #include "gui/json_tree_model.h"
+#include "gui/panes/json_pane.h"
 #include "gui/step_colors.h"
 
 namespace triescope::gui {
@@ -266,7 +267,7 @@ bool VerifyCanvas::event(QEvent* e) {
 
 // ------------------------------------------------------------------ pane
 
-VerifyPane::VerifyPane(TraceContext& ctx, QWidget* parent) : QWidget(parent), ctx_(ctx) {
+VerifyPane::VerifyPane(TraceContext& ctx, QWidget* parent) : QWidget(parent), ContextViewer(ctx) {
   summary_ = new QLabel(this);
   summary_->setWordWrap(true);
   summary_->setTextFormat(Qt::RichText);
@@ -288,11 +289,8 @@ VerifyPane::VerifyPane(TraceContext& ctx, QWidget* parent) : QWidget(parent), ct
     const QTableWidgetItem* it = table_->item(row, 2);
     if (it && it->data(Qt::UserRole).toInt() >= 0) ctx_.selectNode(it->data(Qt::UserRole).toInt());
   });
-  raw_ = new QTreeView(this);
   model_ = new JsonTreeModel(this);
-  raw_->setModel(model_);
-  raw_->setAlternatingRowColors(true);
-  raw_->header()->setSectionResizeMode(0, QHeaderView::ResizeToContents);
+  raw_ = JsonPane::treeView(model_, this);
   tabs_ = new QTabWidget(this);
   tabs_->addTab(scroll_, tr("Layers"));
   tabs_->addTab(table_, tr("Table"));
@@ -301,10 +299,8 @@ VerifyPane::VerifyPane(TraceContext& ctx, QWidget* parent) : QWidget(parent), ct
   l->setContentsMargins(2, 2, 2, 2);
   l->addWidget(summary_);
   l->addWidget(tabs_, 1);
-  ctx_.addViewer(this);
+  watchContext();
 }
-
-VerifyPane::~VerifyPane() { ctx_.removeViewer(this); }
 
 void VerifyPane::onTraceLoaded(TraceContext& ctx) {
   builtDoc_ = nullptr;

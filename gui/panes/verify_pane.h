@@ -27,11 +27,10 @@ namespace triescope::gui {
 class JsonTreeModel;
 class VerifyCanvas;
 
-class VerifyPane final : public QWidget, public ITraceViewer {
+class VerifyPane final : public QWidget, public ContextViewer {
   Q_OBJECT
  public:
   explicit VerifyPane(TraceContext& ctx, QWidget* parent = nullptr);
-  ~VerifyPane() override;
   void onTraceLoaded(TraceContext& ctx) override;
   void onStepChanged(TraceContext& ctx) override;
   void onSelectionChanged(TraceContext& ctx) override;
@@ -61,7 +60,6 @@ class VerifyPane final : public QWidget, public ITraceViewer {
   void refresh();
   QString noRecordText() const;
   void fillTable();
-  TraceContext& ctx_;
   QLabel* summary_;
   QTabWidget* tabs_;
   QScrollArea* scroll_;

@@ -10,6 +10,7 @@
 #include "python/bindings/py_convert.h"
 #include "core/common/error.h"
 #include "core/trace/external_trace.h"
+#include "core/trace/keyframe_record.h"
 #include "core/trace/trace_replay.h"
 
 namespace triescope::py {
@@ -186,22 +187,25 @@ void bind_trace_reader(pyb::module_& m) {
 
   pyb::class_<ForwardView>(m, "Forward", "One recorded forward pass: queries (node ids), positions, slots written, "
                                          "and the mask rows as a bool array [queries x slots].")
-      .def_readonly("queries", &ForwardView::queries)
-      .def_readonly("positions", &ForwardView::positions)
-      .def_readonly("slots", &ForwardView::slots)
-      .def_property_readonly("mask", [](const ForwardView& f) { return mask_array(f.mask); });
+      .def_readonly(kForwardQueries, &ForwardView::queries)
+      .def_readonly(kForwardPositions, &ForwardView::positions)
+      .def_readonly(kForwardSlots, &ForwardView::slots)
+      .def_property_readonly(kForwardMask, [](const ForwardView& f) { return mask_array(f.mask); });
 
   pyb::class_<StepView>(m, "StepView", "The state of a decode after one step, as Trace.at() rebuilds it.")
       .def_readonly("step", &StepView::step)
       .def_readonly("phase", &StepView::phase)
       .def_readonly("nodes", &StepView::nodes)
-      .def_readonly("slot_to_node", &StepView::slot_to_node)
+      .def_readonly(kKeyframeSlotToNode, &StepView::slot_to_node)
       .def_readonly("added", &StepView::added)
       .def_readonly("gc_moves", &StepView::gc_moves)
-      .def_property_readonly("forward", [](const StepView& v) -> pyb::object {
+      .def_property_readonly(kForwardField, [](const StepView& v) -> pyb::object {
         return v.forward ? pyb::cast(*v.forward) : pyb::none();
       })
-      .def_property_readonly("kv", [](const StepView& v) { return from_json(v.kv); });
+      // A dict of the kv figures ({} when the step records none).
+      .def_property_readonly(kKvField, [](const StepView& v) {
+        return from_json(v.kv ? v.kv->to_json() : nlohmann::json::object());
+      });
 
   pyb::class_<TraceReplay, std::shared_ptr<TraceReplay>> trace(
       m, "Trace", "A trace file (docs/trace-format.md) read by the C++ reader the CLI and GUI use, streamed as they stream it.");

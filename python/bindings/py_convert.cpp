@@ -39,9 +39,14 @@ int64_t int64_of(pyb::handle item, const std::string& name) {
   return v;
 }
 
-// An integer array as int64 values: a uint64 entry past INT64_MAX is an
+// An integer array of `ndim` dimensions as int64 values: other entries are a
+// TypeError, another shape an Error, a uint64 entry past INT64_MAX an
 // OverflowError naming it (a forced cast would wrap it: 2^64 - 1 became -1).
-pyb::array_t<int64_t, pyb::array::c_style | pyb::array::forcecast> int64_array(const pyb::array& a, const std::string& name) {
+pyb::array_t<int64_t, pyb::array::c_style | pyb::array::forcecast> int64_array(const pyb::array& a, pyb::ssize_t ndim,
+                                                                               const std::string& name) {
+  const char kind = a.dtype().kind();
+  if (kind != 'i' && kind != 'u') throw pyb::type_error(name + ": expected integers, got a " + describe_array(a));
+  if (a.ndim() != ndim) throw Error(name + ": expected a " + std::to_string(ndim) + "-D array, got a " + describe_array(a));
   if (a.dtype().kind() == 'u' && a.dtype().itemsize() == 8) {
     const auto u = pyb::array_t<uint64_t, pyb::array::c_style | pyb::array::forcecast>::ensure(a);
     for (pyb::ssize_t k = 0; k < u.size(); ++k)
@@ -126,11 +131,7 @@ std::vector<int64_t> int_vector(pyb::handle obj_in, const std::string& name) {
   pyb::object obj = numpy_of(obj_in);
   std::vector<int64_t> out;
   if (pyb::isinstance<pyb::array>(obj)) {
-    auto a = obj.cast<pyb::array>();
-    const char kind = a.dtype().kind();
-    if (kind != 'i' && kind != 'u') throw pyb::type_error(name + ": expected integers, got a " + describe_array(a));
-    if (a.ndim() != 1) throw Error(name + ": expected a 1-D array, got a " + describe_array(a));
-    auto c = int64_array(a, name);
+    auto c = int64_array(obj.cast<pyb::array>(), 1, name);
     out.assign(c.data(), c.data() + c.size());
     return out;
   }
@@ -157,11 +158,7 @@ std::vector<std::vector<int64_t>> int_rows(pyb::handle obj_in, const std::string
   pyb::object obj = numpy_of(obj_in);
   std::vector<std::vector<int64_t>> rows;
   if (pyb::isinstance<pyb::array>(obj)) {
-    auto a = obj.cast<pyb::array>();
-    const char kind = a.dtype().kind();
-    if (kind != 'i' && kind != 'u') throw pyb::type_error(name + ": expected integers, got a " + describe_array(a));
-    if (a.ndim() != 2) throw Error(name + ": expected a 2-D array, got a " + describe_array(a));
-    auto c = int64_array(a, name);
+    auto c = int64_array(obj.cast<pyb::array>(), 2, name);
     const auto n = c.shape(0), m = c.shape(1);
     for (pyb::ssize_t r = 0; r < n; ++r) rows.emplace_back(c.data() + r * m, c.data() + (r + 1) * m);
     return rows;

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The include-layers check (scripts/check_include_layers.py) on a copy of
-core/ and docs/architecture.md: clean as copied, then each planted include
+core/, cuda/ and docs/architecture.md: clean as copied, then each planted include
 against the layers must fail, naming the file, the line and the rule.
 
 usage: test_include_layers.py <source dir>
@@ -28,6 +28,7 @@ def expect(cond, what, out):
 
 def copy_tree(dst):
     shutil.copytree(os.path.join(SRC, "core"), os.path.join(dst, "core"))
+    shutil.copytree(os.path.join(SRC, "cuda"), os.path.join(dst, "cuda"))
     os.makedirs(os.path.join(dst, "docs"))
     shutil.copy(os.path.join(SRC, "docs", "architecture.md"), os.path.join(dst, "docs"))
 
@@ -73,4 +74,10 @@ case_planted("core/constraint/static_constraint.h", "core/decode/beam_config.h",
 case_planted("core/select/philox.h", "core/decode/decode_result.h", "core/select")
 case_planted("core/model/model.cpp", "core/trace/trace.h", "core/model")
 case_planted("core/decode/run_sample.cpp", "cuda/cuda_backend.h", "core/decode")
+# cuda/'s rooms: the kernels sit below the backend and cuda/static; the host
+# runtime includes nothing outside itself.
+case_planted("cuda/dsbd_verify.cpp", "cuda/cuda_backend.h", "cuda")
+case_planted("cuda/tree_attention.cu", "cuda/static/static_mask.cuh", "cuda")
+case_planted("cuda/static/static_mask.cu", "cuda/cuda_backend.h", "cuda/static")
+case_planted("cuda/host_runtime/src/fiber.cpp", "cuda/cuda_common.cuh", "cuda/host_runtime")
 case_cycle()

@@ -65,7 +65,7 @@ TEST_CASE("view_difference notices a difference in any field", "[trace][replay]"
   b.nodes.back().status = b.nodes.back().status == NodeStatus::live ? NodeStatus::pruned : NodeStatus::live;
   CHECK(view_difference(a, b) == "nodes[" + std::to_string(a.nodes.size() - 1) + "]");
   b = a;
-  b.kv["slots"] = -5;
+  b.kv = KvRecord{.slots = -5};
   CHECK(view_difference(a, b) == "kv");
   if (a.forward && a.forward->mask.rows > 0) {
     b = a;

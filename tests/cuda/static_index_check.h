@@ -121,8 +121,7 @@ inline void check_static_decodes(cuda::VerifyExec exec, uint64_t seed) {
   CAPTURE(csr_layout_name(layout), V, L, d, items, cfg.num_beams, cfg.max_new_tokens, cfg.gc_interval);
   auto set = std::make_shared<const ConstraintSet>(constraint_set_random(items, L, V, rng()));
   auto cpu = std::make_shared<StaticConstraint>(set, constraint_index_make("vntk", set, {d, layout}));
-  auto dev = cuda::static_constraint_to_cuda(cpu, exec);
-  REQUIRE(dev);
+  auto dev = std::make_shared<StaticConstraint>(set, cuda::constraint_index_make({"vntk", set, {d, layout}}, exec));
   REQUIRE(dynamic_cast<cuda::StaticIndexCuda*>(&dev->index()));
   for (const bool trie : {true, false}) {
     CAPTURE(trie);

@@ -1,19 +1,18 @@
 // The CPU twins added for the CUDA kernels (core/select/topk_candidates.h,
-// core/kv/kv_compact.h) and the host half of cuda::IncrementalAncestorMask,
-// checked on the CPU against independent oracles, so they are verified on
-// machines without a GPU too.
+// core/kv/kv_compact.h), checked on the CPU against independent oracles, so
+// the references the twin cases compare the kernels with (twin_cases.h) are
+// themselves verified. The host half of cuda::IncrementalAncestorMask is a
+// twin case (twin_cases_mask_rows.cpp).
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <limits>
 #include <random>
-#include <set>
 
 #include "core/common/error.h"
 #include "core/kv/kv_compact.h"
 #include "core/mask/ancestor_mask.h"
 #include "core/select/topk_candidates.h"
-#include "cuda/mask_row_planner.h"
 #include "test_util.h"
 
 using namespace triescope;
@@ -90,116 +89,4 @@ TEST_CASE("kv_compact gathers raw rows like compaction_apply and names a bad sou
   std::vector<unsigned char> out(2 * row_bytes);
   std::vector<unsigned char> small(4 * row_bytes);
   CHECK_THROWS_WITH(kv_compact(bad, small.data(), out.data(), row_bytes), Catch::Contains("plan.src[1] = 4"));
-}
-
-// cuda::IncrementalAncestorMask's host half: its plans, executed on a host
-// table with ancestor_mask_extend's contract (row = table[src] | the bits of
-// the in-batch chain), must give core's IncrementalAncestorMask rows. The
-// contract's precondition (no destination row is a source of the same batch,
-// destinations distinct) is checked on every plan.
-namespace {
-struct HostTable {
-  int32_t rows = 0, words = 0;
-  std::vector<uint64_t> data;
-  void resize(int32_t r, int32_t w) {
-    std::vector<uint64_t> next(static_cast<size_t>(r) * static_cast<size_t>(w), 0);
-    for (int32_t i = 0; i < rows; ++i)
-      std::copy_n(data.begin() + static_cast<std::ptrdiff_t>(i) * words, words, next.begin() + static_cast<std::ptrdiff_t>(i) * w);
-    data.swap(next);
-    rows = r;
-    words = w;
-  }
-};
-
-BitMask host_extend(cuda::MaskRowPlanner& planner, HostTable& table, const TokenTree& t, const std::vector<int32_t>& nodes,
-                    int32_t num_slots) {
-  const cuda::MaskExtendPlan p = planner.plan_extend(t, nodes, num_slots);
-  REQUIRE(p.table_words % 2 == 0);
-  REQUIRE(int64_t{p.table_words} * 64 >= num_slots);
-  REQUIRE(p.table_rows >= table.rows);
-  REQUIRE(p.table_words >= table.words);
-  table.resize(p.table_rows, p.table_words);
-  for (const auto& [r, w] : p.host_rows) {
-    REQUIRE(static_cast<int32_t>(w.size()) == table.words);
-    std::copy(w.begin(), w.end(), table.data.begin() + static_cast<std::ptrdiff_t>(r) * table.words);
-  }
-  std::set<int32_t> sources(p.src_row.begin(), p.src_row.end()), dests(p.dst_row.begin(), p.dst_row.end());
-  REQUIRE(dests.size() == nodes.size());
-  for (int32_t d : dests) REQUIRE(sources.count(d) == 0);
-  BitMask out(static_cast<int32_t>(nodes.size()), num_slots);
-  std::vector<std::vector<uint64_t>> rows(nodes.size());
-  for (size_t i = 0; i < nodes.size(); ++i) {  // reads first, as the kernel's blocks all read before any dst is a source
-    auto& row = rows[i];
-    row.assign(static_cast<size_t>(table.words), 0);
-    if (p.src_row[i] >= 0) std::copy_n(table.data.begin() + static_cast<std::ptrdiff_t>(p.src_row[i]) * table.words, table.words, row.begin());
-    for (int32_t j = static_cast<int32_t>(i); j != -1; j = p.batch_parent[static_cast<size_t>(j)]) {
-      REQUIRE(j <= static_cast<int32_t>(i));
-      if (p.slot[static_cast<size_t>(j)] >= 0) row[static_cast<size_t>(p.slot[static_cast<size_t>(j)] / 64)] |= uint64_t{1} << (p.slot[static_cast<size_t>(j)] % 64);
-    }
-  }
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    std::copy(rows[i].begin(), rows[i].end(), table.data.begin() + static_cast<std::ptrdiff_t>(p.dst_row[i]) * table.words);
-    std::copy_n(rows[i].begin(), out.words_per_row, out.row(static_cast<int32_t>(i)));
-  }
-  planner.finish_extend();
-  return out;
-}
-}  // namespace
-
-TEST_CASE("cuda mask row planner, executed on a host table, equals core's IncrementalAncestorMask", "[mask]") {
-  const int32_t beams = GENERATE(1, 3, 15);
-  const int32_t variant = GENERATE(0, 1, 2, 3);
-  const uint64_t seed = test_seed(300 + static_cast<uint64_t>(beams) * 10 + static_cast<uint64_t>(variant));
-  CAPTURE(beams, variant, seed);
-  std::mt19937_64 rng(seed);
-  TokenTree t;
-  KvSlots slots;
-  IncrementalAncestorMask cpu;
-  cuda::MaskRowPlanner planner;
-  HostTable table;
-  const int32_t hint = std::uniform_int_distribution<int32_t>(1, 200)(rng);
-  cpu.reset(hint);
-  planner.reset(hint);
-  std::vector<int32_t> prompt(static_cast<size_t>(std::uniform_int_distribution<int32_t>(1, 70)(rng)));
-  for (auto& tok : prompt) tok = std::uniform_int_distribution<int32_t>(0, 99)(rng);
-  std::vector<int32_t> frontier = t.add_chain(kNoNode, prompt);
-  for (int32_t id : frontier) t.node(id).slot = slots.allocate();
-  auto compare = [&](const std::vector<int32_t>& nodes) {
-    const BitMask want = cpu.extend(t, nodes, slots.num_slots());
-    const BitMask got = host_extend(planner, table, t, nodes, slots.num_slots());
-    REQUIRE(got == want);
-    REQUIRE(planner.fallback_rows() == cpu.fallback_rows());
-    REQUIRE(planner.held_rows() == cpu.held_rows());
-  };
-  compare(frontier);
-  frontier = {frontier.back()};
-  const int32_t steps = std::uniform_int_distribution<int32_t>(1, 80)(rng);
-  for (int32_t step = 1; step <= steps; ++step) {
-    CAPTURE(step);
-    std::vector<int32_t> parents, fresh;
-    for (int32_t k = 0; k < beams; ++k) {
-      const int32_t parent = frontier[std::uniform_int_distribution<size_t>(0, frontier.size() - 1)(rng)];
-      fresh.push_back(t.add_child(parent, std::uniform_int_distribution<int32_t>(0, 99)(rng), 0.0));
-      parents.push_back(parent);
-    }
-    const int32_t event = std::uniform_int_distribution<int32_t>(0, 9)(rng);
-    if (event == 0) {
-      const CompactionPlan plan = kv_collect_garbage(t, frontier, slots.num_slots());
-      slots.apply(plan);
-      const int32_t h = std::uniform_int_distribution<int32_t>(1, 300)(rng);
-      cpu.reset(h);
-      planner.reset(h);
-      table = HostTable{};
-    } else if (event == 1) {
-      std::vector<int32_t> some(parents.begin(), parents.begin() + static_cast<std::ptrdiff_t>(parents.size() / 2));
-      cpu.retain(some);
-      planner.retain(some);
-    } else {
-      cpu.retain(parents);
-      planner.retain(parents);
-    }
-    for (int32_t id : fresh) t.node(id).slot = slots.allocate();
-    compare(fresh);
-    frontier = fresh;
-  }
 }

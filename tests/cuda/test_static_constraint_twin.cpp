@@ -46,7 +46,8 @@ TEST_CASE("static index (cuda, host run): every STATIC sample's trace equals the
       DYNAMIC_SECTION(path << " as " << algorithm) {
         Sample cpu = sample_load(path), twin = sample_load(path);
         cpu.algorithm = twin.algorithm = algorithm;
-        twin.constraint = cuda::static_constraint_to_cuda(twin.constraint, cuda::VerifyExec::host_twin);
+        twin.constraint = sample_constraint_from_json(JsonObjectReader(twin.raw.at("constraint"), path, "constraint"), twin.model->vocab_size(), path,
+                                                      [](const ConstraintIndexRequest& r) { return cuda::constraint_index_make(r, cuda::VerifyExec::host_twin); });
         REQUIRE(twin.constraint);
         MemoryTraceSink a, b;
         std::ostringstream ra, rb;
@@ -70,14 +71,16 @@ TEST_CASE("static index (cuda, host run): every STATIC sample's trace equals the
 
 TEST_CASE("static index (cuda): only the VNTK index moves; baselines stay on the host", "[cuda][constraint]") {
   auto set = std::make_shared<const ConstraintSet>(constraint_set_random(50, 3, 20, 5));
+  CHECK(dynamic_cast<cuda::StaticIndexCuda*>(cuda::constraint_index_make({"vntk", set, {}}, cuda::VerifyExec::host_twin).get()));
   for (const std::string impl : {"pointer_trie", "ppv_exact", "ppv_approx", "hash_bitmap"}) {
     CAPTURE(impl);
-    auto c = std::make_shared<StaticConstraint>(set, constraint_index_make(impl, set, {}));
-    CHECK(!cuda::static_constraint_to_cuda(c, cuda::VerifyExec::host_twin));
+    const auto index = cuda::constraint_index_make({impl, set, {}}, cuda::VerifyExec::host_twin);
+    CHECK(!dynamic_cast<cuda::StaticIndexCuda*>(index.get()));
+    CHECK(index->name() == constraint_index_make(impl, set, {})->name());
   }
-  CHECK(!cuda::static_constraint_to_cuda(nullptr, cuda::VerifyExec::host_twin));
-  // Sparse ranking runs the host StaticStep: the constraint stays whole, option and all.
-  auto sparse = std::make_shared<StaticConstraint>(set, constraint_index_make("vntk", set, {}), /*sparse_ranking=*/true);
-  CHECK(!cuda::static_constraint_to_cuda(sparse, cuda::VerifyExec::host_twin));
+  // Sparse ranking runs the host StaticStep over the host VntkIndex, option and all.
+  ConstraintIndexRequest request{"vntk", set, {}, 50, /*sparse_ranking=*/true};
+  auto sparse = std::make_shared<StaticConstraint>(set, cuda::constraint_index_make(request, cuda::VerifyExec::host_twin), true);
+  CHECK(!dynamic_cast<cuda::StaticIndexCuda*>(&sparse->index()));
   CHECK(sparse->describe().value("ranking", "") == "sparse");
 }

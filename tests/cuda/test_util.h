@@ -64,6 +64,21 @@ inline TokenTree random_forest(std::mt19937_64& rng, int32_t num_nodes, int32_t 
   return t;
 }
 
+// A distribution over n entries with exact zeros (warped-out pairs, a
+// `zero_frac` share) and exact ties (0.125 before normalising).
+inline std::vector<double> random_dist(std::mt19937_64& rng, size_t n, double zero_frac) {
+  std::vector<double> p(n);
+  double s = 0.0;
+  for (auto& x : p) {
+    x = std::bernoulli_distribution(zero_frac)(rng) ? 0.0 : std::exponential_distribution<double>(1.0)(rng);
+    if (std::bernoulli_distribution(0.05)(rng)) x = 0.125;  // exact ties
+    s += x;
+  }
+  if (s == 0.0) p[0] = s = 1.0;
+  for (auto& x : p) x /= s;
+  return p;
+}
+
 inline std::vector<int32_t> parents_of(const TokenTree& t) {
   std::vector<int32_t> p;
   for (const auto& n : t.nodes()) p.push_back(n.parent);

@@ -237,7 +237,7 @@ TEST_CASE("KV pane draws GC moves and counts and plots cover every step", "[gui]
   REQUIRE_FALSE(ctx.view().gc_moves.empty());
   KvView* kv = win.w.kvView();
   CHECK(kv->oldSlotRect(0).top() < kv->slotRect(0).top());
-  CHECK(kv->headerText().contains(QStringLiteral("batch baseline: %1 slots").arg(ctx.view().kv["batch_slots"].get<int>())));
+  CHECK(kv->headerText().contains(QStringLiteral("batch baseline: %1 slots").arg(ctx.view().kv.value().batch_slots.value())));
   CHECK(win.w.plotsPane()->seriesPointCount(0) == static_cast<int>(ctx.steps().size()));
   CHECK(win.w.plotsPane()->seriesPointCount(1) == static_cast<int>(ctx.steps().size()));
   // No constraint / verify records in this trace: the panes say so.
@@ -338,7 +338,7 @@ TEST_CASE("loading off the UI thread opens a file and runs a sample live", "[gui
   REQUIRE(spy.wait(10000));
   REQUIRE(spy.front()[0].toBool());
   win.w.context().setStep(1);
-  CHECK(win.w.context().view().kv["live_beams"] == 2);
+  CHECK(win.w.context().view().kv.value().live_beams == 2);
   spy.clear();
   win.w.runSample(kFig1, [](json& j) { j["beam"]["num_beams"] = 0; });
   REQUIRE(spy.wait(10000));

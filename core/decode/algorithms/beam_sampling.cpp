@@ -10,35 +10,28 @@ struct Config final : BeamSection {
   SamplingConfig sampling;
 };
 
+void parse(JsonObjectReader& r, const Sample& s, Config& c) {
+  parse_beam_section(r, s, c);
+  if (r.has("sampling")) c.sampling = SamplingConfig::from_json(r.object("sampling"));
+}
+
 SampleRun run(const Sample& s, TraceSink* trace, std::ostream& os) {
   const Config& c = s.config_as<Config>();
-  report_beam_settings(os, s, c.beam);
-  report_sampling_settings(os, c.sampling);
+  report_sampling_settings(os, s, c.beam, c.sampling);
   const SamplingDecodeResult r = beam_sampling(*s.model, s.prompt, c.beam, c.sampling, trace, s.options);
   report_sampling(os, s, c.beam, r);
   os << "KV cache: trie holds " << r.decode.metrics.peak_slots << " slots at its peak, batch layout " << r.decode.metrics.batch_peak_slots
      << "\n";
-  json metrics = metrics_json(r.decode.metrics.to_json());
-  metrics["sampling"] = r.sampling.to_json();
-  return {r.decode.hypotheses, std::move(metrics), nullptr};
-}
-
-AlgorithmSpec spec() {
-  AlgorithmSpec a;
-  a.name = "beam_sampling";
-  a.description = "beam sampling: W beams drawn from the joint beam distribution (DSBD paper, Section 2.1)";
-  a.accepts.sampling = true;
-  a.sections = {"beam", "sampling"};
-  a.parse = [](JsonObjectReader& r, const Sample& s) {
-    auto c = std::make_shared<Config>();
-    parse_beam_section(r, s, *c);
-    if (r.has("sampling")) c->sampling = SamplingConfig::from_json(r.object("sampling"));
-    return c;
-  };
-  a.run = run;
-  return a;
+  return {r.decode.hypotheses, metrics_json(r.summary_metrics()), nullptr};
 }
 
 }  // namespace
-TRIESCOPE_DEFINE_ALGORITHM(beam_sampling_spec, spec());
+TRIESCOPE_DEFINE_ALGORITHM(beam_sampling_spec, AlgorithmSpec{
+    .name = "beam_sampling",
+    .description = "beam sampling: W beams drawn from the joint beam distribution (DSBD paper, Section 2.1)",
+    .accepts = {.sampling = true},
+    .sections = {"beam", "sampling"},
+    .parse = config_parser(parse),
+    .run = run,
+});
 }  // namespace triescope

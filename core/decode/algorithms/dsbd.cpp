@@ -10,10 +10,18 @@ struct Config final : BeamSection {
   DsbdConfig dsbd;
 };
 
+void parse(JsonObjectReader& r, const Sample& s, Config& c) {
+  parse_beam_section(r, s, c);
+  SamplingConfig sampling;
+  parse_speculative_common(r, s, c.beam, sampling);
+  c.dsbd = DsbdConfig::from_json(r.object("dsbd"), c.beam.num_beams);
+  c.dsbd.max_new_tokens = c.beam.max_new_tokens;
+  c.dsbd.sampling = sampling;
+}
+
 SampleRun run(const Sample& s, TraceSink* trace, std::ostream& os) {
   const Config& c = s.config_as<Config>();
-  report_beam_settings(os, s, c.beam);
-  report_sampling_settings(os, c.dsbd.sampling);
+  report_sampling_settings(os, s, c.beam, c.dsbd.sampling);
   const DsbdResult r = dsbd_decode(*s.model, *s.draft, s.prompt, c.dsbd, trace, s.options);
   report_sampling(os, s, c.beam, r.out);
   const DsbdStats& st = r.stats;
@@ -26,34 +34,19 @@ SampleRun run(const Sample& s, TraceSink* trace, std::ostream& os) {
   os << "; mean W_L " << (verified ? static_cast<double>(st.width_sum) / static_cast<double>(verified) : 0.0) << "\n";
   os << "KV slots (target cache) at peak: shared trie " << st.shared_peak_slots << ", one cache per input beam (paper) "
      << st.paper_peak_slots << "\n";
-  json metrics = metrics_json(r.out.decode.metrics.to_json());
-  metrics["sampling"] = r.out.sampling.to_json();
+  json metrics = metrics_json(r.out.summary_metrics());
   metrics["dsbd"] = st.to_json();
   return {r.out.decode.hypotheses, std::move(metrics), nullptr};
 }
 
-AlgorithmSpec spec() {
-  AlgorithmSpec a;
-  a.name = "dsbd";
-  a.description = "dynamic-width speculative beam decoding: a draft forest verified layer by layer (Algorithm 1)";
-  a.accepts.sampling = true;
-  a.accepts.draft_model = true;
-  a.sections = {"beam", "sampling", "dsbd"};
-  a.verify_kind = kVerifyDsbdLayers;
-  a.parse = [](JsonObjectReader& r, const Sample& s) {
-    auto c = std::make_shared<Config>();
-    parse_beam_section(r, s, *c);
-    SamplingConfig sampling;
-    parse_speculative_common(r, s, c->beam, sampling);
-    c->dsbd = DsbdConfig::from_json(r.object("dsbd"), c->beam.num_beams);
-    c->dsbd.max_new_tokens = c->beam.max_new_tokens;
-    c->dsbd.sampling = sampling;
-    return c;
-  };
-  a.run = run;
-  return a;
-}
-
 }  // namespace
-TRIESCOPE_DEFINE_ALGORITHM(dsbd_spec, spec());
+TRIESCOPE_DEFINE_ALGORITHM(dsbd_spec, AlgorithmSpec{
+    .name = "dsbd",
+    .description = "dynamic-width speculative beam decoding: a draft forest verified layer by layer (Algorithm 1)",
+    .accepts = {.draft_model = true, .sampling = true},
+    .sections = {"beam", "sampling", "dsbd"},
+    .verify_kind = kVerifyDsbdLayers,
+    .parse = config_parser(parse),
+    .run = run,
+});
 }  // namespace triescope

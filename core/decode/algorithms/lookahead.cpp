@@ -8,19 +8,39 @@
 namespace triescope {
 namespace {
 
-struct Config final : AlgorithmConfig {
-  LookaheadConfig seq;
+struct LookaheadSection final : AlgorithmConfig {
+  LookaheadConfig lookahead;
 };
 
+void parse(JsonObjectReader& r, const Sample& s, LookaheadSection& c) {
+  auto l = r.object("lookahead");
+  LookaheadConfig& q = c.lookahead;
+  const SequenceLimits limits = parse_sequence_limits(l, s);
+  q.max_new_tokens = limits.max_new_tokens;
+  q.eos_token = limits.eos_token;
+  q.window = static_cast<int32_t>(l.get_int("window", 0, 4096, q.window));
+  q.ngram = static_cast<int32_t>(l.get_int("ngram", 2, 64, q.ngram));
+  q.max_candidates = static_cast<int32_t>(l.get_int("max_candidates", 0, 4096, q.max_candidates));
+  q.pool_per_key = static_cast<int32_t>(l.get_int("pool_per_key", 1, 1 << 16, q.pool_per_key));
+  q.trie_depth = static_cast<int32_t>(l.get_int("trie_depth", 1, 4096, q.trie_depth));
+  q.trie_nodes = static_cast<int32_t>(l.get_int("trie_nodes", 1, 1 << 20, q.trie_nodes));
+  q.seed = static_cast<uint64_t>(l.get_int("seed", 0, INT64_MAX, 1));
+  const std::string v = l.get_string("verify", "trie");
+  TS_CHECK(v == "trie" || v == "independent" || v == "greedy_only",
+           l.where("verify") << " must be trie, independent or greedy_only, got \"" << v << "\"");
+  q.verify = v == "trie" ? LookaheadVerify::trie : v == "independent" ? LookaheadVerify::independent : LookaheadVerify::greedy_only;
+  l.finish();
+}
+
 SampleRun run(const Sample& s, TraceSink* trace, std::ostream& os) {
-  const LookaheadConfig& c = s.config_as<Config>().seq;
+  const LookaheadConfig& c = s.config_as<LookaheadSection>().lookahead;
   os << "algorithm: lookahead, max_new_tokens " << c.max_new_tokens << ", prompt " << s.prompt.size() << " tokens, W " << c.window
      << ", N " << c.ngram << ", G " << c.max_candidates << ", D " << c.trie_depth << ", B " << c.trie_nodes << "\n";
   const LookaheadResult r = lookahead_decode(*s.model, s.prompt, c, trace, s.options);
   LookaheadConfig ind = c;
   ind.verify = LookaheadVerify::independent;
   const LookaheadResult base = lookahead_decode(*s.model, s.prompt, ind, nullptr, s.options);
-  const LookaheadResult greedy = greedy_decode(*s.model, s.prompt, c.max_new_tokens, c.eos_token, nullptr, s.options);
+  const GreedyResult greedy = greedy_decode(*s.model, s.prompt, GreedyConfig{c.max_new_tokens, c.eos_token}, nullptr, s.options);
   const auto& m = r.metrics;
   os << "lookahead (" << lookahead_verify_name(c.verify) << " verification): " << m.generated << " tokens in " << m.steps << " steps, "
      << m.computed_decode << " tokens computed after the prefill (" << m.lookahead_tokens << " lookahead, " << m.verify_tokens
@@ -29,40 +49,18 @@ SampleRun run(const Sample& s, TraceSink* trace, std::ostream& os) {
      << base.metrics.verify_tokens << " verification)\n";
   os << "greedy: " << greedy.metrics.steps + 1 << " forward passes, " << greedy.metrics.computed_decode << " computed\n";
   os << "output identical to greedy decoding: " << (r.tokens == greedy.tokens ? "yes" : "NO") << "\n";
-  os << "output: " << tokens_to_text(*s.model, r.tokens) << "\n";
-  return {{sequence_output(r.tokens)}, metrics_json(r.metrics.to_json()), nullptr};
-}
-
-AlgorithmSpec spec() {
-  AlgorithmSpec a;
-  a.name = "lookahead";
-  a.description = "lookahead decoding with trie-merged n-gram verification (Algorithm 1)";
-  a.sections = {"lookahead"};
-  a.scored = false;
-  a.verify_kind = kVerifyLookahead;
-  a.parse = [](JsonObjectReader& r, const Sample& s) {
-    auto c = std::make_shared<Config>();
-    auto l = r.object("lookahead");
-    LookaheadConfig& q = c->seq;
-    parse_sequence_limits(l, s, q);
-    q.window = static_cast<int32_t>(l.get_int("window", 0, 4096, q.window));
-    q.ngram = static_cast<int32_t>(l.get_int("ngram", 2, 64, q.ngram));
-    q.max_candidates = static_cast<int32_t>(l.get_int("max_candidates", 0, 4096, q.max_candidates));
-    q.pool_per_key = static_cast<int32_t>(l.get_int("pool_per_key", 1, 1 << 16, q.pool_per_key));
-    q.trie_depth = static_cast<int32_t>(l.get_int("trie_depth", 1, 4096, q.trie_depth));
-    q.trie_nodes = static_cast<int32_t>(l.get_int("trie_nodes", 1, 1 << 20, q.trie_nodes));
-    q.seed = static_cast<uint64_t>(l.get_int("seed", 0, INT64_MAX, 1));
-    const std::string v = l.get_string("verify", "trie");
-    TS_CHECK(v == "trie" || v == "independent" || v == "greedy_only",
-             l.where("verify") << " must be trie, independent or greedy_only, got \"" << v << "\"");
-    q.verify = v == "trie" ? LookaheadVerify::trie : v == "independent" ? LookaheadVerify::independent : LookaheadVerify::greedy_only;
-    l.finish();
-    return c;
-  };
-  a.run = run;
-  return a;
+  return sequence_run(os, s, r.tokens, r.metrics.to_json());
 }
 
 }  // namespace
-TRIESCOPE_DEFINE_ALGORITHM(lookahead_spec, spec());
+TRIESCOPE_DEFINE_ALGORITHM(lookahead_spec, AlgorithmSpec{
+    .name = "lookahead",
+    .description = "lookahead decoding with trie-merged n-gram verification (Algorithm 1)",
+    .sections = {"lookahead"},
+    .scored = false,
+    .verify_kind = kVerifyLookahead,
+    .seams = {"greedy_argmax"},  // its report's greedy reference
+    .parse = config_parser(parse),
+    .run = run,
+});
 }  // namespace triescope

@@ -10,6 +10,21 @@ struct Config final : AlgorithmConfig {
   MultiGenConfig gen;
 };
 
+void parse(JsonObjectReader& r, const Sample& s, Config& c) {
+  const int32_t V = s.model->vocab_size();
+  auto g = r.object("multigen");
+  MultiGenConfig& q = c.gen;
+  q.num_samples = static_cast<int32_t>(g.get_int("num_samples", 1, 1 << 16));
+  q.max_new_tokens = static_cast<int32_t>(g.get_int("max_new_tokens", 1, 1 << 20));
+  q.eos_token = static_cast<int32_t>(g.get_int("eos_token", -1, V - 1, -1));
+  const std::string method = g.get_string("method", "structured");
+  TS_CHECK(method == "copy" || method == "structured" || method == "hybrid",
+           g.where("method") << " must be copy, structured or hybrid, got \"" << method << "\"");
+  q.method = method == "copy" ? MultiGenMethod::copy : method == "hybrid" ? MultiGenMethod::hybrid : MultiGenMethod::structured;
+  if (g.has("sampling")) q.sampling = SamplingConfig::from_json(g.object("sampling"));
+  g.finish();
+}
+
 SampleRun run(const Sample& s, TraceSink* trace, std::ostream& os) {
   const MultiGenConfig& c = s.config_as<Config>().gen;
   os << "algorithm: multigen (" << multigen_method_name(c.method) << "), k " << c.num_samples << ", max_new_tokens "
@@ -34,32 +49,13 @@ SampleRun run(const Sample& s, TraceSink* trace, std::ostream& os) {
   return out;
 }
 
-AlgorithmSpec spec() {
-  AlgorithmSpec a;
-  a.name = "multigen";
-  a.description = "MultiGen: k samples from one prompt by copies, one structured sequence, or the hybrid";
-  a.sections = {"multigen"};
-  a.scored = false;
-  a.parse = [](JsonObjectReader& r, const Sample& s) {
-    auto c = std::make_shared<Config>();
-    const int32_t V = s.model->vocab_size();
-    auto g = r.object("multigen");
-    MultiGenConfig& q = c->gen;
-    q.num_samples = static_cast<int32_t>(g.get_int("num_samples", 1, 1 << 16));
-    q.max_new_tokens = static_cast<int32_t>(g.get_int("max_new_tokens", 1, 1 << 20));
-    q.eos_token = static_cast<int32_t>(g.get_int("eos_token", -1, V - 1, -1));
-    const std::string method = g.get_string("method", "structured");
-    TS_CHECK(method == "copy" || method == "structured" || method == "hybrid",
-             g.where("method") << " must be copy, structured or hybrid, got \"" << method << "\"");
-    q.method = method == "copy" ? MultiGenMethod::copy : method == "hybrid" ? MultiGenMethod::hybrid : MultiGenMethod::structured;
-    if (g.has("sampling")) q.sampling = SamplingConfig::from_json(g.object("sampling"));
-    g.finish();
-    return c;
-  };
-  a.run = run;
-  return a;
-}
-
 }  // namespace
-TRIESCOPE_DEFINE_ALGORITHM(multigen_spec, spec());
+TRIESCOPE_DEFINE_ALGORITHM(multigen_spec, AlgorithmSpec{
+    .name = "multigen",
+    .description = "MultiGen: k samples from one prompt by copies, one structured sequence, or the hybrid",
+    .sections = {"multigen"},
+    .scored = false,
+    .parse = config_parser(parse),
+    .run = run,
+});
 }  // namespace triescope

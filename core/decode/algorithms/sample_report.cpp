@@ -4,6 +4,7 @@
 #include <iomanip>
 
 #include "core/common/error.h"
+#include "core/decode/constraint_report.h"
 
 namespace triescope {
 
@@ -22,14 +23,31 @@ void parse_speculative_common(JsonObjectReader& r, const Sample& s, const BeamCo
   TS_CHECK(beam.eos_token < 0, r.where("beam.eos_token") << " is not supported by " << s.algorithm);
 }
 
-void report_sampling_settings(std::ostream& os, const SamplingConfig& c) {
+void report_sampling_settings(std::ostream& os, const Sample& s, const BeamConfig& beam, const SamplingConfig& c) {
+  report_beam_settings(os, s, beam);
   os << "sampling: temperature " << c.temperature << ", top_k " << c.top_k << ", top_p " << c.top_p << ", seed " << c.seed
      << (c.deterministic ? ", deterministic (top-W)" : "") << "\n";
 }
 
-void parse_sequence_limits(JsonObjectReader& section, const Sample& s, LookaheadConfig& c) {
-  c.max_new_tokens = static_cast<int32_t>(section.get_int("max_new_tokens", 1, 1 << 20));
-  c.eos_token = static_cast<int32_t>(section.get_int("eos_token", -1, s.model->vocab_size() - 1, -1));
+SequenceLimits parse_sequence_limits(JsonObjectReader& section, const Sample& s) {
+  SequenceLimits l;
+  l.max_new_tokens = static_cast<int32_t>(section.get_int("max_new_tokens", 1, 1 << 20));
+  l.eos_token = static_cast<int32_t>(section.get_int("eos_token", -1, s.model->vocab_size() - 1, -1));
+  return l;
+}
+
+SampleRun sequence_run(std::ostream& os, const Sample& s, const std::vector<int32_t>& tokens, const nlohmann::json& metrics) {
+  os << "output: " << tokens_to_text(*s.model, tokens) << "\n";
+  return {{sequence_output(tokens)}, metrics_json(metrics), nullptr};
+}
+
+DecodeResult beam_decoder_run(std::ostream& os, const Sample& s, TraceSink* trace, BeamDecoder decode, const char* label) {
+  const BeamConfig& c = s.config_as<BeamSection>().beam;
+  report_beam_settings(os, s, c);
+  DecodeResult r = decode(*s.model, s.prompt, c, trace, s.options, s.constraint.get());
+  report_hypotheses(os, s, r.hypotheses, label);
+  if (s.constraint) static_constraint_report(*s.constraint, r, os);
+  return r;
 }
 
 void report_hypotheses(std::ostream& os, const Sample& s, const std::vector<Hypothesis>& hyps, const char* label) {

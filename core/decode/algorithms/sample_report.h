@@ -5,7 +5,6 @@
 #include <vector>
 
 #include "core/decode/algorithm.h"
-#include "core/decode/lookahead.h"
 #include "core/decode/run_sample.h"
 #include "core/decode/sampling.h"
 
@@ -18,10 +17,22 @@ void report_beam_settings(std::ostream& os, const Sample& s, const BeamConfig& c
 // The speculative decoders' shared checks and "sampling" object: no
 // deterministic sampling, no EOS (they run max_new_tokens steps).
 void parse_speculative_common(JsonObjectReader& r, const Sample& s, const BeamConfig& beam, SamplingConfig& sampling);
-// "sampling: temperature t, top_k k, top_p p, seed s"
-void report_sampling_settings(std::ostream& os, const SamplingConfig& c);
+// The sampling decoders' settings: report_beam_settings's line, then
+// "sampling: temperature t, top_k k, top_p p, seed s".
+void report_sampling_settings(std::ostream& os, const Sample& s, const BeamConfig& beam, const SamplingConfig& c);
 // max_new_tokens and eos_token of a "greedy" or "lookahead" section.
-void parse_sequence_limits(JsonObjectReader& section, const Sample& s, LookaheadConfig& c);
+struct SequenceLimits {
+  int32_t max_new_tokens = 0;
+  int32_t eos_token = -1;
+};
+SequenceLimits parse_sequence_limits(JsonObjectReader& section, const Sample& s);
+// A one-sequence decoder's run: "output: ..." and the sequence as its output.
+SampleRun sequence_run(std::ostream& os, const Sample& s, const std::vector<int32_t>& tokens, const nlohmann::json& metrics);
+// Trie or batch beam search on the sample's "beam" section and constraint:
+// reports the settings, the hypotheses under `label` and the constraint's work.
+using BeamDecoder = DecodeResult (*)(Model& model, const std::vector<int32_t>& prompt, const BeamConfig& cfg, TraceSink* trace,
+                                     const DecodeOptions& opt, LogitsConstraint* constraint);
+DecodeResult beam_decoder_run(std::ostream& os, const Sample& s, TraceSink* trace, BeamDecoder decode, const char* label);
 // "label: N hypotheses, best first" and one line per hypothesis.
 void report_hypotheses(std::ostream& os, const Sample& s, const std::vector<Hypothesis>& hyps, const char* label);
 // The sampling decoders' report: the distinct final beams and the forward passes.

@@ -5,18 +5,14 @@
 
 #include "core/decode/algorithms/sample_report.h"
 #include "core/decode/batch_beam_search.h"
-#include "core/decode/constraint_report.h"
 #include "core/decode/trie_beam_search.h"
 
 namespace triescope {
 namespace {
 
 SampleRun run(const Sample& s, TraceSink* trace, std::ostream& os) {
+  const DecodeResult r = beam_decoder_run(os, s, trace, trie_beam_search, "trie beam search");
   const BeamConfig& c = s.config_as<BeamSection>().beam;
-  report_beam_settings(os, s, c);
-  const DecodeResult r = trie_beam_search(*s.model, s.prompt, c, trace, s.options, s.constraint.get());
-  report_hypotheses(os, s, r.hypotheses, "trie beam search");
-  if (s.constraint) static_constraint_report(*s.constraint, r, os);
   SampleRun out{r.hypotheses, metrics_json(r.metrics.to_json()), nullptr};
   out.baseline = std::make_unique<DecodeResult>(batch_beam_search(*s.model, s.prompt, c, nullptr, s.options, s.constraint.get()));
   const auto& m = r.metrics;
@@ -35,21 +31,14 @@ SampleRun run(const Sample& s, TraceSink* trace, std::ostream& os) {
   return out;
 }
 
-AlgorithmSpec spec() {
-  AlgorithmSpec a;
-  a.name = "trie_beam_search";
-  a.description = "beam search over one token trie and one KV cache (trie-beam-search.md, Algorithm 2)";
-  a.accepts.constraint = true;
-  a.sections = {"beam"};
-  a.parse = [](JsonObjectReader& r, const Sample& s) {
-    auto c = std::make_shared<BeamSection>();
-    parse_beam_section(r, s, *c);
-    return c;
-  };
-  a.run = run;
-  return a;
-}
-
 }  // namespace
-TRIESCOPE_DEFINE_ALGORITHM(trie_beam_search_spec, spec());
+TRIESCOPE_DEFINE_ALGORITHM(trie_beam_search_spec, AlgorithmSpec{
+    .name = "trie_beam_search",
+    .description = "beam search over one token trie and one KV cache (trie-beam-search.md, Algorithm 2)",
+    .accepts = {.constraint = true},
+    .sections = {"beam"},
+    .seams = {"mask", "selection"},
+    .parse = config_parser(parse_beam_section),
+    .run = run,
+});
 }  // namespace triescope

@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "core/common/error.h"
+#include "core/common/list_text.h"
 
 namespace triescope {
 
@@ -91,14 +92,6 @@ bool utf8_ok(const std::string& s) {
     i += n;
   }
   return true;
-}
-
-std::string seq_list(const std::vector<int32_t>& s) {
-  std::ostringstream o;
-  o << "{";
-  for (size_t i = 0; i < s.size(); ++i) o << (i ? ", " : "") << s[i];
-  o << "}";
-  return o.str();
 }
 
 // Guarded reads of a state blob; every failure names the byte and the version.
@@ -250,7 +243,7 @@ struct LlamaCppModel::Impl {
       TS_CHECK(!sets[x].empty(), "llama_cpp model: internal: slot " << x << " is on no leaf's sequence");
       const auto [it, fresh] = slot_of.emplace(std::make_pair(nodes[x].pos, sets[x]), static_cast<int32_t>(x));
       TS_CHECK(fresh, "llama_cpp model: internal: slots " << it->second << " and " << x << " would be the same cell (pos " << nodes[x].pos
-                                                          << ", seq ids " << seq_list(sets[x]) << ")");
+                                                          << ", seq ids " << list_text(sets[x], "{", "}") << ")");
     }
     TS_CHECK(static_cast<int32_t>(cells.size()) == used, "llama_cpp model: after " << after << " the engine holds " << cells.size()
                                                                                  << " cells, the slots say " << used);
@@ -262,7 +255,7 @@ struct LlamaCppModel::Impl {
       const auto it = slot_of.find({cells[r].pos, cells[r].seq_ids});
       TS_CHECK(it != slot_of.end() && !seen[static_cast<size_t>(it->second)],
                "llama_cpp model: after " << after << " the engine's occupied cell #" << r << " (pos " << cells[r].pos << ", seq ids "
-                                         << seq_list(cells[r].seq_ids) << ") is no slot's");
+                                         << list_text(cells[r].seq_ids, "{", "}") << ") is no slot's");
       seen[static_cast<size_t>(it->second)] = 1;
       cell_slot[r] = it->second;
       for (int32_t s : cells[r].seq_ids)

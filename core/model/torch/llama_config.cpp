@@ -7,6 +7,7 @@
 #include "core/common/error.h"
 #include "core/common/file_io.h"
 #include "core/common/hash.h"
+#include "core/common/list_text.h"
 #include "core/config/json_reader.h"
 
 namespace triescope {
@@ -138,20 +139,12 @@ std::vector<std::pair<std::string, std::vector<int64_t>>> llama_tensor_shapes(co
   return s;
 }
 
-namespace {
-std::string shape_str(const std::vector<int64_t>& s) {
-  std::string o = "[";
-  for (size_t i = 0; i < s.size(); ++i) o += (i ? ", " : "") + std::to_string(s[i]);
-  return o + "]";
-}
-}  // namespace
-
 void llama_weights_check(const LlamaConfig& c, const TensorMap& w, const std::string& origin) {
   for (const auto& [name, shape] : llama_tensor_shapes(c)) {
     auto it = w.find(name);
-    TS_CHECK(it != w.end(), origin << ": tensor \"" << name << "\" is missing (expected shape " << shape_str(shape) << ")");
-    TS_CHECK(it->second.shape == shape, origin << ": tensor \"" << name << "\" has shape " << shape_str(it->second.shape)
-                                               << ", the config implies " << shape_str(shape));
+    TS_CHECK(it != w.end(), origin << ": tensor \"" << name << "\" is missing (expected shape " << list_text(shape) << ")");
+    TS_CHECK(it->second.shape == shape, origin << ": tensor \"" << name << "\" has shape " << list_text(it->second.shape)
+                                               << ", the config implies " << list_text(shape));
   }
 }
 
