@@ -8,9 +8,10 @@ usage: test_trace_field_literals.py <source dir>
 """
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
+
+from planted_check import expect, run_check
 
 SRC = os.path.abspath(sys.argv[1])
 CHECK = os.path.join(SRC, "scripts", "check_trace_field_literals.py")
@@ -18,14 +19,7 @@ DIRS = ("core", "gui", "app", "cuda", os.path.join("python", "bindings"))
 
 
 def run(root):
-    p = subprocess.run([sys.executable, CHECK, "--root", root], capture_output=True, text=True)
-    return p.returncode, p.stdout + p.stderr
-
-
-def expect(cond, what, out):
-    if not cond:
-        print(f"FAILED: {what}\n--- check output ---\n{out}")
-        sys.exit(1)
+    return run_check(CHECK, root)
 
 
 def copy_tree(dst):
