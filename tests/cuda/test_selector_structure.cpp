@@ -50,12 +50,17 @@ std::string shortened_sample(const std::string& name, int32_t tokens, int32_t vo
   return out;
 }
 
-// Every record but the header's backend and the summary's wall time.
+// Every record but the header's backend and seams (the device's header says
+// the selection ran there) and the summary's wall time.
 void require_same_records(std::vector<json> cpu, std::vector<json> gpu) {
   REQUIRE(cpu.size() == gpu.size());
   REQUIRE(gpu.front().value("backend", std::string()) == cuda::kBackendName);
+  REQUIRE(gpu.front().contains("seams"));
+  REQUIRE(gpu.front()["seams"].value("selection", std::string()) == "device");
+  CHECK_FALSE(cpu.front().contains("seams"));
   cpu.front().erase("backend");
   gpu.front().erase("backend");
+  gpu.front().erase("seams");
   for (size_t i = 0; i < cpu.size(); ++i) {
     CAPTURE(i);
     if (cpu[i].value("kind", std::string()) == "summary") {

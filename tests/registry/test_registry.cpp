@@ -338,10 +338,13 @@ TEST_CASE("registry: each model of a sample is built once, draft included", "[re
 namespace {
 #ifdef TRIESCOPE_TOY_DEVICE_VERIFIER
 // The records without what may differ between two runs of one decode: the
-// backend's name and the seconds.
+// backend's name and seams, and the seconds.
 std::vector<json> decode_only(std::vector<json> records) {
   for (json& r : records) {
-    if (r["kind"] == "header") r.erase("backend");
+    if (r["kind"] == "header") {
+      r.erase("backend");
+      r.erase("seams");
+    }
     if (r["kind"] == "summary") r.erase("seconds");
   }
   return records;
@@ -420,6 +423,7 @@ TEST_CASE("registry: a toy drafting algorithm with its own verify kind and devic
   CHECK(toy::toy_device_verifier_calls() - calls == 24);
   const std::vector<json> emu = trace_read(c);
   CHECK(emu.front()["backend"] == "cuda-emulated");
+  CHECK(emu.front()["seams"].value("verify." + emu.front()["verify_kind"].get<std::string>(), std::string()) == "device");
   CHECK(decode_only(emu) == decode_only(records));
   CHECK(run_cli({"check", c}) == 0);
 #endif
