@@ -1,10 +1,25 @@
 #include <algorithm>
+#include <cstdint>
 #include <exception>
+#include <optional>
+#include <sstream>
 
 #include "app/commands.h"
 #include "core/common/error.h"
 
 namespace triescope::cli {
+
+std::optional<int64_t> integer_parse(const std::string& s) {
+  size_t used = 0;
+  long long v = 0;
+  try {
+    v = std::stoll(s, &used);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  if (used != s.size()) return std::nullopt;
+  return v;
+}
 
 bool ParsedArgs::has(const std::string& name) const {
   return std::any_of(options.begin(), options.end(), [&](auto& o) { return o.first == name; });
@@ -19,16 +34,22 @@ std::string ParsedArgs::get(const std::string& name, const std::string& dflt) co
 int64_t ParsedArgs::get_int(const std::string& name, int64_t lo, int64_t hi, int64_t dflt) const {
   if (!has(name)) return dflt;
   const std::string s = get(name);
-  size_t used = 0;
-  long long v = 0;
-  try {
-    v = std::stoll(s, &used);
-  } catch (const std::exception&) {
-    used = 0;
+  const std::optional<int64_t> v = integer_parse(s);
+  TS_CHECK(v, "--" << name << " must be an integer, got \"" << s << "\"");
+  TS_CHECK(*v >= lo && *v <= hi, "--" << name << " must be in [" << lo << ", " << hi << "], got " << *v);
+  return *v;
+}
+
+std::vector<int32_t> token_ids_parse(const std::string& text, const std::string& what) {
+  std::vector<int32_t> ids;
+  std::istringstream in(text);
+  std::string word;
+  while (in >> word) {
+    const std::optional<int64_t> v = integer_parse(word);
+    TS_CHECK(v && *v >= 0 && *v <= INT32_MAX, what << " \"" << word << "\" is not a token id");
+    ids.push_back(static_cast<int32_t>(*v));
   }
-  TS_CHECK(used == s.size() && !s.empty(), "--" << name << " must be an integer, got \"" << s << "\"");
-  TS_CHECK(v >= lo && v <= hi, "--" << name << " must be in [" << lo << ", " << hi << "], got " << v);
-  return v;
+  return ids;
 }
 
 ParsedArgs parse_args(const Args& args, const std::vector<std::string>& valued, const std::vector<std::string>& flags) {

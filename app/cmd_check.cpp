@@ -17,15 +17,7 @@ namespace triescope::cli {
 int cmd_check(const Args& args) {
   auto p = parse_args(args, {"max", "junit", "html"}, {});
   TS_CHECK(p.positional.size() == 1, "check: expected one trace file");
-  int64_t max = 20;
-  if (p.has("max")) {
-    try {
-      max = std::stoll(p.get("max"));
-    } catch (const std::exception&) {
-      TS_FAIL("check: --max must be an integer, got '" << p.get("max") << "'");
-    }
-    TS_CHECK(max >= 0, "check: --max must be >= 0, got " << max);
-  }
+  const int64_t max = p.get_int("max", 0, INT64_MAX, 20);
   const std::string& path = p.positional[0];
   ReportOutputs reports(p, "check");  // a bad report path is refused before the trace is read
   const auto t0 = std::chrono::steady_clock::now();

@@ -152,22 +152,7 @@ int cmd_constraint(const Args& args) {
     auto set = std::make_shared<const ConstraintSet>(load(p));
     const auto o = options(p);
     const auto tm = std::make_shared<const TransitionMatrix>(TransitionMatrix::build(*set, o));
-    std::vector<int32_t> id;
-    {
-      std::istringstream is(p.get("id"));
-      std::string tok;
-      while (is >> tok) {
-        size_t used = 0;
-        long long v = -1;
-        try {
-          v = std::stoll(tok, &used);
-        } catch (const std::exception&) {
-          used = 0;
-        }
-        TS_CHECK(used == tok.size(), "constraint check: --id token \"" << tok << "\" is not an integer");
-        id.push_back(static_cast<int32_t>(v));
-      }
-    }
+    const std::vector<int32_t> id = token_ids_parse(p.get("id"), "constraint check: --id token");
     TS_CHECK(static_cast<int32_t>(id.size()) == set->length, "constraint check: --id has " << id.size() << " tokens, the set's ids have " << set->length);
     int64_t s = 0;
     bool ok = true;

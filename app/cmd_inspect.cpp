@@ -123,15 +123,7 @@ int cmd_inspect(const Args& args) {
   // Streamed: only the keyframe and records step N needs are parsed.
   const TraceReplay t = TraceReplay::open(p.positional[0], &warning);
   if (!warning.empty()) std::cerr << "triescope inspect: warning: " << warning << "\n";
-  int32_t step = t.last_step();
-  if (p.has("step")) {
-    try {
-      step = std::stoi(p.get("step"));
-    } catch (const std::exception&) {
-      TS_FAIL("inspect: --step must be an integer, got '" << p.get("step") << "'");
-    }
-    TS_CHECK(step >= 0 && step <= t.last_step(), "inspect: --step " << step << " outside [0, " << t.last_step() << "]");
-  }
+  const int32_t step = static_cast<int32_t>(p.get_int("step", 0, t.last_step(), t.last_step()));
   const StepView v = t.at(step);
   const ForwardLayout layout = forward_layout(v, t.gc_after_forward(step));
   const HeaderRecord& h = t.header_record();

@@ -21,14 +21,9 @@ std::vector<int32_t> int_list(const std::string& s, const char* opt) {
   std::stringstream ss(s);
   std::string item;
   while (std::getline(ss, item, ',')) {
-    try {
-      size_t used = 0;
-      const int x = std::stoi(item, &used);
-      TS_CHECK(used == item.size() && x > 0, "");
-      v.push_back(x);
-    } catch (const std::exception&) {
-      TS_FAIL("simulate: --" << opt << " must be a comma-separated list of positive integers, got '" << s << "'");
-    }
+    const std::optional<int64_t> x = integer_parse(item);
+    TS_CHECK(x && *x > 0 && *x <= INT32_MAX, "simulate: --" << opt << " must be a comma-separated list of positive integers, got '" << s << "'");
+    v.push_back(static_cast<int32_t>(*x));
   }
   TS_CHECK(!v.empty(), "simulate: --" << opt << " is empty");
   return v;

@@ -3,7 +3,6 @@
 // (tests/peer/test_tokenizer_parity.py drives the --jsonl form).
 #include <fstream>
 #include <iostream>
-#include <sstream>
 
 #include "app/commands.h"
 #include "core/config/json_reader.h"
@@ -14,24 +13,6 @@
 namespace triescope::cli {
 
 namespace {
-std::vector<int32_t> parse_ids(const std::string& text) {
-  std::vector<int32_t> ids;
-  std::istringstream in(text);
-  std::string word;
-  while (in >> word) {
-    size_t used = 0;
-    long long v = -1;
-    try {
-      v = std::stoll(word, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    TS_CHECK(used == word.size() && v >= 0 && v <= INT32_MAX, "tokenize: --decode: \"" << word << "\" is not a token id");
-    ids.push_back(static_cast<int32_t>(v));
-  }
-  return ids;
-}
-
 std::vector<int32_t> ids_of(const nlohmann::json& j) {
   TS_CHECK(j.is_array(), "expected an array of ids, got " << j.dump());
   std::vector<int32_t> ids;
@@ -89,7 +70,7 @@ int cmd_tokenize(const Args& args) {
     for (int32_t id : ids) tokens.push_back(tok.token_display(id));
     std::cout << nlohmann::json{{"ids", ids}, {"tokens", tokens}}.dump() << "\n";
   } else if (p.has("decode")) {
-    std::cout << tok.decode(parse_ids(p.get("decode")), skip_special) << "\n";
+    std::cout << tok.decode(token_ids_parse(p.get("decode"), "tokenize: --decode:"), skip_special) << "\n";
   } else if (p.has("jsonl")) {
     run_jsonl(tok, p.get("jsonl"), skip_special, add_special);
   } else {

@@ -1,6 +1,7 @@
 // triescope subcommands; each returns the process exit code.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,12 @@ struct ParsedArgs {
   // An integer option in [lo, hi] (dflt when absent); anything else is an Error naming it.
   int64_t get_int(const std::string& name, int64_t lo, int64_t hi, int64_t dflt) const;
 };
+// The integer that is the whole of `s` ("12", "-3"; not "", "1x" or one
+// beyond int64), nullopt for anything else.
+std::optional<int64_t> integer_parse(const std::string& s);
+// The token ids in `text`, separated by white space ("3 17 4"); a word that is
+// not an integer in [0, INT32_MAX] is an Error: `<what> "<word>" is not a token id`.
+std::vector<int32_t> token_ids_parse(const std::string& text, const std::string& what);
 // `flags` lists options that take no value. Throws Error on an unknown option.
 ParsedArgs parse_args(const Args& args, const std::vector<std::string>& valued, const std::vector<std::string>& flags);
 

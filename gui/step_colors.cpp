@@ -51,4 +51,8 @@ QString token_label(const TraceReplay& r, int32_t token, int max_chars) {
   return s;
 }
 
+QString node_token_label(const StepView& v, const TraceReplay& r, int32_t node, int max_chars, const QString& absent) {
+  return node >= 0 && static_cast<size_t>(node) < v.nodes.size() ? token_label(r, v.nodes[static_cast<size_t>(node)].token, max_chars) : absent;
+}
+
 }  // namespace triescope::gui

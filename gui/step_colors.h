@@ -31,5 +31,7 @@ QColor branch_color(int32_t branch);
 
 // Short token label: the vocabulary string (visible whitespace) or the id.
 QString token_label(const TraceReplay& r, int32_t token, int max_chars = 14);
+// token_label of node `node`'s token in `v`; `absent` where no node of `v` has that id.
+QString node_token_label(const StepView& v, const TraceReplay& r, int32_t node, int max_chars, const QString& absent);
 
 }  // namespace triescope::gui

@@ -106,7 +106,7 @@ void MaskFigure::paintRowLabels(QPainter& p, const Geometry& g) const {
     QString t = QString::number(r);
     if (g.labels) {
       const int32_t q = static_cast<size_t>(r) < f.queries.size() ? f.queries[static_cast<size_t>(r)] : -1;
-      const QString tok = q >= 0 && static_cast<size_t>(q) < v.nodes.size() ? token_label(replay, v.nodes[static_cast<size_t>(q)].token, 10) : QStringLiteral("?");
+      const QString tok = node_token_label(v, replay, q, 10, QStringLiteral("?"));
       const QString pos = static_cast<size_t>(r) < f.positions.size() ? QString::number(f.positions[static_cast<size_t>(r)]) : QStringLiteral("?");
       t = q >= 0 ? QStringLiteral("#%1 %2  p%3").arg(q).arg(tok, pos) : QStringLiteral("row %1  p%2").arg(r).arg(pos);
     }
@@ -123,7 +123,7 @@ void MaskFigure::paintColumnLabels(QPainter& p, const Geometry& g) const {
     QString t = QString::number(c);
     if (g.labels) {
       const int32_t n = ctx_.nodeInForwardSlot(c);
-      t += QStringLiteral(" ") + (n >= 0 && static_cast<size_t>(n) < v.nodes.size() ? token_label(replay, v.nodes[static_cast<size_t>(n)].token, 8) : QStringLiteral("free"));
+      t += QStringLiteral(" ") + node_token_label(v, replay, n, 8, QStringLiteral("free"));
     }
     p.save();
     p.translate(g.left + (c + 0.5) * g.cell, g.top - 4);

@@ -18,7 +18,6 @@ KvView::KvView(TraceContext& ctx, QWidget* parent) : QWidget(parent), ContextVie
   setMinimumHeight(120);
   watchContext();
 }
-void KvView::onTraceLoaded(TraceContext&) {}
 void KvView::onStepChanged(TraceContext&) {
   branch_ = node_branches(ctx_.view());
   relayout();

@@ -15,7 +15,6 @@ class KvView final : public QWidget, public ContextViewer {
  public:
   explicit KvView(TraceContext& ctx, QWidget* parent = nullptr);
 
-  void onTraceLoaded(TraceContext& ctx) override;
   void onStepChanged(TraceContext& ctx) override;
   void onSelectionChanged(TraceContext& ctx) override;
   void onHighlightChanged(TraceContext& ctx) override;

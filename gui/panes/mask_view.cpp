@@ -503,7 +503,7 @@ void MaskView::paintRowLabels(QPainter& p, const Frame& fr) const {
     QString t;
     if (rowLabels) {
       const int32_t q = f.queries.size() > static_cast<size_t>(r) ? f.queries[static_cast<size_t>(r)] : -1;
-      const QString tok = q >= 0 && static_cast<size_t>(q) < v.nodes.size() ? token_label(*doc->replay, v.nodes[static_cast<size_t>(q)].token, 10) : QStringLiteral("?");
+      const QString tok = node_token_label(v, *doc->replay, q, 10, QStringLiteral("?"));
       t = QStringLiteral("#%1 %2  p%3").arg(q).arg(tok).arg(f.positions[static_cast<size_t>(r)]);
     } else {
       t = QString::number(r);
@@ -532,7 +532,7 @@ void MaskView::paintColumnLabels(QPainter& p, const Frame& fr) const {
     p.setPen(col == fr.selCol ? fr.selText : fr.text);
     if (colLabels) {
       const int32_t k = ctx_.nodeInForwardSlot(col);
-      const QString t = QStringLiteral("%1 %2").arg(col).arg(k >= 0 ? token_label(*doc->replay, v.nodes[static_cast<size_t>(k)].token, 10) : QStringLiteral("free"));
+      const QString t = QStringLiteral("%1 %2").arg(col).arg(node_token_label(v, *doc->replay, k, 10, QStringLiteral("free")));
       p.save();
       p.translate(x + cw / 2 + 4, g.top() - 4);
       p.rotate(-60);

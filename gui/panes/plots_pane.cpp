@@ -37,6 +37,23 @@ QLineSeries* series(QChart* c, const QString& name, const QColor& col, double wi
   return s;
 }
 
+// A value axis on `side` of `c`, titled, with integer labels when `integers`.
+QValueAxis* valueAxis(QChart* c, Qt::Alignment side, const QString& title, bool integers) {
+  auto* a = new QValueAxis;
+  a->setTitleText(title);
+  if (integers) a->setLabelFormat("%d");
+  c->addAxis(a, side);
+  return a;
+}
+
+// Every series of `lines` drawn against the axes x and y.
+void attachAxes(std::initializer_list<QAbstractSeries*> lines, QAbstractAxis* x, QAbstractAxis* y) {
+  for (QAbstractSeries* s : lines) {
+    s->attachAxis(x);
+    s->attachAxis(y);
+  }
+}
+
 // A line of at most 2 * kPlotBuckets points: every point of a trace of as
 // many steps or fewer; of a longer one, per bucket of steps the lowest and
 // the highest point, in step order (the line's envelope: all a chart a few
@@ -84,46 +101,29 @@ class PlotLine {
 
 PlotsPane::PlotsPane(TraceContext& ctx, QWidget* parent) : QWidget(parent), ContextViewer(ctx) {
   auto jump = [this](double x) { ctx_.setStep(static_cast<int32_t>(std::lround(x))); };
-  auto* kv = new QChart;
-  kv->setTitle(tr("KV slots per step: trie vs batch baseline"));
-  trie_ = series(kv, tr("trie"), QColor(33, 84, 170), 2);
-  peak_ = series(kv, tr("trie peak"), QColor(33, 84, 170), 1, Qt::DashLine);
-  batch_ = series(kv, tr("batch"), QColor(220, 90, 30), 2);
-  marker_ = series(kv, tr("step"), QColor(255, 170, 0), 2);
-  kvX_ = new QValueAxis;
-  kvY_ = new QValueAxis;
-  kvX_->setTitleText(tr("step"));
-  kvY_->setTitleText(tr("slots"));
-  kvX_->setLabelFormat("%d");
-  kvY_->setLabelFormat("%d");
+  auto* kvChart = new QChart;
+  kvChart->setTitle(tr("KV slots per step: trie vs batch baseline"));
+  trie_ = series(kvChart, tr("trie"), QColor(33, 84, 170), 2);
+  peak_ = series(kvChart, tr("trie peak"), QColor(33, 84, 170), 1, Qt::DashLine);
+  batch_ = series(kvChart, tr("batch"), QColor(220, 90, 30), 2);
+  marker_ = series(kvChart, tr("step"), QColor(255, 170, 0), 2);
+  kvX_ = valueAxis(kvChart, Qt::AlignBottom, tr("step"), true);
+  kvY_ = valueAxis(kvChart, Qt::AlignLeft, tr("slots"), true);
   // Short plots elide the tick labels to "..." otherwise.
   kvY_->setTruncateLabels(false);
-  kv->addAxis(kvX_, Qt::AlignBottom);
-  kv->addAxis(kvY_, Qt::AlignLeft);
-  for (auto* s : {trie_, peak_, batch_, marker_}) {
-    s->attachAxis(kvX_);
-    s->attachAxis(kvY_);
-  }
-  kv->legend()->setAlignment(Qt::AlignBottom);
-  kv->setMargins(QMargins(4, 4, 4, 4));
-  kvView_ = new ClickChartView(kv, jump);
+  attachAxes({trie_, peak_, batch_, marker_}, kvX_, kvY_);
+  kvChart->legend()->setAlignment(Qt::AlignBottom);
+  kvChart->setMargins(QMargins(4, 4, 4, 4));
+  kvView_ = new ClickChartView(kvChart, jump);
   kvView_->setRenderHint(QPainter::Antialiasing);
 
   auto* tc = new QChart;
   tc->setTitle(tr("per-step time recorded by the backend"));
   time_ = series(tc, tr("ms per step"), QColor(0, 140, 100), 1.5);
   timeMarker_ = series(tc, tr("current step"), QColor(255, 170, 0), 2);
-  tX_ = new QValueAxis;
-  tY_ = new QValueAxis;
-  tX_->setTitleText(tr("step"));
-  tY_->setTitleText(tr("ms"));
-  tX_->setLabelFormat("%d");
-  tc->addAxis(tX_, Qt::AlignBottom);
-  tc->addAxis(tY_, Qt::AlignLeft);
-  for (auto* s : {time_, timeMarker_}) {
-    s->attachAxis(tX_);
-    s->attachAxis(tY_);
-  }
+  tX_ = valueAxis(tc, Qt::AlignBottom, tr("step"), true);
+  tY_ = valueAxis(tc, Qt::AlignLeft, tr("ms"), false);
+  attachAxes({time_, timeMarker_}, tX_, tY_);
   timeView_ = new ClickChartView(tc, jump);
 
   accChart_ = new QChart;
@@ -239,13 +239,10 @@ void PlotsPane::buildAcceptance(const TraceDocument& doc) {
     accChart_->addSeries(bars);
     auto* ax = new QBarCategoryAxis;
     ax->append(cats);
-    auto* ay = new QValueAxis;
-    ay->setRange(0, 1.05);
-    ay->setTitleText(tr("fraction"));
     accChart_->addAxis(ax, Qt::AlignBottom);
-    accChart_->addAxis(ay, Qt::AlignLeft);
-    bars->attachAxis(ax);
-    bars->attachAxis(ay);
+    QValueAxis* ay = valueAxis(accChart_, Qt::AlignLeft, tr("fraction"), false);
+    ay->setRange(0, 1.05);
+    attachAxes({bars}, ax, ay);
     return;
   }
   // Lookahead: tokens produced per pass (accepted candidate tokens + the greedy one).
@@ -262,20 +259,11 @@ void PlotsPane::buildAcceptance(const TraceDocument& doc) {
   }
   line->replace(pts);
   line->setName(tr("tokens per pass (mean %1)").arg(sum / std::max<size_t>(1, acc_.per_step.size()), 0, 'f', 2));
-  auto* ax = new QValueAxis;
-  auto* ay = new QValueAxis;
-  ax->setTitleText(tr("step"));
-  ax->setLabelFormat("%d");
+  QValueAxis* ax = valueAxis(accChart_, Qt::AlignBottom, tr("step"), true);
+  QValueAxis* ay = valueAxis(accChart_, Qt::AlignLeft, tr("tokens"), true);
   ax->setRange(0, std::max(1, doc.replay->last_step()));
-  ay->setTitleText(tr("tokens"));
-  ay->setLabelFormat("%d");
   ay->setRange(0, accMax_ + 1);
-  accChart_->addAxis(ax, Qt::AlignBottom);
-  accChart_->addAxis(ay, Qt::AlignLeft);
-  for (auto* s : {line, accMarker_}) {
-    s->attachAxis(ax);
-    s->attachAxis(ay);
-  }
+  attachAxes({line, accMarker_}, ax, ay);
 }
 
 void PlotsPane::onStepChanged(TraceContext& ctx) {

@@ -67,6 +67,36 @@ TEST_CASE("samples: every bad field gets an error naming the file and the field"
   CHECK_THAT(error_of(wrong_word), Catch::Contains("prompt_text needs a model with a vocabulary"));
 }
 
+TEST_CASE("samples: a field naming a method or a verification lists the names it takes", "[sample]") {
+  struct Case {
+    const char* algorithm;
+    const char* section;
+    const char* key;
+    std::vector<const char*> names;  // every name the field takes, in the error's order
+  };
+  const std::vector<Case> cases = {
+      {"multigen", "multigen", "method", {"copy", "structured", "hybrid"}},
+      {"lookahead", "lookahead", "verify", {"trie", "independent", "greedy_only"}},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.algorithm);
+    json j = good_sample();
+    j.erase("beam");
+    j["algorithm"] = c.algorithm;
+    j[c.section] = {{"max_new_tokens", 3}};
+    if (std::string(c.algorithm) == "multigen") j[c.section]["num_samples"] = 2;
+    for (const char* name : c.names) {
+      CAPTURE(name);
+      j[c.section][c.key] = name;
+      CHECK(error_of(j) == "no error");
+    }
+    j[c.section][c.key] = "sideways";
+    const std::string expect = std::string("x.json: ") + c.section + "." + c.key + " must be " + c.names[0] + ", " + c.names[1] +
+                               " or " + c.names[2] + ", got \"sideways\"";
+    CHECK(error_of(j) == expect);
+  }
+}
+
 TEST_CASE("samples: malformed JSON names the file, line and column", "[sample]") {
   try {
     json_parse_text("{\n  \"a\": 1,\n  oops\n}", "bad.json");

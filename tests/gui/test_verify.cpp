@@ -5,9 +5,11 @@
 #include <catch2/catch.hpp>
 
 #include <QApplication>
+#include <QChart>
 #include <QDir>
 #include <QTableWidget>
 #include <QTest>
+#include <QValueAxis>
 
 #include <filesystem>
 #include <set>
@@ -31,6 +33,20 @@ using namespace triescope::gui;
 
 namespace {
 std::string sample_path(const char* name) { return std::string(TRIESCOPE_SOURCE_DIR "/samples/") + name; }
+
+// Every series of the acceptance chart is drawn against one horizontal and one
+// vertical axis; returns the vertical one's range.
+std::pair<double, double> acceptance_axes_check(const PlotsPane& plots) {
+  QChart* chart = plots.acceptanceChart();
+  REQUIRE(!chart->series().isEmpty());
+  for (QAbstractSeries* s : chart->series()) {
+    CHECK(chart->axes(Qt::Horizontal, s).size() == 1);
+    CHECK(chart->axes(Qt::Vertical, s).size() == 1);
+  }
+  const auto* y = qobject_cast<const QValueAxis*>(chart->axes(Qt::Vertical).value(0));
+  REQUIRE(y);
+  return {y->min(), y->max()};
+}
 
 TraceDocumentPtr decode(const std::string& path, const std::function<void(json&)>& edit = {}) {
   json j = json_load_file(path);
@@ -195,6 +211,9 @@ TEST_CASE("verification pane: DSBD synthetic, every verify step agrees with its 
     if (r.value("phase", "") == "verify" && !r["verify"]["layers"].empty()) ++verified1;
   CHECK(plots->acceptance().layers[0].verified == verified1);
   CHECK(plots->tabs()->isTabEnabled(1));
+  const auto [lo, hi] = acceptance_axes_check(*plots);
+  CHECK(lo == 0);
+  CHECK(hi >= 1);  // fractions of a layer's tests
 }
 
 TEST_CASE("verification pane: lookahead, window vs candidate nodes and the accepted path", "[gui][verify]") {
@@ -267,6 +286,9 @@ TEST_CASE("verification pane: lookahead, window vs candidate nodes and the accep
     // Acceptance plot: tokens per pass, one point per verify step.
     CHECK(win.w.plotsPane()->acceptance().per_step.size() == static_cast<size_t>(steps));
     CHECK_FALSE(win.w.plotsPane()->acceptance().has_layers());
+    const auto [lo, hi] = acceptance_axes_check(*win.w.plotsPane());
+    CHECK(lo == 0);
+    for (const auto& [step, tokens] : win.w.plotsPane()->acceptance().per_step) CHECK(tokens < hi);  // every pass's count in view
   }
 }
 

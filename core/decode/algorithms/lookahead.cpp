@@ -25,10 +25,8 @@ void parse(JsonObjectReader& r, const Sample& s, LookaheadSection& c) {
   q.trie_depth = static_cast<int32_t>(l.get_int("trie_depth", 1, 4096, q.trie_depth));
   q.trie_nodes = static_cast<int32_t>(l.get_int("trie_nodes", 1, 1 << 20, q.trie_nodes));
   q.seed = static_cast<uint64_t>(l.get_int("seed", 0, INT64_MAX, 1));
-  const std::string v = l.get_string("verify", "trie");
-  TS_CHECK(v == "trie" || v == "independent" || v == "greedy_only",
-           l.where("verify") << " must be trie, independent or greedy_only, got \"" << v << "\"");
-  q.verify = v == "trie" ? LookaheadVerify::trie : v == "independent" ? LookaheadVerify::independent : LookaheadVerify::greedy_only;
+  q.verify = parse_named(l, "verify", LookaheadVerify::trie, {LookaheadVerify::trie, LookaheadVerify::independent, LookaheadVerify::greedy_only},
+                         lookahead_verify_name);
   l.finish();
 }
 

@@ -10,17 +10,16 @@ struct Config final : AlgorithmConfig {
   MultiGenConfig gen;
 };
 
+constexpr std::initializer_list<MultiGenMethod> kMethods = {MultiGenMethod::copy, MultiGenMethod::structured, MultiGenMethod::hybrid};
+
 void parse(JsonObjectReader& r, const Sample& s, Config& c) {
-  const int32_t V = s.model->vocab_size();
   auto g = r.object("multigen");
   MultiGenConfig& q = c.gen;
   q.num_samples = static_cast<int32_t>(g.get_int("num_samples", 1, 1 << 16));
-  q.max_new_tokens = static_cast<int32_t>(g.get_int("max_new_tokens", 1, 1 << 20));
-  q.eos_token = static_cast<int32_t>(g.get_int("eos_token", -1, V - 1, -1));
-  const std::string method = g.get_string("method", "structured");
-  TS_CHECK(method == "copy" || method == "structured" || method == "hybrid",
-           g.where("method") << " must be copy, structured or hybrid, got \"" << method << "\"");
-  q.method = method == "copy" ? MultiGenMethod::copy : method == "hybrid" ? MultiGenMethod::hybrid : MultiGenMethod::structured;
+  const SequenceLimits limits = parse_sequence_limits(g, s);
+  q.max_new_tokens = limits.max_new_tokens;
+  q.eos_token = limits.eos_token;
+  q.method = parse_named(g, "method", MultiGenMethod::structured, kMethods, multigen_method_name);
   if (g.has("sampling")) q.sampling = SamplingConfig::from_json(g.object("sampling"));
   g.finish();
 }
@@ -38,7 +37,7 @@ SampleRun run(const Sample& s, TraceSink* trace, std::ostream& os) {
   // The other two methods on the same RNG stream: the samples must agree.
   bool same = true;
   os << "KV slots at peak:";
-  for (MultiGenMethod m : {MultiGenMethod::copy, MultiGenMethod::structured, MultiGenMethod::hybrid}) {
+  for (MultiGenMethod m : kMethods) {
     MultiGenConfig other = c;
     other.method = m;
     const MultiGenResult o = m == c.method ? r : multigen_decode(*s.model, s.prompt, other, nullptr, s.options);

@@ -1,9 +1,12 @@
 // What the built-in algorithms' sample runs share: reports of hypotheses and
 // the conversion of a decoder's result into a SampleRun.
 #pragma once
+#include <initializer_list>
 #include <ostream>
+#include <string>
 #include <vector>
 
+#include "core/common/error.h"
 #include "core/decode/algorithm.h"
 #include "core/decode/run_sample.h"
 #include "core/decode/sampling.h"
@@ -26,6 +29,23 @@ struct SequenceLimits {
   int32_t eos_token = -1;
 };
 SequenceLimits parse_sequence_limits(JsonObjectReader& section, const Sample& s);
+// A string field that names one of `values` as `name` writes it ("method":
+// "copy"), `dflt` when absent; any other string is an Error listing the names:
+// "samples/x.json: multigen.method must be copy, structured or hybrid, got \"x\"".
+template <class E>
+E parse_named(JsonObjectReader& section, const std::string& key, E dflt, std::initializer_list<E> values, const char* (*name)(E)) {
+  const std::string given = section.get_string(key, name(dflt));
+  std::string names;
+  size_t i = 0;
+  for (E v : values) {
+    if (given == name(v)) return v;
+    names += i == 0 ? "" : i + 1 == values.size() ? " or " : ", ";
+    names += name(v);
+    ++i;
+  }
+  TS_FAIL(section.where(key) << " must be " << names << ", got \"" << given << "\"");
+  return dflt;
+}
 // A one-sequence decoder's run: "output: ..." and the sequence as its output.
 SampleRun sequence_run(std::ostream& os, const Sample& s, const std::vector<int32_t>& tokens, const nlohmann::json& metrics);
 // Trie or batch beam search on the sample's "beam" section and constraint:
