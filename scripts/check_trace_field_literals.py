@@ -2,12 +2,16 @@
 """Checks that the field names of the typed trace groups are written and read
 only in their schema's files (docs/trace-format.md, "In the code"; the groups
 are the structs of core/trace/kv_record.h, forward_record.h, gc_record.h,
-keyframe_record.h, header_record.h and summary_record.h).
+keyframe_record.h, header_record.h and summary_record.h, and the verify
+payloads of speculative_chain_verify_record.h, dsbd_layers_verify_record.h
+and lookahead_candidates_verify_record.h).
 
 The names come from the JSON Schema (docs/trace-format.schema.json): the
 properties of $defs/kv, $defs/forward_pass, $defs/gc, $defs/keyframe,
-$defs/header and $defs/summary (less `kind` and `step`, which every record
-has). Of the header's names only "verify_kind" is distinctive; "schema",
+$defs/header and $defs/summary, and of each verify kind's $defs with the
+objects nested in them (less `kind` and `step`, which every record has). A
+name two groups share (a verify kind's "accept_prob") may be spelled in
+either group's files. Of the header's names only "verify_kind" is distinctive; "schema",
 "version", "algorithm", "backend", "config", "model" and "vocab" are ordinary
 words (a sample's fields, a CLI option), refused beside the identifier
 `header`; so are the summary's "outputs", "metrics" and "seconds" beside
@@ -87,6 +91,26 @@ GROUPS = {
         "context": r"\bsummary\b|\bSummaryRecord\b|\bkSummary\w*\b",
         "files": ["core/trace/summary_record.h", "core/trace/summary_record.cpp"],
     },
+    # The verify payloads: each kind's $defs with the objects nested in them
+    # ("defs"; the DSBD kind's draft step's draft_layers entries too).
+    "verify speculative_chain": {
+        "defs": ["verify_speculative_chain"],
+        "keys": [],
+        "context": r"\bverify\b|\bver\b|\bSpeculative(ChainVerify|Decision)\b",
+        "files": ["core/trace/speculative_chain_verify_record.h", "core/trace/speculative_chain_verify_record.cpp"],
+    },
+    "verify dsbd_layers": {
+        "defs": ["verify_dsbd_layers", "dsbd_layer", "dsbd_extra_layer", "draft_layer"],
+        "keys": ["draft_layers"],
+        "context": r"\bverify\b|\bver\b|\bDsbd(LayersVerify|VerifiedLayer|ExtraLayer|DraftLayer|DraftBeam|DraftDecision|SampledBeam|LayersDraft)\b",
+        "files": ["core/trace/dsbd_layers_verify_record.h", "core/trace/dsbd_layers_verify_record.cpp"],
+    },
+    "verify lookahead_candidates": {
+        "defs": ["verify_lookahead_candidates"],
+        "keys": [],
+        "context": r"\bverify\b|\bver\b|\bLookaheadCandidatesVerify\b",
+        "files": ["core/trace/lookahead_candidates_verify_record.h", "core/trace/lookahead_candidates_verify_record.cpp"],
+    },
 }
 # Fields every record has (its kind, its step): not a group's own.
 RECORD_FIELDS = {"kind", "step"}
@@ -98,10 +122,28 @@ ALLOWED = {
     # merges into kv (Model::engine_state); it cannot include kv_record.h.
     ("core/model/llama_cpp/llama_cpp_model.cpp", "engine_cells"),
     ("core/model/llama_cpp/llama_cpp_model.cpp", "engine_seq_ids"),
+    # The verification pane shows the step's verify-related fields as raw
+    # JSON, whatever the kind (its tree view of the record).
+    ("gui/panes/verify_pane.cpp", "draft_layers"),
 }
 
 LITERAL = re.compile(r'"((?:[^"\\\n]|\\.)*)"')
 KEY_ACCESS = r'(\[\s*"{k}"\s*\]|\.(contains|find|value|at|count|erase|emplace)\(\s*"{k}")'
+
+
+def nested_properties(schema):
+    """The property names of `schema` and of the objects nested in it (array
+    items, inline objects), not following $ref."""
+    names = set()
+    if not isinstance(schema, dict):
+        return names
+    for key, sub in schema.get("properties", {}).items():
+        names.add(key)
+        names |= nested_properties(sub)
+    names |= nested_properties(schema.get("items"))
+    for sub in schema.get("anyOf", []) + schema.get("oneOf", []):
+        names |= nested_properties(sub)
+    return names
 
 
 def load_groups(root):
@@ -110,9 +152,11 @@ def load_groups(root):
         defs = json.load(f)["$defs"]
     groups = {}
     for name, g in GROUPS.items():
-        props = defs.get(g["def"], {}).get("properties")
-        if not props:
-            raise KeyError(f"{path}: $defs/{g['def']} has no properties")
+        props = set()
+        for d in g.get("defs", [g.get("def")]):
+            if not defs.get(d, {}).get("properties"):
+                raise KeyError(f"{path}: $defs/{d} has no properties")
+            props |= set(defs[d]["properties"]) if "def" in g else nested_properties(defs[d])
         for rel in g["files"]:
             if not os.path.isfile(os.path.join(root, rel)):
                 raise KeyError(f"{rel}: the {name} group's file is missing")
@@ -162,13 +206,18 @@ def check_line(rel, n, code, groups):
     if not literals:
         return []
     bare = LITERAL.sub('""', code)  # context from identifiers, not from the text of messages
+    # A name two groups share may be spelled in either group's files.
+    owners = {}
+    for g in groups.values():
+        for f in g["fields"] + g["keys"] + [k for k in g["distinctive"]]:
+            owners.setdefault(f, set()).update(g["files"])
     out = []
     for gname, g in groups.items():
         if rel in g["files"]:
             continue
         context = bool(g["context"].search(bare)) or any(k in literals for k in g["keys"])
         for lit in literals:
-            if (rel, lit) in ALLOWED:
+            if (rel, lit) in ALLOWED or rel in owners.get(lit, ()):
                 continue
             if lit in g["distinctive"]:
                 out.append(f'{rel}:{n}: "{lit}": a field of the {gname} group is spelled only in {", ".join(sorted(g["files"]))}')

@@ -2,13 +2,15 @@
 // draft step's draft_layers[] (the W_S draft beams per layer), then a verify
 // step's verify.layers[] (W_L^(l), the tested drafts with accept_prob / u /
 // p / q, the drafts rejected because their parent was, the beams sampled
-// when the layer was short), stopped_at_layer and extra_layer.
+// when the layer was short), stopped_at_layer and extra_layer. Both are the
+// typed records of core/trace/dsbd_layers_verify_record.h (DsbdLayersDraft,
+// DsbdLayersVerify).
 #include <map>
 #include <set>
 
 #include "core/analysis/verify_read.h"
 #include "core/decode/dsbd.h"
-#include "core/trace/trace.h"
+#include "core/trace/dsbd_layers_verify_record.h"
 
 namespace triescope {
 namespace {
@@ -16,73 +18,64 @@ namespace {
 using nlohmann::json;
 
 void read_draft(VerifyRead& rd, VerifyInfo& out) {
-  const json& layers = rd.arr(rd.view.extra, "draft_layers", "draft");
-  for (size_t k = 0; k < layers.size(); ++k) {
-    const std::string path = "draft_layers[" + std::to_string(k) + "]";
-    VerifyLayer L;
-    L.layer = rd.i(layers[k], "layer", path, static_cast<int32_t>(k) + 1);
-    L.verified = false;
-    const json& beams = rd.arr(layers[k], "beams", path);
-    for (size_t j = 0; j < beams.size(); ++j) {
-      const std::string bp = path + ".beams[" + std::to_string(j) + "]";
-      VerifyChip c = rd.chip(rd.i(beams[j], "node", bp), Decision::drafted);
-      c.beam = rd.i(beams[j], "beam", bp, static_cast<int32_t>(j));
-      c.parent_beam = rd.i(beams[j], "parent_beam", bp);
-      if (c.token < 0) c.token = rd.i(beams[j], "token", bp);
-      c.q = rd.d(beams[j], "q_beam", bp);
-      L.chips.push_back(c);
+  if (const std::optional<DsbdLayersDraft> draft = rd.parse<DsbdLayersDraft>(rd.view.extra, "draft"))
+    for (const DsbdDraftLayer& dl : draft->layers) {
+      VerifyLayer L;
+      L.layer = dl.layer;
+      L.verified = false;
+      for (const DsbdDraftBeam& b : dl.beams) {
+        VerifyChip c = rd.chip(b.node, Decision::drafted);
+        c.beam = b.beam;
+        c.parent_beam = b.parent_beam;
+        if (c.token < 0) c.token = b.token;
+        c.q = b.q_beam;
+        L.chips.push_back(c);
+      }
+      out.layers.push_back(std::move(L));
     }
-    out.layers.push_back(std::move(L));
-  }
   out.gamma = static_cast<int32_t>(out.layers.size());
 }
 
 // One layer of verify.layers[] (null when the layer was not verified) with
 // its tested drafts by beam and the nodes rejected because their parent was.
 struct TestedLayer {
-  const json* record = nullptr;
-  std::string path;
-  std::map<int32_t, const json*> tested;  // beam -> drafts[] entry
+  const DsbdVerifiedLayer* record = nullptr;
+  std::map<int32_t, const DsbdDraftDecision*> tested;  // beam -> drafts[] entry
   std::set<int32_t> parent_rejected;
 };
 
-TestedLayer tested_layer(VerifyRead& rd, const json& vlayers, const std::map<int32_t, size_t>& vl_of, int32_t l, VerifyLayer& L) {
+TestedLayer tested_layer(const DsbdVerifiedLayer* record, VerifyLayer& L) {
   TestedLayer t;
-  const auto vit = vl_of.find(l);
-  if (vit == vl_of.end()) return t;
-  t.record = &vlayers[vit->second];
-  t.path = "verify.layers[" + std::to_string(vit->second) + "]";
-  L.width = rd.i(*t.record, "width", t.path);
-  L.surviving = rd.i(*t.record, "surviving_drafts", t.path);
-  L.predicted = rd.d(*t.record, "predicted_accept", t.path);
-  L.passed = rd.b(*t.record, "passed", t.path);
-  const json& ds = rd.arr(*t.record, "drafts", t.path);
-  for (size_t j = 0; j < ds.size(); ++j) t.tested[rd.i(ds[j], "beam", t.path + ".drafts[" + std::to_string(j) + "]", -1 - static_cast<int32_t>(j))] = &ds[j];
-  for (int32_t n : rd.ints(*t.record, "parent_rejected", t.path)) t.parent_rejected.insert(n);
+  t.record = record;
+  if (!record) return t;
+  L.width = record->width;
+  L.surviving = record->surviving_drafts;
+  L.predicted = record->predicted_accept;
+  L.passed = record->passed;
+  for (const DsbdDraftDecision& d : record->drafts) t.tested[d.beam] = &d;
+  t.parent_rejected.insert(record->parent_rejected.begin(), record->parent_rejected.end());
   return t;
 }
 
-void decide(VerifyRead& rd, VerifyChip& c, const json& d, const std::string& dp) {
-  c.accept_prob = rd.d(d, "accept_prob", dp);
-  c.u = rd.d(d, "u", dp);
-  c.p = rd.d(d, "p", dp);
-  c.q = rd.d(d, "q", dp);
-  c.decision = rd.b(d, "accepted", dp) ? Decision::accepted : Decision::rejected;
+void decide(VerifyChip& c, const DsbdDraftDecision& d) {
+  c.accept_prob = d.accept_prob;
+  c.u = d.u;
+  c.p = d.p;
+  c.q = d.q;
+  c.decision = d.accepted ? Decision::accepted : Decision::rejected;
 }
 
-// The iteration's draft beams of layer l (from the draft record), so the
+// The iteration's draft beams of the layer (from the draft record), so the
 // drafts that were never tested are shown too; returns the beams shown.
-std::set<int32_t> drafted_chips(VerifyRead& rd, const json& layer, int32_t l, const TestedLayer& t, VerifyLayer& L) {
+std::set<int32_t> drafted_chips(const VerifyRead& rd, const DsbdDraftLayer& layer, const TestedLayer& t, VerifyLayer& L) {
   std::set<int32_t> shown;
-  const json& beams = rd.arr(layer, "beams", "draft.draft_layers");
-  for (size_t j = 0; j < beams.size(); ++j) {
-    const std::string bp = "draft.draft_layers[" + std::to_string(l - 1) + "].beams[" + std::to_string(j) + "]";
-    VerifyChip c = rd.chip(rd.i(beams[j], "node", bp), Decision::not_verified);
-    c.beam = rd.i(beams[j], "beam", bp, static_cast<int32_t>(j));
-    c.parent_beam = rd.i(beams[j], "parent_beam", bp);
-    c.q = rd.d(beams[j], "q_beam", bp);
+  for (const DsbdDraftBeam& b : layer.beams) {
+    VerifyChip c = rd.chip(b.node, Decision::not_verified);
+    c.beam = b.beam;
+    c.parent_beam = b.parent_beam;
+    c.q = b.q_beam;
     if (t.record) {
-      if (auto it = t.tested.find(c.beam); it != t.tested.end()) decide(rd, c, *it->second, t.path + ".drafts");
+      if (auto it = t.tested.find(c.beam); it != t.tested.end()) decide(c, *it->second);
       else c.decision = t.parent_rejected.count(c.node) ? Decision::parent_rejected : Decision::untested;
     }
     shown.insert(c.beam);
@@ -91,86 +84,86 @@ std::set<int32_t> drafted_chips(VerifyRead& rd, const json& layer, int32_t l, co
   return shown;
 }
 
-void sampled_chips(VerifyRead& rd, const json& sm, const std::string& path, bool by_source, VerifyLayer& L) {
-  for (size_t j = 0; j < sm.size(); ++j) {
-    const std::string sp = path + (by_source ? "[" + std::to_string(j) + "]" : std::string());
-    const bool residual = by_source && sm[j].is_object() && sm[j].contains("from") && sm[j]["from"].is_string() && sm[j]["from"] == "residual";
-    VerifyChip c = rd.chip(rd.i(sm[j], "node", sp), residual ? Decision::sampled_residual : Decision::sampled_target);
-    c.prob = rd.d(sm[j], "prob", sp);
+void sampled_chips(const VerifyRead& rd, const std::vector<DsbdSampledBeam>& sampled, VerifyLayer& L) {
+  for (const DsbdSampledBeam& s : sampled) {
+    VerifyChip c = rd.chip(s.node, s.from == DsbdSampledFrom::residual ? Decision::sampled_residual : Decision::sampled_target);
+    c.prob = s.prob;
     L.chips.push_back(c);
   }
 }
 
-VerifyLayer verified_layer(VerifyRead& rd, int32_t l, const json& vlayers, const std::map<int32_t, size_t>& vl_of,
-                           const std::map<int32_t, const json*>& drafted) {
+template <class T>
+const T* layer_of(const std::map<int32_t, const T*>& by_layer, int32_t l) {
+  const auto it = by_layer.find(l);
+  return it == by_layer.end() ? nullptr : it->second;
+}
+
+VerifyLayer verified_layer(const VerifyRead& rd, int32_t l, const std::map<int32_t, const DsbdVerifiedLayer*>& verified,
+                           const std::map<int32_t, const DsbdDraftLayer*>& drafted) {
   VerifyLayer L;
   L.layer = l;
-  const TestedLayer t = tested_layer(rd, vlayers, vl_of, l, L);
+  const TestedLayer t = tested_layer(layer_of(verified, l), L);
   L.verified = t.record != nullptr;
-  const auto dit = drafted.find(l);
-  const std::set<int32_t> shown = dit != drafted.end() ? drafted_chips(rd, *dit->second, l, t, L) : std::set<int32_t>();
+  const DsbdDraftLayer* draft = layer_of(drafted, l);
+  const std::set<int32_t> shown = draft ? drafted_chips(rd, *draft, t, L) : std::set<int32_t>();
   // Without the draft record (or for beams it lacks): the tested drafts and
   // the parent-rejected nodes as the verify record has them.
   for (const auto& [beam, d] : t.tested)
     if (!shown.count(beam)) {
-      VerifyChip c = rd.chip(rd.i(*d, "node", t.path + ".drafts"), Decision::accepted);
+      VerifyChip c = rd.chip(d->node, Decision::accepted);
       c.beam = beam;
-      decide(rd, c, *d, t.path + ".drafts");
+      decide(c, *d);
       L.chips.push_back(c);
     }
-  if (dit == drafted.end())
+  if (!draft)
     for (int32_t n : t.parent_rejected) L.chips.push_back(rd.chip(n, Decision::parent_rejected));
-  if (t.record) sampled_chips(rd, rd.arr(*t.record, "sampled", t.path), t.path + ".sampled", true, L);
+  if (t.record) sampled_chips(rd, t.record->sampled, L);
   return L;
 }
 
 // Lines 32-34: every layer passed, W beams from p_beam^(g+1).
-void extra_layer(VerifyRead& rd, const json& ex, int32_t last, VerifyInfo& out) {
+void extra_layer(const VerifyRead& rd, const DsbdExtraLayer& ex, VerifyInfo& out) {
   VerifyLayer L;
   L.extra = true;
   L.passed = true;
-  L.layer = rd.i(ex, "layer", "verify.extra_layer", last + 1);
-  L.width = rd.i(ex, "width", "verify.extra_layer");
-  sampled_chips(rd, rd.arr(ex, "sampled", "verify.extra_layer"), "verify.extra_layer.sampled", false, L);
+  L.layer = ex.layer;
+  L.width = ex.width;
+  sampled_chips(rd, ex.sampled, L);
   out.layers.push_back(std::move(L));
 }
 
-void read_verify(VerifyRead& rd, const json& ver, VerifyInfo& out) {
-  out.iteration = rd.i(ver, "iteration", "verify");
-  out.gamma = rd.i(ver, "gamma", "verify");
-  out.steps = rd.i(ver, "steps", "verify");
-  if (ver.contains("stopped_at_layer") && !ver["stopped_at_layer"].is_null()) out.stopped_at_layer = rd.i(ver, "stopped_at_layer", "verify", 0);
-  const json& vlayers = rd.arr(ver, "layers", "verify");
-  std::map<int32_t, size_t> vl_of;  // layer -> index in verify.layers
-  for (size_t k = 0; k < vlayers.size(); ++k) vl_of[rd.i(vlayers[k], "layer", "verify.layers[" + std::to_string(k) + "]", static_cast<int32_t>(k) + 1)] = k;
-  std::map<int32_t, const json*> drafted;  // layer -> the draft record's draft_layers[] entry
-  static const json none = json::array();
-  const std::optional<json> draft = rd.draft_record();
-  const json& dl = draft ? rd.arr(*draft, "draft_layers", "draft") : none;
-  for (size_t k = 0; k < dl.size(); ++k) drafted[rd.i(dl[k], "layer", "draft.draft_layers[" + std::to_string(k) + "]", static_cast<int32_t>(k) + 1)] = &dl[k];
+void read_verify(VerifyRead& rd, const DsbdLayersVerify& ver, VerifyInfo& out) {
+  out.iteration = static_cast<int32_t>(ver.iteration);
+  out.gamma = ver.gamma;
+  out.steps = ver.steps;
+  out.stopped_at_layer = ver.stopped_at_layer.value_or(0);
+  std::map<int32_t, const DsbdVerifiedLayer*> verified;  // layer -> its verify.layers entry
+  for (const DsbdVerifiedLayer& L : ver.layers) verified[L.layer] = &L;
+  std::optional<DsbdLayersDraft> draft;
+  if (const std::optional<json> record = rd.draft_record()) draft = rd.parse<DsbdLayersDraft>(*record, "draft");
+  std::map<int32_t, const DsbdDraftLayer*> drafted;  // layer -> the draft record's draft_layers entry
+  if (draft)
+    for (const DsbdDraftLayer& dl : draft->layers) drafted[dl.layer] = &dl;
   int32_t last = out.gamma;
   if (!drafted.empty()) last = std::max(last, drafted.rbegin()->first);
-  if (!vl_of.empty()) last = std::max(last, vl_of.rbegin()->first);
-  for (int32_t l = 1; l <= last; ++l) out.layers.push_back(verified_layer(rd, l, vlayers, vl_of, drafted));
-  if (ver.contains("extra_layer") && ver["extra_layer"].is_object()) extra_layer(rd, ver["extra_layer"], last, out);
+  if (!verified.empty()) last = std::max(last, verified.rbegin()->first);
+  for (int32_t l = 1; l <= last; ++l) out.layers.push_back(verified_layer(rd, l, verified, drafted));
+  if (ver.extra_layer) extra_layer(rd, *ver.extra_layer, out);
 }
 
-void accumulate(const json& ver, int32_t step, AcceptanceSeries& s) {
-  acceptance_add_steps(ver, step, s);
-  if (!ver.contains("layers") || !ver["layers"].is_array()) return;
-  for (const json& L : ver["layers"]) {
-    const auto l = acceptance_layer_of(L);
-    if (!l) continue;
-    LayerAcceptance& a = acceptance_layer(s, *l);
-    ++a.verified;
-    a.passed += acceptance_flag(L, "passed") ? 1 : 0;
-    a.predicted_sum += acceptance_num(L, "predicted_accept");
-    a.width_sum += acceptance_num(L, "width");
-    if (L.contains("drafts") && L["drafts"].is_array())
-      for (const json& d : L["drafts"]) {
-        ++a.tested;
-        a.accepted += acceptance_flag(d, "accepted") ? 1 : 0;
-      }
+void accumulate(const DsbdLayersVerify& ver, int32_t step, AcceptanceSeries& s) {
+  s.per_step.emplace_back(step, ver.steps);
+  for (const DsbdVerifiedLayer& L : ver.layers) {
+    LayerAcceptance* a = acceptance_layer_in(s, L.layer);
+    if (!a) continue;
+    ++a->verified;
+    a->passed += L.passed ? 1 : 0;
+    a->predicted_sum += L.predicted_accept;
+    a->width_sum += L.width;
+    for (const DsbdDraftDecision& d : L.drafts) {
+      ++a->tested;
+      a->accepted += d.accepted ? 1 : 0;
+    }
   }
 }
 
@@ -243,20 +236,8 @@ std::vector<NarrationSentence> narrate(const VerifyInfo& I, const StepView& v, c
   return out;
 }
 
-VerifyKindSpec spec() {
-  VerifyKindSpec k;
-  k.name = kVerifyDsbdLayers;
-  k.description = "DSBD (Algorithm 1): draft beams per layer, W_L^(l) acceptances per layer, residual and extra-layer samples";
-  k.read_draft = read_draft;
-  k.read_verify = read_verify;
-  k.accumulate = accumulate;
-  k.rows = [](const VerifyInfo& info, const StepView&) { return verify_layer_rows(info); };
-  k.summary = verify_layer_summary;
-  k.narrate = narrate;
-  k.verifier = typeid(DsbdLayerVerifier);
-  return k;
-}
-
 }  // namespace
-TRIESCOPE_REGISTER_VERIFY_KIND(spec());
+TRIESCOPE_REGISTER_VERIFY_KIND(verify_kind_spec<DsbdLayersVerify>(
+    "DSBD (Algorithm 1): draft beams per layer, W_L^(l) acceptances per layer, residual and extra-layer samples",
+    read_verify, accumulate, narrate, typeid(DsbdLayerVerifier), read_draft));
 }  // namespace triescope

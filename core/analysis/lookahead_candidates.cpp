@@ -4,28 +4,24 @@
 // the accepted path. Which node computed each candidate token is rebuilt
 // from the tree: independent verification gives every candidate its own
 // chain, in order; the trie merges equal prefixes and may cut a candidate
-// at depth D or after B nodes.
+// at depth D or after B nodes. The verify object is a
+// LookaheadCandidatesVerify (core/trace/lookahead_candidates_verify_record.h).
 #include <map>
 #include <set>
 
 #include "core/analysis/verify_read.h"
 #include "core/decode/lookahead.h"
-#include "core/trace/trace.h"
+#include "core/trace/lookahead_candidates_verify_record.h"
 
 namespace triescope {
 namespace {
 
 using nlohmann::json;
 
-void read_candidates(VerifyRead& rd, const json& ver, VerifyInfo& out) {
-  const json& cands = rd.arr(ver, "candidates", "verify");
-  for (size_t k = 0; k < cands.size(); ++k) {
+void read_candidates(const LookaheadCandidatesVerify& ver, VerifyInfo& out) {
+  for (const std::vector<int32_t>& tokens : ver.candidates) {
     LookaheadCandidate c;
-    if (!cands[k].is_array()) {
-      rd.bad("verify.candidates[" + std::to_string(k) + "]", "expected an array of token ids");
-      continue;
-    }
-    for (const json& t : cands[k]) c.tokens.push_back(t.is_number_integer() ? t.get<int32_t>() : -1);
+    c.tokens = tokens;
     c.nodes.assign(c.tokens.size(), -1);
     out.candidates.push_back(std::move(c));
   }
@@ -61,17 +57,17 @@ void nodes_by_trie(const VerifyRead& rd, VerifyInfo& out) {
   }
 }
 
-void read_verify(VerifyRead& rd, const json& ver, VerifyInfo& out) {
+void read_verify(VerifyRead& rd, const LookaheadCandidatesVerify& ver, VerifyInfo& out) {
   const json& cfg = rd.replay.header_record().config;
   if (const auto mode = cfg.find("verify"); mode != cfg.end() && mode->is_string()) out.mode = mode->get<std::string>();
-  out.window_nodes = rd.ints(ver, "window_nodes", "verify");
-  out.candidate_nodes = rd.ints(ver, "candidate_nodes", "verify");
-  out.accepted_nodes = rd.ints(ver, "accepted_nodes", "verify");
-  out.accepted_tokens = rd.ints(ver, "accepted_tokens", "verify");
+  out.window_nodes = ver.window_nodes;
+  out.candidate_nodes = ver.candidate_nodes;
+  out.accepted_nodes = ver.accepted_nodes;
+  out.accepted_tokens = ver.accepted_tokens;
   if (!out.window_nodes.empty()) out.pending_node = rd.parent_of(out.window_nodes.front());
   else if (!out.candidate_nodes.empty()) out.pending_node = rd.parent_of(out.candidate_nodes.front());
   else if (rd.view.forward && !rd.view.forward->queries.empty()) out.pending_node = rd.view.forward->queries.front();
-  read_candidates(rd, ver, out);
+  read_candidates(ver, out);
   if (out.mode != "independent" || !nodes_as_chains(rd, out)) nodes_by_trie(rd, out);
   const std::set<int32_t> acc(out.accepted_nodes.begin(), out.accepted_nodes.end());
   for (auto& c : out.candidates)
@@ -79,9 +75,8 @@ void read_verify(VerifyRead& rd, const json& ver, VerifyInfo& out) {
   out.steps = static_cast<int32_t>(out.accepted_tokens.size());
 }
 
-void accumulate(const json& ver, int32_t step, AcceptanceSeries& s) {
-  if (ver.contains("accepted_tokens") && ver["accepted_tokens"].is_array())
-    s.per_step.emplace_back(step, static_cast<int32_t>(ver["accepted_tokens"].size()));
+void accumulate(const LookaheadCandidatesVerify& ver, int32_t step, AcceptanceSeries& s) {
+  s.per_step.emplace_back(step, static_cast<int32_t>(ver.accepted_tokens.size()));
 }
 
 std::string node_label(const VerifyChip& c) { return c.node >= 0 ? "#" + std::to_string(c.node) : std::string("-"); }
@@ -186,15 +181,11 @@ std::vector<NarrationSentence> narrate(const VerifyInfo& I, const StepView& v, c
 }
 
 VerifyKindSpec spec() {
-  VerifyKindSpec k;
-  k.name = kVerifyLookahead;
-  k.description = "lookahead decoding: n-gram pool candidates, trie-merged or independent, and the accepted path";
-  k.read_verify = read_verify;
-  k.accumulate = accumulate;
+  VerifyKindSpec k = verify_kind_spec<LookaheadCandidatesVerify>(
+      "lookahead decoding: n-gram pool candidates, trie-merged or independent, and the accepted path", read_verify, accumulate, narrate,
+      typeid(LookaheadVerifier));
   k.rows = rows;
   k.summary = summary;
-  k.narrate = narrate;
-  k.verifier = typeid(LookaheadVerifier);
   return k;
 }
 

@@ -3,9 +3,11 @@
 // GUI's verification pane and the backends iterate it instead of naming
 // kinds. A kind is one file in core/analysis/ (dsbd_layers.cpp,
 // speculative_chain.cpp, lookahead_candidates.cpp) over the reading base
-// (verify_read.h), registered with TRIESCOPE_REGISTER_VERIFY_KIND;
-// a test in tests/registry/ adds one. An unregistered kind is a
-// named error, never read as another.
+// (verify_read.h), registered with TRIESCOPE_REGISTER_VERIFY_KIND together
+// with its verify object's typed payload (core/trace/*_verify_record.h;
+// verify_kind_spec<Payload> in verify_read.h), so the decoder writes and the
+// kind reads the same type; a test in tests/registry/ adds one. An
+// unregistered kind is a named error, never read as another.
 #pragma once
 #include <functional>
 #include <string>
@@ -48,10 +50,14 @@ struct VerifyKindSpec {
   // Reads a "draft" step (out.iteration and out.verify_step already set);
   // empty: the kind has no draft steps (one is a named error).
   std::function<void(VerifyRead& rd, VerifyInfo& out)> read_draft;
-  // Reads a verify step's `verify` object.
+  // Reads a verify step's `verify` object (for a typed kind: parsed as its
+  // payload, a field that does not parse is out.error).
   std::function<void(VerifyRead& rd, const nlohmann::json& verify, VerifyInfo& out)> read_verify;
   // Adds one step record's `verify` object (a JSON object) to the whole-trace series.
   std::function<void(const nlohmann::json& verify, int32_t step, AcceptanceSeries& series)> accumulate;
+  // The verify object's typed payload (core/trace/*_verify_record.h), whose
+  // kKind is `name`; typeid(void): the kind reads its JSON itself.
+  std::type_index payload = typeid(void);
   // What the pane draws for `info` (a step of this kind; `view` is its step).
   std::function<std::vector<VerifyRow>(const VerifyInfo& info, const StepView& view)> rows;
   // The pane's one-paragraph summary of `info` (rich text).

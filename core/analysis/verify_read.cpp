@@ -29,24 +29,6 @@ int32_t VerifyRead::i(const json& o, const char* k, const std::string& path, int
   return static_cast<int32_t>(*x);
 }
 
-double VerifyRead::d(const json& o, const char* k, const std::string& path) {
-  if (!o.is_object() || !o.contains(k) || o[k].is_null()) return VerifyChip::kNone;
-  if (!o[k].is_number()) {
-    bad(path + "." + k, "expected a number");
-    return VerifyChip::kNone;
-  }
-  return o[k].get<double>();
-}
-
-bool VerifyRead::b(const json& o, const char* k, const std::string& path) {
-  if (!o.is_object() || !o.contains(k)) return false;
-  if (!o[k].is_boolean()) {
-    bad(path + "." + k, "expected true or false");
-    return false;
-  }
-  return o[k].get<bool>();
-}
-
 const json& VerifyRead::arr(const json& o, const char* k, const std::string& path) {
   static const json empty = json::array();
   if (!o.is_object() || !o.contains(k) || o[k].is_null()) return empty;
@@ -55,25 +37,6 @@ const json& VerifyRead::arr(const json& o, const char* k, const std::string& pat
     return empty;
   }
   return o[k];
-}
-
-std::vector<int32_t> VerifyRead::ints(const json& o, const char* k, const std::string& path) {
-  std::vector<int32_t> out;
-  const json& a = arr(o, k, path);
-  for (size_t j = 0; j < a.size(); ++j) {
-    const std::string at = path + "." + k + "[" + std::to_string(j) + "]";
-    if (!a[j].is_number_integer()) {
-      bad(at, "expected an integer");
-      continue;
-    }
-    const auto x = json_int_in(a[j], INT32_MIN, INT32_MAX);
-    if (!x) {
-      bad(at, "expected a 32-bit integer");
-      continue;
-    }
-    out.push_back(static_cast<int32_t>(*x));
-  }
-  return out;
 }
 
 std::optional<json> VerifyRead::step_record(int32_t step) const {
@@ -210,20 +173,9 @@ LayerAcceptance& acceptance_layer(AcceptanceSeries& s, int32_t l) {
   return s.layers[static_cast<size_t>(l - 1)];
 }
 
-std::optional<int32_t> acceptance_layer_of(const json& o) {
-  constexpr int64_t kMaxLayer = 4096;
-  if (!o.is_object() || !o.contains("layer")) return std::nullopt;
-  const auto l = json_int_in(o["layer"], 1, kMaxLayer);
-  return l ? std::optional<int32_t>(static_cast<int32_t>(*l)) : std::nullopt;
-}
-
-double acceptance_num(const json& o, const char* k) { return o.is_object() && o.contains(k) && o[k].is_number() ? o[k].get<double>() : 0.0; }
-
-bool acceptance_flag(const json& o, const char* k) { return o.is_object() && o.contains(k) && o[k].is_boolean() && o[k].get<bool>(); }
-
-void acceptance_add_steps(const json& ver, int32_t step, AcceptanceSeries& s) {
-  if (const auto n = ver.contains("steps") ? json_int_in(ver["steps"], INT32_MIN, INT32_MAX) : std::nullopt)
-    s.per_step.emplace_back(step, static_cast<int32_t>(*n));
+LayerAcceptance* acceptance_layer_in(AcceptanceSeries& s, int32_t l) {
+  constexpr int32_t kMaxLayer = 4096;
+  return l >= 1 && l <= kMaxLayer ? &acceptance_layer(s, l) : nullptr;
 }
 
 }  // namespace triescope

@@ -11,6 +11,7 @@
 #include "core/decode/decoder_call.h"
 #include "core/decode/decoder_trace.h"
 #include "core/decode/prompt_check.h"
+#include "core/trace/dsbd_layers_verify_record.h"
 #include "core/trace/trace_recorder.h"
 
 namespace triescope {
@@ -223,12 +224,9 @@ class DsbdDecoder : DecoderCall<DsbdConfig> {
  private:
   // What one draft/verify iteration builds and decides.
   struct Iteration {
-    // The draft step's and the verify step's events; the verify object's
-    // layers and extra layer start empty (no layer verified, none extra).
-    explicit Iteration(const TraceRecorder& rec) : draft(rec, {"added", "draft_layers", kDraftForwardsField}), verify(rec, {"added", "status"}) {
-      verify.verify_set("layers", [] { return json::array(); });
-      verify.verify_set("extra_layer", [] { return json(); });
-    }
+    // The draft step's and the verify step's events.
+    explicit Iteration(const TraceRecorder& rec)
+        : draft(rec, {"added", kDsbdDraftLayersField, kDraftForwardsField}), verify(rec, {"added", "status"}) {}
     uint32_t it32 = 0;
     int32_t g = 0;                        // draft layers this iteration (gamma, or fewer near the end)
     std::vector<int32_t> distinct_beams;  // the input beams without repeats
@@ -240,6 +238,9 @@ class DsbdDecoder : DecoderCall<DsbdConfig> {
     int32_t l_last = 0;                   // tokens this iteration produced
     std::map<std::pair<int32_t, int32_t>, int32_t> sampled_made;  // (parent, token) -> sampled node
     StepRecord draft, verify;
+    // The verify step's verification result, layer by layer (built only
+    // when the step is recorded; no layer verified, none extra at first).
+    DsbdLayersVerify verified;
   };
   // One verified layer, for its record in verify.layers.
   struct LayerOutcome {
@@ -422,14 +423,14 @@ void DsbdDecoder::draft_forest(Iteration& it) {
       cur.nodes.push_back(mit->second);
       cur.parent.push_back(pi);
     }
-    it.draft.push("draft_layers", [&] {
-      json lj = json::array();
+    it.draft.push(kDsbdDraftLayersField, [&] {
+      DsbdDraftLayer dl{.layer = j, .beams = {}};
       for (size_t i = 0; i < cur.nodes.size(); ++i) {
         const int32_t tok = tree_.node(cur.nodes[i]).token;
-        lj.push_back({{"beam", i}, {"node", cur.nodes[i]}, {"parent_beam", cur.parent[i]}, {"token", tok},
-                      {"q_beam", cur.q_full[static_cast<size_t>(cur.parent[i]) * V_ + static_cast<size_t>(tok)]}});
+        dl.beams.push_back({static_cast<int32_t>(i), cur.nodes[i], cur.parent[i], tok,
+                            cur.q_full[static_cast<size_t>(cur.parent[i]) * V_ + static_cast<size_t>(tok)]});
       }
-      return json{{"layer", j}, {"beams", lj}};
+      return dl.to_json();
     });
   }
   // Paper layout (Section 3.3): one cache per input beam holding its whole
@@ -601,12 +602,10 @@ void DsbdDecoder::extra_layer(Iteration& it) {
     it.outputs.push_back(node);
     pairs.push_back(pair);
   }
-  it.verify.verify_set("extra_layer", [&] {
-    json sampled = json::array();
-    for (size_t k = 0; k < pairs.size(); ++k)
-      sampled.push_back({{"node", it.outputs[it.outputs.size() - pairs.size() + k]}, {"prob", p[static_cast<size_t>(pairs[k])]}});
-    return json{{"layer", it.g + 1}, {"width", w}, {"sampled", sampled}};
-  });
+  if (!it.verify.on()) return;  // the typed record is built only when recorded
+  DsbdExtraLayer& ex = it.verified.extra_layer.emplace(DsbdExtraLayer{.layer = it.g + 1, .width = w, .sampled = {}});
+  for (size_t k = 0; k < pairs.size(); ++k)
+    ex.sampled.push_back({it.outputs[it.outputs.size() - pairs.size() + k], DsbdSampledFrom::unnamed, p[static_cast<size_t>(pairs[k])]});
 }
 
 void DsbdDecoder::choose_outputs(Iteration& it) {
@@ -635,25 +634,21 @@ void DsbdDecoder::choose_outputs(Iteration& it) {
 // drafts under rejected parents and (a short layer) the beams sampled after
 // the accepted drafts, outputs first_output.. of the iteration.
 void DsbdDecoder::record_layer(Iteration& it, int32_t l, const LayerOutcome& o, size_t first_output) {
-  it.verify.verify_push("layers", [&] {
-    json dj = json::array();
-    for (const LayerDecision& d : o.result.tested) {
-      const int32_t li = o.draft_of[static_cast<size_t>(d.draft)];
-      dj.push_back({{"beam", li}, {"node", o.layer.nodes[static_cast<size_t>(li)]}, {"accept_prob", d.accept_prob}, {"u", d.u},
-                    {"accepted", d.accepted}, {"p", o.p[static_cast<size_t>(d.pair)]}, {"q", o.q[static_cast<size_t>(d.pair)]}});
-    }
-    json rec = {{"layer", l}, {"width", o.width}, {"surviving_drafts", o.surviving}, {"predicted_accept", o.predicted},
-                {"drafts", dj}, {"parent_rejected", o.parent_rejected}, {"passed", o.result.passed}};
-    if (o.result.passed) return rec;
-    size_t from_draft = 0;
-    for (const LayerDecision& d : o.result.tested) from_draft += d.accepted;
-    json sampled = json::array();
-    for (size_t k = from_draft; k < o.result.outputs.size(); ++k)
-      sampled.push_back({{"node", it.outputs[first_output + k]}, {"from", k == from_draft ? "residual" : "p_beam"},
-                         {"prob", o.p[static_cast<size_t>(o.result.outputs[k])]}});
-    rec["sampled"] = sampled;
-    return rec;
-  });
+  if (!it.verify.on()) return;  // the typed record is built only when recorded
+  DsbdVerifiedLayer& rec = it.verified.layers.emplace_back(DsbdVerifiedLayer{
+      .layer = l, .width = o.width, .surviving_drafts = o.surviving, .predicted_accept = o.predicted, .drafts = {},
+      .parent_rejected = o.parent_rejected, .passed = o.result.passed, .sampled = {}});
+  for (const LayerDecision& d : o.result.tested) {
+    const int32_t li = o.draft_of[static_cast<size_t>(d.draft)];
+    rec.drafts.push_back({li, o.layer.nodes[static_cast<size_t>(li)], d.accept_prob, d.u, d.accepted, o.p[static_cast<size_t>(d.pair)],
+                          o.q[static_cast<size_t>(d.pair)]});
+  }
+  if (o.result.passed) return;
+  size_t from_draft = 0;
+  for (const LayerDecision& d : o.result.tested) from_draft += d.accepted;
+  for (size_t k = from_draft; k < o.result.outputs.size(); ++k)
+    rec.sampled.push_back({it.outputs[first_output + k], k == from_draft ? DsbdSampledFrom::residual : DsbdSampledFrom::p_beam,
+                           o.p[static_cast<size_t>(o.result.outputs[k])]});
 }
 
 void DsbdDecoder::record_verify(Iteration& it) {
@@ -665,10 +660,14 @@ void DsbdDecoder::record_verify(Iteration& it) {
       chosen.push_back({{"beam", i}, {"node", beams_[i]}, {"token", tree_.node(beams_[i]).token}, {"score", node_tlp_[static_cast<size_t>(beams_[i])]}});
     return chosen;
   });
-  ev.verify_set("iteration", [&] { return iteration_; });
-  ev.verify_set("gamma", [&] { return it.g; });
-  ev.verify_set("steps", [&] { return it.l_last; });
-  ev.verify_set("stopped_at_layer", [&] { return it.l_last <= it.g ? json(it.l_last) : json(); });
+  ev.verify([&] {
+    DsbdLayersVerify& v = it.verified;
+    v.iteration = iteration_;
+    v.gamma = it.g;
+    v.steps = it.l_last;
+    if (it.l_last <= it.g) v.stopped_at_layer = it.l_last;
+    return v.to_json();
+  });
   ev.kv([&] { return kv_record(slots_, bps_, it.paper, static_cast<int32_t>(beams_.size())); });
   rec_.step(step_, "verify", ev, tree_, slots_.num_slots());
 }

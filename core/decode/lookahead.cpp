@@ -14,6 +14,7 @@
 #include "core/decode/prompt_check.h"
 #include "core/decode/tree_step.h"
 #include "core/kv/kv_cache.h"
+#include "core/trace/lookahead_candidates_verify_record.h"
 #include "core/trace/trace_recorder.h"
 
 namespace triescope {
@@ -339,8 +340,12 @@ void LookaheadSearch::record(int32_t step, const StepTree& st, const Verified& v
   ev.added(f_.tree, st.fed);
   ev.forward([&] { return st.forward; });
   ev.verify([&] {
-    return json{{"candidates", st.cands}, {"candidate_nodes", st.branch.nodes}, {"window_nodes", st.win_nodes},
-                {"accepted_nodes", v.matched}, {"accepted_tokens", accepted}};
+    return LookaheadCandidatesVerify{.candidates = st.cands,
+                                     .candidate_nodes = st.branch.nodes,
+                                     .window_nodes = st.win_nodes,
+                                     .accepted_nodes = v.matched,
+                                     .accepted_tokens = accepted}
+        .to_json();
   });
   ev.kv([&] { return kv_figures(f_.slots); });
   rec_.step(step, "verify", ev, f_.tree, f_.slots.num_slots());

@@ -8,6 +8,7 @@
 #include "core/decode/decoder_call.h"
 #include "core/decode/decoder_trace.h"
 #include "core/decode/prompt_check.h"
+#include "core/trace/speculative_chain_verify_record.h"
 #include "core/trace/trace_recorder.h"
 
 namespace triescope {
@@ -197,12 +198,12 @@ void SpeculativeSearch::verify_chain(const std::vector<int32_t>& chain, const st
   cur_ = next;
   ev.forward([&] { return std::move(fwd); });
   ev.verify([&] {
-    json decisions = json::array();
+    SpeculativeChainVerify v{.iteration = iteration_, .decisions = {}, .accepted = accepted, .steps = accepted + 1};
     for (size_t i = 0; i < vr.tested.size(); ++i) {
       const SpecDecision& d = vr.tested[i];
-      decisions.push_back({{"layer", i + 1}, {"node", chain[i + 1]}, {"accept_prob", d.accept_prob}, {"u", d.u}, {"accepted", d.accepted}});
+      v.decisions.push_back({static_cast<int32_t>(i) + 1, chain[i + 1], d.accept_prob, d.u, d.accepted});
     }
-    return json{{"iteration", iteration_}, {"decisions", decisions}, {"accepted", accepted}, {"steps", accepted + 1}};
+    return v.to_json();
   });
   ev.set("chosen", [&] { return json::array({{{"beam", 0}, {"node", next}, {"score", cur_lp_}}}); });
   ev.kv([&] { return kv_figures(); });

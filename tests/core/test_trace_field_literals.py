@@ -87,3 +87,12 @@ case("core/constraint/baselines.cpp", 'json planted_j(int64_t b) { return {{"byt
 case("gui/main_window.cpp", 'static const char* planted_k = "kv";', "kv", fails=False)
 case("app/cmd_inspect.cpp", 'static const char* planted_t = "algorithm";', "algorithm", fails=False)
 case("app/cmd_run.cpp", 'json planted_u(double s) { return {{"seconds", s}}; }', "seconds", fails=False)
+# verify payloads: a distinctive name anywhere (a nested one too), an ordinary
+# word beside `verify`, the DSBD draft step's key; the same name in another
+# kind's record files passes (the kinds share accept_prob).
+case("core/analysis/speculative_chain.cpp", 'static const char* planted_v = "accept_prob";', "accept_prob")
+case("gui/panes/verify_pane.cpp", 'size_t planted_w(const json& verify) { return verify["decisions"].size(); }', "decisions")
+case("core/decode/dsbd.cpp", 'static const char* planted_x = "surviving_drafts";', "surviving_drafts")
+case("app/cmd_inspect.cpp", 'bool planted_y(const json& r) { return r.contains("draft_layers"); }', "draft_layers")
+case("core/analysis/lookahead_candidates.cpp", 'static const char* planted_z = "accepted_tokens";', "accepted_tokens")
+case("core/trace/dsbd_layers_verify_record.cpp", 'static const char* planted_aa = "accept_prob";', "accept_prob", fails=False)
