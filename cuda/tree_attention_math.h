@@ -1,6 +1,6 @@
 // The arithmetic of cuda/tree_attention.cu that does not need a GPU, shared
 // by the kernel and a CPU emulation of its block/warp/split decomposition
-// (tests/cuda/test_tree_attention_plan.cpp), so the work split, the head
+// (tests/cuda/twin_cases_tree_attention.cpp), so the work split, the head
 // mapping and the online-softmax merges are checked here against the CPU
 // twin even where no device exists. Plain C++ for g++, __host__ __device__
 // under nvcc.

@@ -1,9 +1,9 @@
 // cuda::StaticIndexCuda (the cuda backend's STATIC index) against core's
-// VntkIndex, shared by the CPU tests (host run of the kernel's row
+// VntkIndex in whole constrained decodes (trie and batch) whose traces must
+// equal the CPU's, shared by the CPU tests (host run of the kernel's row
 // algorithm, triescope_tests_cuda_twins) and the device tests
-// (triescope_tests_cuda): masked rows bit for bit, valid counts, paths, the
-// rows read recorded in traces, and next states of every token; then whole
-// constrained decodes (trie and batch) whose traces must equal the CPU's.
+// (triescope_tests_cuda). Row by row, the index is a twin case
+// (twin_cases_static.cpp).
 #pragma once
 #include <catch2/catch.hpp>
 
@@ -36,64 +36,6 @@ inline std::vector<json> strip_seconds(std::vector<json> recs) {
     }
   }
   return recs;
-}
-
-template <class T>
-void check_static_index_rows(cuda::VerifyExec exec, const CsrLayout layout, int32_t d, int32_t V, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  const int32_t L = std::uniform_int_distribution<int32_t>(std::max(3, d + 1), 5)(rng);
-  const int64_t items = random_item_count(rng, V >= 2048 ? 4000 : 700, V, L);
-  CAPTURE(L, items);
-  auto set = std::make_shared<const ConstraintSet>(constraint_set_random(items, L, V, rng()));
-  auto cpu = std::make_shared<VntkIndex>(std::make_shared<const TransitionMatrix>(TransitionMatrix::build(*set, {d, layout})));
-  const TransitionMatrix& tm = cpu->matrix();
-  cuda::StaticIndexCuda dev(cpu, exec);
-  REQUIRE(dev.describe() == cpu->describe());
-  const int32_t n = std::uniform_int_distribution<int32_t>(1, 12)(rng);
-  std::normal_distribution<double> g(-6.0, 3.0);
-  for (int32_t t = 0; t <= L; ++t) {  // t = L: past the last level, everything masked
-    CAPTURE(t, n);
-    const std::vector<int64_t> states = testing::random_static_states(*set, tm, n, t, rng, true);
-    std::vector<T> lp(static_cast<size_t>(n) * static_cast<size_t>(V));
-    for (auto& x : lp) x = static_cast<T>(g(rng));
-    if (V > 3) lp[2] = std::numeric_limits<T>::quiet_NaN();  // copied, never interpreted
-    std::vector<T> ref = lp, mine = lp;
-    std::vector<int32_t> vref(static_cast<size_t>(n), -7), vmine(static_cast<size_t>(n), -9);
-    std::vector<MaskPath> pref(static_cast<size_t>(n)), pmine(static_cast<size_t>(n));
-    cpu->mask(states.data(), n, t, ref.data(), vref.data(), pref.data());
-    dev.mask(states.data(), n, t, mine.data(), vmine.data(), pmine.data());
-    REQUIRE(std::memcmp(ref.data(), mine.data(), ref.size() * sizeof(T)) == 0);
-    REQUIRE(vref == vmine);
-    REQUIRE(pref == pmine);
-    for (int32_t i = 0; i < n; ++i) {
-      CAPTURE(i, states[static_cast<size_t>(i)]);
-      json a = json::object(), b = json::object();
-      cpu->trace_extra(states[static_cast<size_t>(i)], t, a);
-      dev.trace_extra(states[static_cast<size_t>(i)], t, b);
-      REQUIRE(a == b);
-      // every token (|V| <= 300), or 64 random ones and the allowed ones
-      std::vector<int32_t> toks;
-      if (V <= 300) {
-        for (int32_t v = -1; v <= V; ++v) toks.push_back(v);
-      } else {
-        for (int32_t k = 0; k < 64; ++k) toks.push_back(static_cast<int32_t>(rng() % static_cast<uint64_t>(V)));
-        for (int32_t v = 0; v < V; ++v)
-          if (!std::isinf(static_cast<double>(ref[static_cast<size_t>(i) * static_cast<size_t>(V) + static_cast<size_t>(v)]))) toks.push_back(v);
-      }
-      for (int32_t v : toks) {
-        CAPTURE(v);
-        REQUIRE(dev.next_state(states[static_cast<size_t>(i)], v, t) == cpu->next_state(states[static_cast<size_t>(i)], v, t));
-      }
-    }
-    REQUIRE(dev.fallback_runs() == 0);
-  }
-  // A (state, step) the last mask did not read goes through the kernel alone.
-  const int64_t before = dev.kernel_runs();
-  const int32_t tok = set->item(0)[0];
-  REQUIRE(dev.next_state(0, tok, 0) == cpu->next_state(0, tok, 0));
-  REQUIRE(dev.next_state(0, tok, 0) >= 1);
-  REQUIRE(dev.fallback_runs() == 2);
-  REQUIRE(dev.kernel_runs() == before + 2);
 }
 
 // Trie and batch beam search under the constraint, CPU index vs

@@ -1,7 +1,8 @@
 // The cuda backend's STATIC index on the device (cuda::StaticIndexCuda with
-// VerifyExec::device: the static_mask kernel) against core's VntkIndex, and
+// VerifyExec::device: the static_mask kernel) in whole decodes, and
 // sample_use_cuda's wiring: a STATIC sample's cuda trace takes its
-// constraint records from the device and equals the CPU's.
+// constraint records from the device and equals the CPU's. Its masks against
+// core's VntkIndex are a twin case (twin_cases_static.cpp).
 #include <catch2/catch.hpp>
 
 #include <filesystem>
@@ -14,19 +15,6 @@
 
 using namespace triescope;
 using namespace triescope::testing;
-
-TEST_CASE("cuda static index: masks, valid counts, rows read and next states equal core's VNTK", "[cuda][constraint]") {
-  const CsrLayout layout = GENERATE(CsrLayout::stacked, CsrLayout::compact);
-  const int32_t d = GENERATE(0, 1, 2);
-  const int32_t V = GENERATE(5, 40, 300, 2048, 40000);
-  const uint64_t variant = GENERATE(range(0, 2));
-  const uint64_t seed = test_seed(72000 + variant * 100000 + static_cast<uint64_t>(V) * 10 + static_cast<uint64_t>(d) * 2 +
-                                  (layout == CsrLayout::compact));
-  if (d == 2 && V > 4096) return;  // d = 2 needs |V|^2 dense tables (App. B): 6.4 GB stacked at |V| = 40000
-  CAPTURE(base_seed(), seed, csr_layout_name(layout), d, V);
-  check_static_index_rows<double>(cuda::VerifyExec::device, layout, d, V, seed);
-  check_static_index_rows<float>(cuda::VerifyExec::device, layout, d, V, seed + 1);
-}
 
 TEST_CASE("cuda static index: constrained trie and batch decodes give the CPU's traces", "[cuda][constraint]") {
   const uint64_t variant = GENERATE(range(0, 12));

@@ -1,9 +1,10 @@
 // The cuda backend's STATIC index (cuda::StaticIndexCuda) with the kernel's
-// row algorithm run on the host (VerifyExec::host_twin): the same
+// row algorithm run on the host (VerifyExec::host_twin: the same
 // cuda/static/static_mask_rows.h functions the kernel runs, and the same host
-// bookkeeping (next-state lookup, rows read for the trace) the device path
-// uses, against core's VntkIndex; then every STATIC sample and random
-// constrained decodes, whose traces must equal the CPU reference's.
+// bookkeeping the device path uses) in whole decodes: every STATIC sample and
+// random constrained decodes, whose traces must equal the CPU reference's.
+// Its masks, valid counts, rows read and next states against core's
+// VntkIndex are a twin case (twin_cases_static.cpp).
 #include <catch2/catch.hpp>
 
 #include <filesystem>
@@ -16,18 +17,6 @@
 
 using namespace triescope;
 using namespace triescope::testing;
-
-TEST_CASE("static index (cuda, host run): masks, valid counts, rows read and next states equal core's VNTK", "[cuda][constraint]") {
-  const CsrLayout layout = GENERATE(CsrLayout::stacked, CsrLayout::compact);
-  const int32_t d = GENERATE(0, 1, 2);
-  const int32_t V = GENERATE(5, 40, 300, 2048);
-  const uint64_t variant = GENERATE(range(0, 2));
-  const uint64_t seed = test_seed(70000 + variant * 1000 + static_cast<uint64_t>(V) * 10 + static_cast<uint64_t>(d) * 2 +
-                                  (layout == CsrLayout::compact));
-  CAPTURE(base_seed(), seed, csr_layout_name(layout), d, V);
-  check_static_index_rows<double>(cuda::VerifyExec::host_twin, layout, d, V, seed);
-  check_static_index_rows<float>(cuda::VerifyExec::host_twin, layout, d, V, seed + 1);
-}
 
 TEST_CASE("static index (cuda, host run): constrained trie and batch decodes give the CPU's traces", "[cuda][constraint]") {
   const uint64_t variant = GENERATE(range(0, 16));

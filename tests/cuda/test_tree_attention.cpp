@@ -1,8 +1,8 @@
-// cuda::tree_attention against its CPU twin tree_attention_ref (double) on
-// random trees: outputs poisoned first; fp32 tolerance
-// |kernel - twin| <= 1e-4 * max(1, |twin|) per element (the kernel runs an
-// online softmax in fp32 with a different summation order; 1e-4 is the
-// transformer tests' logits tolerance). Needs a device (own main exits 77).
+// cuda::tree_attention's error report and the cascade's structure
+// (tree_attention_cascade_build: which lists get a cascade, what it reads).
+// The kernel against its CPU twin (random forests, long prompts, the
+// decomposition, the cascade) is twin_cases_tree_attention.cpp. Needs a
+// device (own main exits 77).
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -13,100 +13,14 @@
 #include "core/model/tree_attention.h"
 #include "core/model/tree_attention_cascade.h"
 #include "cuda/tree_attention.cuh"
-#include "device_util.h"
 #include "test_util.h"
 #include "trie_layout.h"
+#include "twin_kernels.h"
 
 using namespace triescope;
 using namespace triescope::testing;
 
 namespace {
-struct Shape {
-  int32_t heads, kv_heads, head_dim;
-};
-
-double worst_excess(const std::vector<float>& got, const std::vector<double>& want) {
-  double worst = 0.0;  // max of |got - want| / max(1, |want|); NaN (poison) counts as failure
-  for (size_t i = 0; i < got.size(); ++i) {
-    const double e = std::fabs(static_cast<double>(got[i]) - want[i]) / std::max(1.0, std::fabs(want[i]));
-    worst = std::isnan(e) ? 1e30 : std::max(worst, e);
-  }
-  return worst;
-}
-
-// Runs kernel and twin on the same host data; returns the worst scaled error.
-// With a cascade table the kernel runs the cascade (uploaded as is); the
-// twin stays tree_attention_ref, the definition.
-double run_both(const TreeAttentionArgs& host, const std::vector<float>& qv, const std::vector<float>& kv, const AncestorCsr& csr,
-                cuda::KernelStatus* status_out = nullptr, const TreeAttentionCascadeTable* cascade = nullptr) {
-  auto d_table = upload(cascade ? cascade->table : std::vector<int32_t>());
-  auto d_q = upload(qv);
-  auto d_kv = upload(kv);
-  auto d_ptr = upload(csr.indptr);
-  auto d_ids = upload(csr.slot_ids);
-  const size_t n_out = static_cast<size_t>(host.num_queries) * host.heads * host.head_dim;
-  auto d_out = poisoned<float>(n_out);
-  auto d_status = fresh_status();
-  TreeAttentionArgs a = host;
-  a.q = d_q.data();
-  a.kv = d_kv.data();
-  a.indptr = d_ptr.data();
-  a.slot_ids = d_ids.data();
-  a.out = d_out.data();
-  a.status = reinterpret_cast<int32_t*>(d_status.data());
-  if (cascade) a.cascade = cascade->view(d_table.data());
-  const size_t ws = cuda::tree_attention_workspace_bytes(a);
-  cuda::DeviceBuffer<unsigned char> d_ws(std::max<size_t>(ws, 1), "test workspace");
-  TS_CUDA_CHECK(cudaMemset(d_ws.data(), kPoisonByte, d_ws.bytes()), "poison workspace");
-  a.workspace = d_ws.data();
-  a.workspace_bytes = ws;
-  cuda::tree_attention(a);
-  const std::vector<float> got = download(d_out, n_out);
-  const cuda::KernelStatus st = read_status(d_status);
-  if (status_out) {
-    *status_out = st;
-    return 0.0;
-  }
-  CHECK(st.code == 0);
-  std::vector<double> want;
-  tree_attention_ref(host, want);
-  return worst_excess(got, want);
-}
-
-// A trie step: a prompt chain of `prompt` slots, then `beams` branches that
-// share random stretches below it (each a chain forking off an earlier
-// branch or the prompt's tail), each beam `tail` tokens deep; one query per
-// beam leaf. Slots are node ids, or a shuffled permutation when `shuffle`.
-struct TrieLists {
-  AncestorCsr csr;
-  int32_t slots = 0;
-};
-TrieLists trie_lists(std::mt19937_64& rng, int32_t prompt, int32_t beams, int32_t tail, bool shuffle) {
-  TokenTree t;
-  const auto chain = t.add_chain(kNoNode, std::vector<int32_t>(static_cast<size_t>(prompt), 1));
-  std::vector<int32_t> leaves;
-  for (int32_t b = 0; b < beams; ++b) {
-    // Fork below the prompt's tail or at a random depth of an earlier beam.
-    int32_t at = chain.back();
-    if (b > 0 && std::bernoulli_distribution(0.7)(rng)) {
-      at = leaves[static_cast<size_t>(std::uniform_int_distribution<int32_t>(0, b - 1)(rng))];
-      for (int32_t up = std::uniform_int_distribution<int32_t>(1, tail)(rng); up > 0 && at != chain.back(); --up) at = t.node(at).parent;
-    }
-    const int32_t depth = t.node(at).depth - t.node(chain.back()).depth;
-    int32_t n = at;
-    for (int32_t k = depth; k < tail; ++k) n = t.add_child(n, 1, 0.0);
-    if (n == at) n = t.add_child(n, 1, 0.0);  // every beam has its own leaf
-    leaves.push_back(n);
-  }
-  TrieLists l;
-  l.slots = t.size();
-  std::vector<int32_t> perm(static_cast<size_t>(l.slots));
-  for (int32_t i = 0; i < l.slots; ++i) perm[static_cast<size_t>(i)] = i;
-  if (shuffle) std::shuffle(perm.begin(), perm.end(), rng);
-  for (int32_t i = 0; i < l.slots; ++i) t.node(i).slot = perm[static_cast<size_t>(i)];
-  l.csr = ancestor_csr(ancestor_mask_build(t, leaves, l.slots));
-  return l;
-}
 // The largest relative difference between the cascade twin over `table`
 // and the definition (tree_attention_ref) on `a`.
 double cascade_twin_error(const TreeAttentionArgs& a, const TreeAttentionCascadeTable& table) {
@@ -121,69 +35,14 @@ double cascade_twin_error(const TreeAttentionArgs& a, const TreeAttentionCascade
 }
 }  // namespace
 
-TEST_CASE("cuda tree_attention equals the CPU twin on random trees", "[cuda][tree_attention]") {
-  const Shape sh = GENERATE(Shape{4, 4, 32}, Shape{8, 2, 64}, Shape{32, 8, 64}, Shape{16, 2, 128}, Shape{8, 1, 256}, Shape{6, 2, 48},
-                            Shape{5, 5, 80}, Shape{64, 4, 64}, Shape{12, 1, 100}, Shape{3, 1, 16});
-  const int32_t variant = GENERATE(0, 1, 2, 3);  // 3: long shared prompt (the lists split across blocks)
-#ifdef TRIESCOPE_CUDA_HOST_RUNTIME
-  // Host runtime profile: the 6000-node split lists (variant 3) for the
-  // shapes up to 400 values per query (4 of 10; 1-8 s each there).
-  if (variant == 3 && sh.heads * sh.head_dim > 400) return;
-#endif
-  const uint64_t seed = test_seed(static_cast<uint64_t>(sh.heads * 1000 + sh.head_dim) * 8 + static_cast<uint64_t>(variant));
-  CAPTURE(sh.heads, sh.kv_heads, sh.head_dim, variant, seed);
-  std::mt19937_64 rng(seed);
-  const int32_t nodes = variant == 3 ? 6000 : std::uniform_int_distribution<int32_t>(1, 900)(rng);
-  const int32_t num_slots = nodes + std::uniform_int_distribution<int32_t>(0, 40)(rng);
-  TokenTree t;
-  if (variant == 3) {  // a prompt chain of 5000, then 1000 nodes branching under its tail
-    std::vector<int32_t> toks(5000, 1);
-    const auto chain = t.add_chain(kNoNode, toks);
-    for (int32_t i = 5000; i < nodes; ++i)
-      t.add_child(std::bernoulli_distribution(0.2)(rng) ? chain.back() : std::uniform_int_distribution<int32_t>(4990, i - 1)(rng), 1, 0.0);
-    for (int32_t i = 0; i < nodes; ++i) t.node(i).slot = i;
-  } else {
-    t = random_forest(rng, nodes, std::uniform_int_distribution<int32_t>(1, 4)(rng), num_slots, 0.05, false);
-  }
-  std::vector<int32_t> queries(static_cast<size_t>(std::uniform_int_distribution<int32_t>(1, 40)(rng)));
-  for (auto& q : queries) q = std::uniform_int_distribution<int32_t>(0, nodes - 1)(rng);
-  const BitMask mask = ancestor_mask_build(t, queries, num_slots);
-  AncestorCsr csr = ancestor_csr(mask);
-  if (variant == 1 && csr.indptr.size() > 2) {  // an empty list: the kernel and the twin both give zeros
-    const int32_t cut = csr.indptr[1];
-    csr.slot_ids.erase(csr.slot_ids.begin(), csr.slot_ids.begin() + cut);
-    for (size_t k = 1; k < csr.indptr.size(); ++k) csr.indptr[k] -= cut;
-  }
-  const int32_t capacity = num_slots + std::uniform_int_distribution<int32_t>(0, 9)(rng);
-  std::normal_distribution<float> n(0.0f, 1.0f);
-  std::vector<float> qv(queries.size() * static_cast<size_t>(sh.heads * sh.head_dim)), kv(static_cast<size_t>(2) * capacity * sh.kv_heads * sh.head_dim);
-  for (auto& x : qv) x = n(rng);
-  for (auto& x : kv) x = n(rng);
-  TreeAttentionArgs a;
-  a.num_queries = static_cast<int32_t>(queries.size());
-  a.heads = sh.heads;
-  a.kv_heads = sh.kv_heads;
-  a.head_dim = sh.head_dim;
-  a.capacity = capacity;
-  a.max_row = csr.max_row;
-  a.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(sh.head_dim)));
-  a.q = qv.data();
-  a.kv = kv.data();
-  a.indptr = csr.indptr.data();
-  a.slot_ids = csr.slot_ids.data();
-  std::vector<float> unused(qv.size());
-  a.out = unused.data();
-  CAPTURE(queries.size(), csr.max_row, cuda::tree_attention_plan(a, 132).splits);
-  CHECK(run_both(a, qv, kv, csr) <= 1e-4);
-}
-
 TEST_CASE("cuda tree_attention reports a slot outside the cache through KernelStatus", "[cuda][tree_attention]") {
-  std::vector<float> qv(3 * 4 * 32, 0.5f), kv(2 * 10 * 2 * 32, 0.25f);
-  AncestorCsr csr;
-  csr.indptr = {0, 2, 5, 6};
-  csr.slot_ids = {0, 1, 0, 10, 2, 3};  // query 1 reads slot 10 of a 10-slot cache
-  csr.max_row = 3;
-  TreeAttentionArgs a;
+  TreeAttentionIn in;
+  in.q.assign(3 * 4 * 32, 0.5f);
+  in.kv.assign(2 * 10 * 2 * 32, 0.25f);
+  in.csr.indptr = {0, 2, 5, 6};
+  in.csr.slot_ids = {0, 1, 0, 10, 2, 3};  // query 1 reads slot 10 of a 10-slot cache
+  in.csr.max_row = 3;
+  TreeAttentionArgs& a = in.shape;
   a.num_queries = 3;
   a.heads = 4;
   a.kv_heads = 2;
@@ -191,52 +50,10 @@ TEST_CASE("cuda tree_attention reports a slot outside the cache through KernelSt
   a.capacity = 10;
   a.max_row = 3;
   a.scale = 0.25f;
-  cuda::KernelStatus st;
-  run_both(a, qv, kv, csr, &st);
+  const cuda::KernelStatus st = tree_attention_on_device(in).status;
   CHECK(st.code == static_cast<int32_t>(cuda::KernelError::slot_out_of_range));
   CHECK(st.a == 1);
   CHECK(st.b == 10);
-}
-
-TEST_CASE("cuda tree_attention with a cascade over trie segments equals the CPU twin; the cascade twin equals it too", "[cuda][tree_attention]") {
-  const Shape sh = GENERATE(Shape{4, 4, 32}, Shape{8, 2, 64}, Shape{32, 8, 64}, Shape{16, 2, 128}, Shape{8, 1, 256}, Shape{6, 2, 48},
-                            Shape{3, 1, 16}, Shape{64, 4, 64}, Shape{12, 1, 30}, Shape{40, 2, 256});  // 30: scalar staging; 40/2 > 16 rows
-  const int32_t variant = GENERATE(0, 1, 2);  // 1: slots shuffled; 2: many beams (several tiles per segment)
-  const uint64_t seed = test_seed(static_cast<uint64_t>(sh.heads * 1000 + sh.head_dim) * 8 + static_cast<uint64_t>(variant) + 77);
-  CAPTURE(sh.heads, sh.kv_heads, sh.head_dim, variant, seed);
-  std::mt19937_64 rng(seed);
-  const int32_t prompt = std::uniform_int_distribution<int32_t>(40, 700)(rng);
-  const int32_t beams = variant == 2 ? 40 : std::uniform_int_distribution<int32_t>(2, 15)(rng);
-  const TrieLists tl = trie_lists(rng, prompt, beams, std::uniform_int_distribution<int32_t>(1, 90)(rng), variant == 1);
-  const int32_t capacity = tl.slots + 3;
-  std::normal_distribution<float> n(0.0f, 1.0f);
-  std::vector<float> qv(static_cast<size_t>(beams) * sh.heads * sh.head_dim), kv(static_cast<size_t>(2) * capacity * sh.kv_heads * sh.head_dim);
-  for (auto& x : qv) x = n(rng);
-  for (auto& x : kv) x = n(rng);
-  std::vector<float> unused(qv.size());
-  TreeAttentionArgs a;
-  a.num_queries = beams;
-  a.heads = sh.heads;
-  a.kv_heads = sh.kv_heads;
-  a.head_dim = sh.head_dim;
-  a.capacity = capacity;
-  a.max_row = tl.csr.max_row;
-  a.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(sh.head_dim)));
-  a.q = qv.data();
-  a.kv = kv.data();
-  a.indptr = tl.csr.indptr.data();
-  a.slot_ids = tl.csr.slot_ids.data();
-  a.out = unused.data();
-  const TreeAttentionCascadeTable table =
-      tree_attention_cascade_build(a, tree_attention_cascade_tile_rows(sh.head_dim), std::uniform_int_distribution<int32_t>(1, 400)(rng));
-  CAPTURE(prompt, beams, table.items, table.members, table.private_max_row);
-  if (sh.heads / sh.kv_heads > tree_attention_cascade_tile_rows(sh.head_dim)) {
-    CHECK(table.items == 0);  // a head group larger than the kernel's tile: no cascade
-    return;
-  }
-  REQUIRE(table.items > 0);  // the prompt (>= 40 slots) is a segment every beam reads
-  CHECK(cascade_twin_error(a, table) <= 1e-12);  // the decomposition is exact
-  CHECK(run_both(a, qv, kv, tl.csr, nullptr, &table) <= 1e-4);
 }
 
 TEST_CASE("tree_attention_cascade_build: beams that fork off each other at 40 depths still share the prompt", "[cuda][tree_attention]") {
@@ -281,7 +98,8 @@ TEST_CASE("tree_attention_cascade_build: beams that fork off each other at 40 de
   CHECK(cascade_twin_error(a, table) <= 1e-12);
 }
 
-TEST_CASE("tree_attention_cascade_build: no cascade for a causal prefill, the batch layout, one query or an out-of-range slot", "[cuda][tree_attention]") {
+TEST_CASE("tree_attention_cascade_build: no cascade for a causal prefill, the batch layout, a head group wider than the tile, one query or an out-of-range slot",
+          "[cuda][tree_attention]") {
   TreeAttentionArgs a;
   a.heads = 32;
   a.kv_heads = 8;
@@ -317,6 +135,14 @@ TEST_CASE("tree_attention_cascade_build: no cascade for a causal prefill, the ba
   CHECK(t.item_slot_reads == 100);
   CHECK(t.private_slot_count == 0);
   CHECK(t.shared_slot_count == 100);
+  a.heads = 40;  // a head group of 20 query heads: more rows than the kernel's tile holds at head dim 256
+  a.kv_heads = 2;
+  a.head_dim = 256;
+  CHECK(a.heads / a.kv_heads > tree_attention_cascade_tile_rows(a.head_dim));
+  CHECK(tree_attention_cascade_build(a, tree_attention_cascade_tile_rows(a.head_dim)).items == 0);
+  a.heads = 32;
+  a.kv_heads = 8;
+  a.head_dim = 64;
   a.num_queries = 1;
   CHECK(tree_attention_cascade_build(a, 64).items == 0);
   a.num_queries = 2;

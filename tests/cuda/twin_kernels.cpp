@@ -8,6 +8,7 @@
 #include "cuda/kv_compact.cuh"
 #include "cuda/synthetic_logits.cuh"
 #include "cuda/topk_candidates.cuh"
+#include "cuda/tree_attention.cuh"
 #include "device_util.h"
 #include "test_util.h"
 
@@ -187,6 +188,48 @@ TopkOut topk_on_device(const TopkIn& in) {
   out.count = download(d_count, 1)[0];
   out.score = download(d_score, static_cast<size_t>(in.k));
   out.flat = download(d_flat, static_cast<size_t>(in.k));
+  return out;
+}
+
+TreeAttentionArgs TreeAttentionIn::host_args(std::vector<float>& out) const {
+  TreeAttentionArgs a = shape;
+  out.resize(q.size());
+  a.q = q.data();
+  a.kv = kv.data();
+  a.indptr = csr.indptr.data();
+  a.slot_ids = csr.slot_ids.data();
+  a.out = out.data();
+  a.cascade = cascade.items > 0 ? cascade.view(cascade.table.data()) : TreeAttentionCascade{};
+  return a;
+}
+
+TreeAttentionOut tree_attention_on_device(const TreeAttentionIn& in) {
+  auto d_table = upload(in.cascade.table);
+  auto d_q = upload(in.q);
+  auto d_kv = upload(in.kv);
+  auto d_ptr = upload(in.csr.indptr);
+  auto d_ids = upload(in.csr.slot_ids);
+  const size_t n_out = static_cast<size_t>(in.shape.num_queries) * static_cast<size_t>(in.shape.heads) * static_cast<size_t>(in.shape.head_dim);
+  auto d_out = poisoned<float>(n_out);
+  auto d_status = fresh_status();
+  TreeAttentionArgs a = in.shape;
+  a.q = d_q.data();
+  a.kv = d_kv.data();
+  a.indptr = d_ptr.data();
+  a.slot_ids = d_ids.data();
+  a.out = d_out.data();
+  a.status = reinterpret_cast<int32_t*>(d_status.data());
+  a.cascade = in.cascade.items > 0 ? in.cascade.view(d_table.data()) : TreeAttentionCascade{};
+  const size_t ws = cuda::tree_attention_workspace_bytes(a);
+  cuda::DeviceBuffer<unsigned char> d_ws(std::max<size_t>(ws, 1), "test workspace");
+  TS_CUDA_CHECK(cudaMemset(d_ws.data(), kPoisonByte, d_ws.bytes()), "poison workspace");
+  a.workspace = d_ws.data();
+  a.workspace_bytes = ws;
+  cuda::tree_attention(a);
+  TreeAttentionOut out;
+  const std::vector<float> got = download(d_out, n_out);
+  out.out.assign(got.begin(), got.end());
+  out.status = read_status(d_status);
   return out;
 }
 

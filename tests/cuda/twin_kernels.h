@@ -11,6 +11,8 @@
 #include "core/kv/kv_cache.h"
 #include "core/mask/bit_mask.h"
 #include "core/model/synthetic_model.h"
+#include "core/model/tree_attention.h"
+#include "core/model/tree_attention_cascade.h"
 #include "core/tree/token_tree.h"
 #include "cuda/cuda_common.cuh"
 
@@ -104,5 +106,25 @@ struct TopkOut {
   std::vector<int64_t> flat;  // [k] -1 past count
 };
 TopkOut topk_on_device(const TopkIn& in);
+
+// cuda/tree_attention.cu: tree_attention, with or without a cascade (twin:
+// core/model/tree_attention.h tree_attention_ref).
+struct TreeAttentionIn {
+  TreeAttentionArgs shape;            // sizes and scale; its pointers are unused (host_args() sets them)
+  std::vector<float> q;               // [num_queries x heads x head_dim]
+  std::vector<float> kv;              // [2 x capacity x kv_heads x head_dim]
+  AncestorCsr csr;                    // the queries' ancestor lists
+  TreeAttentionCascadeTable cascade;  // items == 0: no cascade
+  int32_t plan_sms = 132;             // host twin: the SM count its plan fills (the device uses its own)
+  int32_t plan_max_row = 0;           // host twin: the max_row its plan is told (0: shape.max_row)
+  // `shape` pointing at the vectors above and at `out` (sized here), the
+  // cascade (if any) a host view.
+  TreeAttentionArgs host_args(std::vector<float>& out) const;
+};
+struct TreeAttentionOut {
+  std::vector<double> out;  // [num_queries x heads x head_dim]
+  cuda::KernelStatus status;
+};
+TreeAttentionOut tree_attention_on_device(const TreeAttentionIn& in);
 
 }  // namespace triescope::testing
