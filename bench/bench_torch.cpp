@@ -21,7 +21,9 @@
 // forward's host preparation (mask rows, CSR, cascade plan, uploads), its
 // enqueueing of the layers (on a GPU: launch cost) and the wait for the
 // logits (device work the enqueueing did not hide), all in ms
-// (TorchTransformer::forward_times()).
+// (TorchTransformer::forward_times()), and the LibTorch operators dispatched
+// per decode step, top-level (the model's own calls) and all (nested too),
+// counted in extra untimed decodes (torch_ops_per_step).
 #include <ATen/Parallel.h>
 #include <ATen/record_function.h>
 #ifdef TRIESCOPE_TORCH_CUDA
@@ -47,29 +49,45 @@
 using namespace triescope;
 
 namespace {
-// LibTorch operators dispatched, nested ones included: the work of enqueueing
-// a step on the host, counted by a RecordFunction callback that is only
-// installed for the short uncounted-time runs of torch_ops_per_step.
+// LibTorch operators dispatched: the work of enqueueing a step on the host (on
+// a GPU each costs about a launch, so operators x launch cost is the step's
+// host-bound floor). Counted by RecordFunction callbacks (FUNCTION scope: the
+// ATen operators) that are only installed for the short uncounted-time runs
+// of torch_ops_per_step. `all` counts nested operators too (an operator
+// that calls others counts each of them); `top_level` only those dispatched
+// while no other operator runs on the same thread: the model's own calls.
+struct TorchOpCounts {
+  double top_level = 0;
+  double all = 0;
+};
 std::atomic<int64_t> g_torch_ops{0};
-std::unique_ptr<at::ObserverContext> count_torch_op(const at::RecordFunction&) {
+std::atomic<int64_t> g_torch_top_level_ops{0};
+thread_local int32_t t_torch_op_depth = 0;  // operators open on this thread
+
+std::unique_ptr<at::ObserverContext> torch_op_enter(const at::RecordFunction&) {
   g_torch_ops.fetch_add(1, std::memory_order_relaxed);
+  if (t_torch_op_depth++ == 0) g_torch_top_level_ops.fetch_add(1, std::memory_order_relaxed);
   return nullptr;
 }
+void torch_op_leave(const at::RecordFunction&, at::ObserverContext*) { --t_torch_op_depth; }
 
 // Operators per decode step: (ops of a 5-step decode - ops of a 3-step one) / 2,
-// so the prefill cancels out.
-double torch_ops_per_step(triescope::Model& model, const std::vector<int32_t>& prompt, triescope::BeamConfig cfg, bool trie) {
+// so the prefill cancels out (no GC runs in either unless gc_interval < 5).
+TorchOpCounts torch_ops_per_step(triescope::Model& model, const std::vector<int32_t>& prompt, triescope::BeamConfig cfg, bool trie) {
   auto ops_of = [&](int32_t steps) {
     cfg.max_new_tokens = steps;
     g_torch_ops.store(0);
+    g_torch_top_level_ops.store(0);
     if (trie) triescope::trie_beam_search(model, prompt, cfg);
     else triescope::batch_beam_search(model, prompt, cfg);
-    return g_torch_ops.load();
+    return std::make_pair(g_torch_top_level_ops.load(), g_torch_ops.load());
   };
-  const at::CallbackHandle h = at::addGlobalCallback(at::RecordFunctionCallback(&count_torch_op).scopes({at::RecordScope::FUNCTION}));
-  const int64_t three = ops_of(3), five = ops_of(5);
+  const at::CallbackHandle h =
+      at::addGlobalCallback(at::RecordFunctionCallback(&torch_op_enter, &torch_op_leave).scopes({at::RecordScope::FUNCTION}));
+  const auto three = ops_of(3), five = ops_of(5);
   at::removeCallback(h);
-  return static_cast<double>(five - three) / 2.0;
+  TS_CHECK(t_torch_op_depth == 0, "bench_torch: RecordFunction start and end callbacks unpaired (depth " << t_torch_op_depth << ")");
+  return {static_cast<double>(five.first - three.first) / 2.0, static_cast<double>(five.second - three.second) / 2.0};
 }
 }  // namespace
 
@@ -196,10 +214,11 @@ int main(int argc, char** argv) {
         const TorchTransformer::ForwardTimes& f = ft[k];
         const double steps = static_cast<double>(std::max<int64_t>(1, f.calls - 1));
         const double later = f.prep_s + f.enqueue_s + f.wait_s;
+        const TorchOpCounts ops = torch_ops_per_step(model, prompt, cfg, k == 1);
         std::printf("| %d | %s phases | prefill %.1f ms | per step: decoder host %.2f ms, forward prep %.2f ms, enqueue %.2f ms, "
-                    "wait %.2f ms | %lld forwards | LibTorch ops per step %.0f | | | | | |\n",
+                    "wait %.2f ms | %lld forwards | LibTorch ops per step: top-level %.0f, all %.0f | | | | | |\n",
                     b, name, f.first_s * 1e3, (sec - f.first_s - later) / steps * 1e3, f.prep_s / steps * 1e3, f.enqueue_s / steps * 1e3,
-                    f.wait_s / steps * 1e3, static_cast<long long>(f.calls), torch_ops_per_step(model, prompt, cfg, k == 1));
+                    f.wait_s / steps * 1e3, static_cast<long long>(f.calls), ops.top_level, ops.all);
       };
       phases("batch", bsec, 0);
       phases("trie", tsec, 1);

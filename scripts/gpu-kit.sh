@@ -4,7 +4,8 @@
 # packages and no network) into .gpu-kit/, a CMake prefix that the device
 # `run` tool carries (name ".gpu-kit" in `carry`). Run here, once per session:
 #   bash scripts/gpu-kit.sh
-# then on the device: bash scripts/gpu-session.sh build test (and the other phases)
+# then on the device: bash scripts/gpu-session.sh (its build-torch phase configures with
+# CMAKE_PREFIX_PATH=.gpu-kit;<PyTorch's LibTorch>)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 KIT=.gpu-kit

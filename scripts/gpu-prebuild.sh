@@ -2,7 +2,7 @@
 # Builds the CUDA binaries for a lent GPU here (nvcc 13.0, sm_90 = H100/H200,
 # Release, no LibTorch/GUI/Python) and copies them into .gpu-bin/, which the
 # device `run` tool carries (name ".gpu-bin" in `carry`); then on the device:
-#   bash scripts/gpu-session.sh test golden bench-kernels ...
+#   bash scripts/gpu-session.sh            (the default phases; see its header)
 # The binaries look for samples under the path they were built from; the
 # session links that path to its checkout.
 set -euo pipefail
@@ -16,6 +16,15 @@ cmake --build "$B" --target $targets -j"$(nproc)"
 rm -rf .gpu-bin && mkdir -p .gpu-bin
 cp "$B/app/triescope" "$B/tests/cuda/triescope_tests_cuda" "$B/bench/bench_cuda" "$B/bench/bench_tree_attention" .gpu-bin/
 strip .gpu-bin/*
-echo "source_dir $PWD" > .gpu-bin/BUILT_FROM
-git rev-parse --short HEAD >> .gpu-bin/BUILT_FROM
+# What every session log's header names (scripts/gpu-session.sh): the commit
+# (and whether the tree had uncommitted changes), the toolkit, the date.
+dirty=""
+[ -z "$(git status --porcelain)" ] || dirty=" with uncommitted changes"
+{
+  echo "source_dir $PWD"
+  echo "commit $(git rev-parse --short HEAD)$dirty"
+  echo "nvcc $("$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)" --version | sed -n 's/.*release \([0-9.]*\), \(V[0-9.]*\).*/\1 (\2)/p')"
+  echo "built $(date -u +%FT%TZ) in $B (Release, sm_90)"
+} >.gpu-bin/BUILT_FROM
+cat .gpu-bin/BUILT_FROM
 du -sh .gpu-bin
