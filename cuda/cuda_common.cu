@@ -1,5 +1,6 @@
 // CPU twin: none (host-side helpers of cuda_common.cuh, no kernel)
 #include "cuda/cuda_common.cuh"
+#include "cuda/host_waits.h"
 
 namespace triescope::cuda {
 
@@ -26,14 +27,15 @@ const char* kernel_error_name(KernelError e) {
     case KernelError::row_out_of_range: return "mask table row out of range";
     case KernelError::state_out_of_range: return "constraint state out of range";
     case KernelError::step_out_of_range: return "constraint step out of range";
+    case KernelError::bad_logit: return "logit is NaN or +inf (index: row, value: token)";
   }
   return "unknown kernel error";
 }
 
 void status_check(KernelStatus* status_dev, cudaStream_t stream, const std::string& what) {
   KernelStatus st;
-  TS_CUDA_CHECK(cudaMemcpyAsync(&st, status_dev, sizeof st, cudaMemcpyDeviceToHost, stream), what << ": read status");
-  TS_CUDA_CHECK(cudaStreamSynchronize(stream), what << ": synchronise");
+  TS_CUDA_CHECK(counted_download(&st, status_dev, sizeof st, stream), what << ": read status");
+  TS_CUDA_CHECK(counted_stream_sync(stream), what << ": synchronise");
   if (st.code == 0) return;
   TS_CUDA_CHECK(cudaMemsetAsync(status_dev, 0, sizeof(int32_t), stream), what << ": reset status");
   TS_FAIL(what << ": " << kernel_error_name(static_cast<KernelError>(st.code)) << " (index " << st.a << ", value " << st.b

@@ -43,6 +43,7 @@ enum class KernelError : int32_t {
   row_out_of_range = 6,   // an incremental-mask table row outside [0, table_rows)
   state_out_of_range = 7, // a constraint state outside [-1, num_states) (-1 = dead beam)
   step_out_of_range = 8,  // a constraint step outside [0, L)
+  bad_logit = 9,          // a NaN or +inf logit (a = row, b = token)
 };
 struct KernelStatus {
   int32_t code = 0;  // KernelError

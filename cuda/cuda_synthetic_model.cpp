@@ -6,6 +6,7 @@
 #include "cuda/cuda_common.cuh"
 #include "cuda/kv_compact.cuh"
 #include "cuda/synthetic_logits.cuh"
+#include "cuda/host_waits.h"
 
 namespace triescope::cuda {
 
@@ -48,7 +49,7 @@ CudaSyntheticModel::CudaSyntheticModel(SyntheticConfig cfg)
   TS_CUDA_CHECK(cudaStreamCreateWithFlags(&dev_->stream, cudaStreamNonBlocking), "cuda synthetic model: create stream");
   dev_->status.resize_discard(1, "kernel status");
   TS_CUDA_CHECK(cudaMemsetAsync(dev_->status.data(), 0, sizeof(KernelStatus), dev_->stream), "cuda synthetic model: clear status");
-  TS_CUDA_CHECK(cudaStreamSynchronize(dev_->stream), "cuda synthetic model: init");
+  TS_CUDA_CHECK(counted_stream_sync(dev_->stream), "cuda synthetic model: init");
 }
 
 CudaSyntheticModel::~CudaSyntheticModel() = default;
@@ -59,7 +60,7 @@ void CudaSyntheticModel::reset() {
   Device& d = *dev_;
   if (d.capacity == 0) return;
   TS_CUDA_CHECK(cudaMemsetAsync(d.kv_tokens.data(), 0xff, d.kv_tokens.bytes(), d.stream), "cuda synthetic model: reset");
-  TS_CUDA_CHECK(cudaStreamSynchronize(d.stream), "cuda synthetic model: reset");
+  TS_CUDA_CHECK(counted_stream_sync(d.stream), "cuda synthetic model: reset");
 }
 
 void CudaSyntheticModel::forward(const StepInput& in, Logits& out) {
@@ -79,14 +80,22 @@ void CudaSyntheticModel::forward(const StepInput& in, Logits& out) {
       TS_CUDA_CHECK(cudaMemcpyAsync(t.data(), d.kv_tokens.data(), bytes, cudaMemcpyDeviceToDevice, d.stream), "cuda synthetic model: grow kv tokens");
       TS_CUDA_CHECK(cudaMemcpyAsync(p.data(), d.kv_positions.data(), bytes, cudaMemcpyDeviceToDevice, d.stream), "cuda synthetic model: grow kv positions");
     }
-    TS_CUDA_CHECK(cudaStreamSynchronize(d.stream), "cuda synthetic model: grow kv cache");
+    TS_CUDA_CHECK(counted_stream_sync(d.stream), "cuda synthetic model: grow kv cache");
     d.kv_tokens.swap(t);
     d.kv_positions.swap(p);
     d.spare_tokens.resize_discard(static_cast<size_t>(cap), "kv tokens (spare)");
     d.spare_positions.resize_discard(static_cast<size_t>(cap), "kv positions (spare)");
     d.capacity = cap;
   }
-  out.resize(q, V);
+  const bool stay = in.logits_may_stay_on_device;  // the caller's device selector reads them in place
+  if (stay) {
+    out.rows = q;
+    out.vocab = V;
+    out.data.clear();
+    out.device = {};
+  } else {
+    out.resize(q, V);
+  }
   if (q == 0) return;
 
   std::vector<int32_t> ints(static_cast<size_t>(3 * q));
@@ -128,9 +137,11 @@ void CudaSyntheticModel::forward(const StepInput& in, Logits& out) {
   lp.maybe_status = d.status.data();
   synthetic_logits(lp, d.stream);
 
-  TS_CUDA_CHECK(cudaMemcpyAsync(out.data.data(), d.logits.data(), out.data.size() * sizeof(float), cudaMemcpyDeviceToHost, d.stream),
-                "cuda synthetic model: download logits");
+  if (!stay)
+    TS_CUDA_CHECK(counted_download(out.data.data(), d.logits.data(), out.data.size() * sizeof(float), d.stream),
+                  "cuda synthetic model: download logits");
   status_check(d.status.data(), d.stream, "cuda synthetic model: forward");  // synchronises
+  out.device = {d.logits.data(), d.stream};
 }
 
 void CudaSyntheticModel::compact(const CompactionPlan& plan) {

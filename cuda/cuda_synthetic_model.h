@@ -2,7 +2,8 @@
 // (token, position) pairs in device memory. forward() uploads the step's
 // tokens, positions, slots and mask rows, writes the K/V on the device, runs
 // synthetic_logits there and copies back only the logits (what the decoder
-// and its trace need). Bit-identical logits to SyntheticModel by
+// and its trace need), or nothing when the caller's device selector reads
+// them in place (StepInput::logits_may_stay_on_device). Bit-identical logits to SyntheticModel by
 // construction; tests/cuda checks it on random inputs.
 // Plain C++ header: no CUDA types, so app/ and tests include it with g++.
 #pragma once

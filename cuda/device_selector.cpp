@@ -1,26 +1,35 @@
 #include "cuda/device_selector.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "core/common/error.h"
-#include "core/common/parallel_rows.h"
-#include "core/select/log_normaliser.h"
 #include "cuda/cuda_common.cuh"
+#include "cuda/row_log_normaliser.cuh"
 #include "cuda/topk_candidates.cuh"
+#include "cuda/host_waits.h"
 
 namespace triescope::cuda {
+
+namespace {
+constexpr size_t kAnswerHead = 3;  // int64 words before the scores: the status (2), the count (1)
+static_assert(sizeof(KernelStatus) <= 2 * sizeof(int64_t));
+
+}  // namespace
 
 struct DeviceSelector::Device {
   cudaStream_t stream = nullptr;
   DeviceBuffer<float> logits;        // [rows x vocab] run_logits' rows
   DeviceBuffer<double> logprobs;     // [rows x vocab] run_logprobs' rows (allocated on first use)
   DeviceBuffer<double> lse;          // [rows] each row's log-normaliser
+  DeviceBuffer<float> lse_ws;        // [row_log_normaliser_workspace_size] the normaliser's block maxima
   DeviceBuffer<double> beam_scores;  // [rows]
   DeviceBuffer<double> ws_score;     // [max over row counts of topk_candidates_workspace_size]
   DeviceBuffer<int64_t> ws_flat;     // [the same]
-  DeviceBuffer<double> out_score;    // [k]
-  DeviceBuffer<int64_t> out_flat;    // [k]
-  DeviceBuffer<int32_t> out_count;   // [1]
+  // The step's answer, read back in one download: [0, 2) the KernelStatus
+  // (a NaN or +inf logit the normaliser met), [2] the count (an int32 in its
+  // low bytes), [3, 3 + k) the scores (doubles), [3 + k, 3 + 2k) the flat indices.
+  DeviceBuffer<int64_t> out;
   ~Device() {
     if (stream) cudaStreamDestroy(stream);
   }
@@ -46,13 +55,11 @@ void DeviceSelector::plan(const SelectionShape& shape) {
   Device& d = *dev_;
   d.logits.resize_discard(cells, "selector logits");
   d.lse.resize_discard(static_cast<size_t>(shape.rows), "selector log-normalisers");
+  d.lse_ws.resize_discard(static_cast<size_t>(row_log_normaliser_workspace_size(shape.rows, shape.vocab)), "selector normaliser workspace");
   d.beam_scores.resize_discard(static_cast<size_t>(shape.rows), "selector beam scores");
   d.ws_score.resize_discard(static_cast<size_t>(entries), "selector workspace scores");
   d.ws_flat.resize_discard(static_cast<size_t>(entries), "selector workspace indices");
-  d.out_score.resize_discard(static_cast<size_t>(shape.k), "selector scores");
-  d.out_flat.resize_discard(static_cast<size_t>(shape.k), "selector indices");
-  d.out_count.resize_discard(1, "selector count");
-  lse_.resize(static_cast<size_t>(shape.rows));
+  d.out.resize_discard(kAnswerHead + 2 * static_cast<size_t>(shape.k), "selector answer");
 }
 
 std::vector<ScoredCandidate> DeviceSelector::run_logits(const std::vector<const float*>& rows, const double* beam_scores, int32_t k) {
@@ -61,15 +68,32 @@ std::vector<ScoredCandidate> DeviceSelector::run_logits(const std::vector<const 
   selection_shape_check(shape_, n, k, "cuda selector");
   if (n == 0 || k == 0) return {};
   const int32_t V = shape_.vocab;
-  parallel_rows(n, [&](int32_t r) { lse_[static_cast<size_t>(r)] = log_softmax_lse(rows[static_cast<size_t>(r)], V); }, 0, V);
   Device& d = *dev_;
   for (int32_t r = 0; r < n; ++r)
     TS_CUDA_CHECK(cudaMemcpyAsync(d.logits.data() + static_cast<size_t>(r) * V, rows[static_cast<size_t>(r)], sizeof(float) * V,
                                   cudaMemcpyHostToDevice, d.stream),
                   "cuda selector: upload logits row " << r);
-  TS_CUDA_CHECK(cudaMemcpyAsync(d.lse.data(), lse_.data(), sizeof(double) * n, cudaMemcpyHostToDevice, d.stream),
-                "cuda selector: upload log-normalisers");
-  return select_uploaded(n, beam_scores, k, true);
+  return select_uploaded(n, beam_scores, k, true, d.stream);
+}
+
+bool DeviceSelector::reads_device_logits() const { return !on_host_; }
+
+std::vector<ScoredCandidate> DeviceSelector::run_device_logits(const float* device_rows, void* stream, int32_t vocab,
+                                                               const std::vector<int32_t>& row_ids, const double* beam_scores, int32_t k) {
+  TS_CHECK(reads_device_logits(), "cuda selector: planned for k = " << shape_.k << ", past the device ranking (" << kTopkMaxK
+                                                                     << "): it reads no device logits");
+  TS_CHECK(vocab == shape_.vocab, "cuda selector: device logits " << vocab << " wide, planned for " << shape_.vocab);
+  const auto n = static_cast<int32_t>(row_ids.size());
+  selection_shape_check(shape_, n, k, "cuda selector");
+  if (n == 0 || k == 0) return {};
+  // Everything on the model's stream: its logits are ready in order there.
+  const auto s = static_cast<cudaStream_t>(stream);
+  Device& d = *dev_;
+  for (int32_t r = 0; r < n; ++r)
+    TS_CUDA_CHECK(cudaMemcpyAsync(d.logits.data() + static_cast<size_t>(r) * vocab, device_rows + static_cast<size_t>(row_ids[static_cast<size_t>(r)]) * vocab,
+                                  sizeof(float) * static_cast<size_t>(vocab), cudaMemcpyDeviceToDevice, s),
+                  "cuda selector: gather logits row " << r);
+  return select_uploaded(n, beam_scores, k, true, stream);
 }
 
 std::vector<ScoredCandidate> DeviceSelector::run_logprobs(const double* logprobs, int32_t rows, const double* beam_scores, int32_t k) {
@@ -81,13 +105,25 @@ std::vector<ScoredCandidate> DeviceSelector::run_logprobs(const double* logprobs
   d.logprobs.reserve_discard(static_cast<size_t>(shape_.rows) * static_cast<size_t>(shape_.vocab), "selector log-probs");
   TS_CUDA_CHECK(cudaMemcpyAsync(d.logprobs.data(), logprobs, sizeof(double) * cells, cudaMemcpyHostToDevice, d.stream),
                 "cuda selector: upload log-probs");
-  return select_uploaded(rows, beam_scores, k, false);
+  return select_uploaded(rows, beam_scores, k, false, d.stream);
 }
 
-std::vector<ScoredCandidate> DeviceSelector::select_uploaded(int32_t rows, const double* beam_scores, int32_t k, bool from_logits) {
+std::vector<ScoredCandidate> DeviceSelector::select_uploaded(int32_t rows, const double* beam_scores, int32_t k, bool from_logits,
+                                                             void* stream_handle) {
+  const auto stream = static_cast<cudaStream_t>(stream_handle);
   Device& d = *dev_;
-  TS_CUDA_CHECK(cudaMemcpyAsync(d.beam_scores.data(), beam_scores, sizeof(double) * rows, cudaMemcpyHostToDevice, d.stream),
+  TS_CUDA_CHECK(cudaMemcpyAsync(d.beam_scores.data(), beam_scores, sizeof(double) * rows, cudaMemcpyHostToDevice, stream),
                 "cuda selector: upload beam scores");
+  if (from_logits) {  // each row's log-normaliser, the reference's bit for bit
+    RowLogNormaliserParams lp;
+    lp.logits = d.logits.data();
+    lp.num_rows = rows;
+    lp.vocab = shape_.vocab;
+    lp.workspace = d.lse_ws.data();
+    lp.out_lse = d.lse.data();
+    lp.maybe_status = reinterpret_cast<KernelStatus*>(d.out.data());
+    row_log_normalisers(lp, stream);
+  }
   TopkCandidatesParams p;
   p.logprobs = from_logits ? nullptr : d.logprobs.data();
   p.maybe_logits = from_logits ? d.logits.data() : nullptr;
@@ -98,23 +134,25 @@ std::vector<ScoredCandidate> DeviceSelector::select_uploaded(int32_t rows, const
   p.k = k;
   p.workspace_score = d.ws_score.data();
   p.workspace_flat = d.ws_flat.data();
-  p.out_score = d.out_score.data();
-  p.out_flat = d.out_flat.data();
-  p.out_count = d.out_count.data();
-  topk_candidates(p, d.stream);
-  std::vector<double> score(static_cast<size_t>(k));
-  std::vector<int64_t> flat(static_cast<size_t>(k));
+  p.out_count = reinterpret_cast<int32_t*>(d.out.data() + 2);
+  p.out_score = reinterpret_cast<double*>(d.out.data() + kAnswerHead);
+  p.out_flat = d.out.data() + kAnswerHead + k;
+  TS_CUDA_CHECK(cudaMemsetAsync(d.out.data(), 0, 2 * sizeof(int64_t), stream), "cuda selector: clear status");
+  topk_candidates(p, stream);
+  std::vector<int64_t> answer(kAnswerHead + 2 * static_cast<size_t>(k));
+  TS_CUDA_CHECK(counted_download(answer.data(), d.out.data(), answer.size() * sizeof(int64_t), stream), "cuda selector: download");
+  TS_CUDA_CHECK(counted_stream_sync(stream), "cuda selector: select");  // the host rows may die after this
+  KernelStatus st;
+  std::memcpy(static_cast<void*>(&st), answer.data(), sizeof st);
+  TS_CHECK(st.code == 0, "cuda selector: " << kernel_error_name(static_cast<KernelError>(st.code)) << " (row " << st.a << ", token " << st.b << ")");
   int32_t count = 0;
-  TS_CUDA_CHECK(cudaMemcpyAsync(score.data(), d.out_score.data(), sizeof(double) * k, cudaMemcpyDeviceToHost, d.stream),
-                "cuda selector: download scores");
-  TS_CUDA_CHECK(cudaMemcpyAsync(flat.data(), d.out_flat.data(), sizeof(int64_t) * k, cudaMemcpyDeviceToHost, d.stream),
-                "cuda selector: download indices");
-  TS_CUDA_CHECK(cudaMemcpyAsync(&count, d.out_count.data(), sizeof(int32_t), cudaMemcpyDeviceToHost, d.stream),
-                "cuda selector: download count");
-  TS_CUDA_CHECK(cudaStreamSynchronize(d.stream), "cuda selector: select");  // the host rows may die after this
+  std::memcpy(&count, answer.data() + 2, sizeof count);
   TS_CHECK(count >= 0 && count <= k, "cuda selector: the device found " << count << " candidates of " << k);
   std::vector<ScoredCandidate> out(static_cast<size_t>(count));
-  for (size_t i = 0; i < out.size(); ++i) out[i] = {score[i], flat[i]};
+  for (size_t i = 0; i < out.size(); ++i) {
+    std::memcpy(&out[i].score, answer.data() + kAnswerHead + i, sizeof(double));
+    out[i].flat = answer[kAnswerHead + static_cast<size_t>(k) + i];
+  }
   return out;
 }
 

@@ -13,6 +13,7 @@
 #include "cuda/device_verifiers.h"
 #include "cuda/dsbd_verify.h"
 #include "cuda/dsbd_verify.cuh"
+#include "cuda/host_waits.h"
 
 namespace triescope::cuda {
 
@@ -34,7 +35,7 @@ void put(DeviceBuffer<T>& d, const T* src, size_t n, const char* what) {
 }
 template <typename T>
 void get(T* dst, const DeviceBuffer<T>& d, size_t n, const char* what) {
-  if (n) TS_CUDA_CHECK(cudaMemcpyAsync(dst, d.data(), n * sizeof(T), cudaMemcpyDeviceToHost, 0), what);
+  if (n) TS_CUDA_CHECK(counted_download(dst, d.data(), n * sizeof(T), 0), what);
 }
 
 class CudaSampleVerifier final : public DsbdLayerVerifier, public SpeculativeVerifier {
@@ -93,7 +94,7 @@ class CudaSampleVerifier final : public DsbdLayerVerifier, public SpeculativeVer
       get(counts, counts_, 4, "dsbd verify: download counts");
       get(tested.data(), tested_, tested.size(), "dsbd verify: download decisions");
       get(outputs.data(), outputs_, outputs.size(), "dsbd verify: download outputs");
-      TS_CUDA_CHECK(cudaStreamSynchronize(0), "dsbd verify: synchronise");
+      TS_CUDA_CHECK(counted_stream_sync(0), "dsbd verify: synchronise");
     }
     verify_error_check(counts[3], "dsbd verify (cuda)");
     LayerResult r;
@@ -155,9 +156,9 @@ class CudaSampleVerifier final : public DsbdLayerVerifier, public SpeculativeVer
       a.from = counts_.data() + 4;
       speculative_verify_chain(a, 0);
       get(counts, counts_, 4, "speculative verify: download counts");
-      TS_CUDA_CHECK(cudaMemcpyAsync(&from, counts_.data() + 4, sizeof from, cudaMemcpyDeviceToHost, 0), "speculative verify: download");
+      TS_CUDA_CHECK(counted_download(&from, counts_.data() + 4, sizeof from, 0), "speculative verify: download");
       get(tested.data(), tested_, tested.size(), "speculative verify: download decisions");
-      TS_CUDA_CHECK(cudaStreamSynchronize(0), "speculative verify: synchronise");
+      TS_CUDA_CHECK(counted_stream_sync(0), "speculative verify: synchronise");
     }
     verify_error_check(counts[3], "speculative verify (cuda)");
     SpecChainResult r;

@@ -9,6 +9,7 @@
 #include "core/decode/greedy_decode.h"
 #include "cuda/cuda_common.cuh"
 #include "cuda/lookahead_verify.cuh"
+#include "cuda/host_waits.h"
 
 namespace triescope::cuda {
 
@@ -48,8 +49,8 @@ class CudaGreedyArgmax final : public GreedyArgmax {
     a.error = ints_.data() + 2;
     lookahead_verify(a, 0);
     int32_t out = -1;
-    TS_CUDA_CHECK(cudaMemcpyAsync(&out, a.greedy, sizeof(int32_t), cudaMemcpyDeviceToHost, 0), "greedy argmax: download");
-    TS_CUDA_CHECK(cudaStreamSynchronize(0), "greedy argmax: synchronise");
+    TS_CUDA_CHECK(counted_download(&out, a.greedy, sizeof(int32_t), 0), "greedy argmax: download");
+    TS_CUDA_CHECK(counted_stream_sync(0), "greedy argmax: synchronise");
     return out;
   }
 

@@ -5,6 +5,7 @@
 #include "core/common/error.h"
 #include "cuda/ancestor_mask.cuh"
 #include "cuda/cuda_common.cuh"
+#include "cuda/host_waits.h"
 
 namespace triescope::cuda {
 
@@ -46,7 +47,7 @@ void IncrementalAncestorMask::resize_table(int32_t rows, int32_t words) {
                                     static_cast<size_t>(dev_words_) * 8, static_cast<size_t>(dev_rows_), cudaMemcpyDeviceToDevice,
                                     dev_->stream),
                   "cuda incremental mask: resize table");
-  TS_CUDA_CHECK(cudaStreamSynchronize(dev_->stream), "cuda incremental mask: resize table");
+  TS_CUDA_CHECK(counted_stream_sync(dev_->stream), "cuda incremental mask: resize table");
   dev_->table.swap(t);
   dev_rows_ = rows;
   dev_words_ = words;
@@ -89,8 +90,7 @@ BitMask IncrementalAncestorMask::extend(const TokenTree& tree, const std::vector
   p.maybe_status = d.status.data();
   ancestor_mask_extend(p, d.stream);
   if (!out.words.empty())
-    TS_CUDA_CHECK(cudaMemcpyAsync(out.words.data(), d.out.data(), out.words.size() * sizeof(uint64_t), cudaMemcpyDeviceToHost,
-                                  d.stream),
+    TS_CUDA_CHECK(counted_download(out.words.data(), d.out.data(), out.words.size() * sizeof(uint64_t), d.stream),
                   "cuda incremental mask: download rows");
   status_check(d.status.data(), d.stream, "cuda incremental mask: extend");  // synchronises: host buffers may die now
   planner_.finish_extend();

@@ -12,6 +12,7 @@
 #include "cuda/device_verifiers.h"
 #include "cuda/lookahead_verify.h"
 #include "cuda/lookahead_verify.cuh"
+#include "cuda/host_waits.h"
 
 namespace triescope::cuda {
 
@@ -87,14 +88,14 @@ class CudaLookaheadVerifier final : public LookaheadVerifier {
       a.num_matched = a.matched + n;
       a.error = a.num_matched + 1;
       lookahead_verify(a, 0);
-      TS_CUDA_CHECK(cudaMemcpyAsync(out.greedy.data(), a.greedy, static_cast<size_t>(logits.rows) * sizeof(int32_t), cudaMemcpyDeviceToHost, 0),
+      TS_CUDA_CHECK(counted_download(out.greedy.data(), a.greedy, static_cast<size_t>(logits.rows) * sizeof(int32_t), 0),
                     "lookahead verify: download greedy tokens");
       if (n)
-        TS_CUDA_CHECK(cudaMemcpyAsync(matched.data(), a.matched, n * sizeof(int32_t), cudaMemcpyDeviceToHost, 0),
+        TS_CUDA_CHECK(counted_download(matched.data(), a.matched, n * sizeof(int32_t), 0),
                       "lookahead verify: download path");
-      TS_CUDA_CHECK(cudaMemcpyAsync(&num_matched, a.num_matched, sizeof(int32_t), cudaMemcpyDeviceToHost, 0), "lookahead verify: download");
-      TS_CUDA_CHECK(cudaMemcpyAsync(&error, a.error, sizeof(int32_t), cudaMemcpyDeviceToHost, 0), "lookahead verify: download");
-      TS_CUDA_CHECK(cudaStreamSynchronize(0), "lookahead verify: synchronise");
+      TS_CUDA_CHECK(counted_download(&num_matched, a.num_matched, sizeof(int32_t), 0), "lookahead verify: download");
+      TS_CUDA_CHECK(counted_download(&error, a.error, sizeof(int32_t), 0), "lookahead verify: download");
+      TS_CUDA_CHECK(counted_stream_sync(0), "lookahead verify: synchronise");
     }
     TS_CHECK(error == 0, "lookahead verify (cuda): candidate " << error - 1 << " has a bad parent or row");
     out.matched.assign(matched.begin(), matched.begin() + num_matched);

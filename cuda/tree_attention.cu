@@ -2,6 +2,7 @@
 #include "cuda/tree_attention.cuh"
 #include "cuda/detail/device_status.h"
 #include "cuda/tree_attention_math.h"
+#include "cuda/host_waits.h"
 
 #include <algorithm>
 #include <cmath>
@@ -657,7 +658,7 @@ void hook_launch(const TreeAttentionArgs& a) { tree_attention(a); }
 // (LibTorch CPU tensors), so the launch waits for the kernel.
 void hook_launch_and_wait(const TreeAttentionArgs& a) {
   tree_attention(a);
-  TS_CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(a.stream)), "tree_attention: synchronise (host memory)");
+  TS_CUDA_CHECK(counted_stream_sync(static_cast<cudaStream_t>(a.stream)), "tree_attention: synchronise (host memory)");
 }
 const char* hook_error(int32_t code) { return kernel_error_name(static_cast<KernelError>(code)); }
 }  // namespace

@@ -129,6 +129,8 @@ void TrieSearch::check() const {
 json TrieSearch::feed(const std::vector<int32_t>& nodes, bool last_logits_only) {
   StepInput in = tree_step_input(tree_, nodes, slots_.num_slots(), mask_.get());
   if (last_logits_only) in.logits_rows = {static_cast<int32_t>(nodes.size()) - 1};
+  // Unconstrained, a device selector ranks the rows where the model left them.
+  in.logits_may_stay_on_device = !last_logits_only && !constraint_ && selector_->reads_device_logits();
   model_.forward(in, logits_);
   logits_keep_rows(in, logits_);
   ++res_.metrics.model_calls;
@@ -161,15 +163,22 @@ void TrieSearch::rank(int32_t step, json* cinfo) {
   std::vector<double> beam_scores;
   std::vector<const float*> rows;
   std::vector<int64_t> states;
+  const bool on_host = !logits_.data.empty() || !logits_.device.rows;
   for (const Beam& bm : beams_) {
     beam_scores.push_back(bm.score);
-    rows.push_back(logits_.row(bm.logits_row));
+    if (on_host) rows.push_back(logits_.row(bm.logits_row));
     states.push_back(bm.cstate);
   }
   // A constraint that ranks sparsely scores only its allowed tokens; otherwise
   // every row is log-softmaxed, masked, and all (beam, token) pairs ranked.
   // Alg. 2 line 9: the top 2b (beam, token) pairs, ties to the lower flat index.
   if (constraint_ && constraint_->rank(states, step - 1, rows, beam_scores.data(), V_, 2 * b_, cands_, cinfo)) return;
+  if (!on_host) {  // the rows stayed on the device (feed): only the 2b candidates cross to the host
+    std::vector<int32_t> row_ids;
+    for (const Beam& bm : beams_) row_ids.push_back(bm.logits_row);
+    cands_ = selector_->run_device_logits(logits_.device.rows, logits_.device.stream, V_, row_ids, beam_scores.data(), 2 * b_);
+    return;
+  }
   if (!constraint_) {
     cands_ = selector_->run_logits(rows, beam_scores.data(), 2 * b_);
     return;

@@ -1,6 +1,7 @@
 #include "core/model/model.h"
 
 #include <algorithm>
+#include <string>
 
 #include "core/common/error.h"
 
@@ -30,6 +31,15 @@ void step_input_check(const StepInput& in, int32_t vocab_size) {
              "step input: logits_rows[" << i << "] = " << in.logits_rows[i] << ": the list must rise strictly within [0, " << q << ")");
 }
 
+size_t Logits::host_offset(int32_t r) const {
+  const size_t off = static_cast<size_t>(r) * static_cast<size_t>(vocab);
+  TS_CHECK(r >= 0 && r < rows && off + static_cast<size_t>(vocab) <= data.size(),
+           "logits row " << r << " read on the host: "
+                         << (device.rows && data.empty() ? "the rows stayed on the device (StepInput::logits_may_stay_on_device)"
+                                                         : "out of range (" + std::to_string(rows) + " rows)"));
+  return off;
+}
+
 void logits_keep_rows(const StepInput& in, Logits& out) {
   const int32_t q = static_cast<int32_t>(in.tokens.size()), keep = static_cast<int32_t>(in.logits_rows.size());
   if (keep == 0 || out.rows == keep) return;  // every query, or already only the listed ones
@@ -39,6 +49,7 @@ void logits_keep_rows(const StepInput& in, Logits& out) {
     std::copy_n(out.row(in.logits_rows[static_cast<size_t>(r)]), V, out.row(r));
   out.rows = keep;
   out.data.resize(static_cast<size_t>(keep) * V);
+  out.device = {};  // the device rows are no longer these
 }
 
 void SlotTokenCache::write(const StepInput& in) {

@@ -31,19 +31,35 @@ struct StepInput {
   // would otherwise move b x 2,048 x |V| floats for b rows read) or ignore
   // it; logits_keep_rows after the forward makes both the same.
   std::vector<int32_t> logits_rows;
+  // The caller reads this step's logits only through a device selector of
+  // the model's backend (Selector::run_device_logits): a model that computes
+  // them on a device may leave them there (Logits::device) and `data` empty,
+  // so they never cross to the host. Ignored by a host model.
+  bool logits_may_stay_on_device = false;
+};
+
+// Where a model that computed its logits on a device left them. Opaque to
+// core (no device types): a selector of the same backend reads them in place.
+struct DeviceLogits {
+  const float* rows = nullptr;  // [rows x vocab] device memory, valid until the model's next forward, compact or reset
+  void* stream = nullptr;       // the cudaStream_t they are ready in order on
 };
 
 struct Logits {
   int32_t rows = 0;
   int32_t vocab = 0;
-  std::vector<float> data;  // [rows x vocab]
-  const float* row(int32_t r) const { return data.data() + static_cast<size_t>(r) * static_cast<size_t>(vocab); }
-  float* row(int32_t r) { return data.data() + static_cast<size_t>(r) * static_cast<size_t>(vocab); }
+  std::vector<float> data;  // [rows x vocab]; empty when the rows stayed on the device (StepInput::logits_may_stay_on_device)
+  DeviceLogits device;      // rows null: the model computed them on the host
+  const float* row(int32_t r) const { return data.data() + host_offset(r); }
+  float* row(int32_t r) { return data.data() + host_offset(r); }
   void resize(int32_t r, int32_t v) {
     rows = r;
     vocab = v;
     data.assign(static_cast<size_t>(r) * static_cast<size_t>(v), 0.0f);
+    device = {};
   }
+  // Row r's offset in `data`; throws Error when the rows are not on the host.
+  size_t host_offset(int32_t r) const;
 };
 
 class Model {

@@ -8,6 +8,7 @@
 
 #include "core/common/error.h"
 #include "core/common/parallel_rows.h"
+#include "core/select/lse_math.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 // GCC 12's AVX-512 intrinsics start from _mm512_undefined_*(), which
@@ -22,28 +23,18 @@ namespace triescope {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
-// exp(d) = 2^(n / 16) * exp(r), n = round(d * 16 / ln 2), |r| <= ln 2 / 32:
-// 2^(n/16) = 2^(n >> 4) * T[n & 15]; exp(r) by its degree-6 Taylor
-// polynomial (truncation below 4.4e-16 relative, 2 ulp, at the interval's
-// ends; a degree more costs 8 % of the pass and buys nothing a ranking or a
-// 1e-12 score tolerance can see).
-constexpr double kMagic = 0x1.8p52;  // adding it rounds to an integer held in the low mantissa bits
-constexpr double kScale = 23.083120654223414;  // 16 / ln 2
-// r = d - n ln2/16 in one FMA with ln 2 / 16 rounded to double (off by
-// 1.45e-18): exp(d) gains 3.35e-17 |d| relative error, which matters only
-// where exp(d) is small. In a sum >= 1 a term adds at most 1.2e-17 (at
-// d = -1): |V| x 1.2e-17 relative in the worst case (every logit one below
-// the maximum), ~1e-16 on real rows; one FMA (5 % of the pass) less than a
-// hi/lo split.
-constexpr double kLn2By16 = 0.043321698784996581;
-constexpr double kFloor = -700.0;  // exp below it is 0 here (far below one ulp of a sum that holds exp(0) = 1)
-constexpr double kC[7] = {1.0, 1.0, 1.0 / 2, 1.0 / 6, 1.0 / 24, 1.0 / 120, 1.0 / 720};
-constexpr int32_t kBlock = 32;
+using lse_math::kC;
+using lse_math::kFloor;
+using lse_math::kLn2By16;
+using lse_math::kMagic;
+using lse_math::kScale;
+constexpr int32_t kBlock = lse_math::kLanes;
 
+// lse_math::pow2_sixteenth as a table, for the SIMD paths' permutes.
 struct Pow2Table {
   alignas(64) double v[16];
   Pow2Table() {
-    for (int j = 0; j < 16; ++j) v[j] = static_cast<double>(std::exp2(static_cast<long double>(j) / 16.0L));
+    for (int j = 0; j < 16; ++j) v[j] = lse_math::pow2_sixteenth(j);
   }
 };
 const double* pow2_table() {
@@ -54,17 +45,8 @@ const double* pow2_table() {
 enum class Isa { portable = 0, avx2 = 1, avx512 = 2 };
 std::atomic<int> g_isa_cap{2};  // the best path a caller allows (tests lower it)
 
-// The scalar kernel; the AVX-512 lanes do exactly these operations.
-double exp_kernel(double d, const double* T) {
-  const double t = std::fma(d, kScale, kMagic);
-  const double nf = t - kMagic;
-  const int64_t ni = static_cast<int64_t>(std::bit_cast<uint64_t>(t) - std::bit_cast<uint64_t>(kMagic));
-  const double r = std::fma(-nf, kLn2By16, d);
-  double p = kC[6];
-  for (int c = 5; c >= 0; --c) p = std::fma(p, r, kC[c]);
-  return std::ldexp(T[ni & 15] * p, static_cast<int>(ni >> 4));
-}
-double exp_or_zero(double d, const double* T) { return d >= kFloor ? exp_kernel(d, T) : 0.0; }
+// The scalar kernel (lse_math::exp_or_zero); the SIMD lanes do exactly its operations.
+double exp_or_zero(double d, const double* /*T*/) { return lse_math::exp_or_zero(d); }
 
 [[noreturn]] void bad_logit(const char* who, int64_t pos, float v) {
   TS_FAIL(who << ": logit " << pos << " is " << (std::isnan(v) ? "NaN" : "+inf") << " (logits must be finite or -inf)");
@@ -100,15 +82,16 @@ float threshold_up(double t) {
   return f;
 }
 
-double finish(const double* partial, bool started, double mx) {
-  if (!started) return -kInf;
-  double s = 0.0;
-  for (int32_t l = 0; l < kBlock; ++l) s += partial[l];
-  return mx + std::log(s);
+LogNormaliserParts parts_of(const double* partial, bool started, double mx) {
+  LogNormaliserParts p;
+  std::copy(partial, partial + kBlock, p.partial);
+  p.mx = mx;
+  p.started = started;
+  return p;
 }
 
 template <bool kAllowed>
-double pass_portable(const float* x, int32_t V, const uint64_t* allowed, double bound, int32_t* out, int32_t* count, const char* who) {
+LogNormaliserParts pass_portable(const float* x, int32_t V, const uint64_t* allowed, double bound, int32_t* out, int32_t* count, const char* who) {
   const double* T = pow2_table();
   double partial[kBlock] = {};
   double mx = -kInf;
@@ -140,7 +123,7 @@ double pass_portable(const float* x, int32_t V, const uint64_t* allowed, double 
     for (int32_t i = 0; i < n; ++i) partial[i] += exp_or_zero(static_cast<double>(x[b + i]) - mx, T);
   }
   if (count) *count = c;
-  return finish(partial, started, mx);
+  return parts_of(partial, started, mx);
 }
 
 #ifdef TRIESCOPE_LSE_AVX512
@@ -177,7 +160,7 @@ __attribute__((target("avx512f"))) inline __m512d widen_hi(__m512 v) {
 }
 
 template <bool kAllowed>
-__attribute__((target("avx512f"))) double pass_avx512(const float* x, int32_t V, const uint64_t* allowed, double bound, int32_t* out,
+__attribute__((target("avx512f"))) LogNormaliserParts pass_avx512(const float* x, int32_t V, const uint64_t* allowed, double bound, int32_t* out,
                                                      int32_t* count, const char* who) {
   const double* T = pow2_table();
   const __m512d T0 = _mm512_load_pd(T), T1 = _mm512_load_pd(T + 8);
@@ -253,7 +236,7 @@ __attribute__((target("avx512f"))) double pass_avx512(const float* x, int32_t V,
   _mm512_store_pd(partial + 16, acc2);
   _mm512_store_pd(partial + 24, acc3);
   if (count) *count = c;
-  return finish(partial, started, mx);
+  return parts_of(partial, started, mx);
 }
 
 // The same lanes 4 at a time (AVX2 + FMA): 8 accumulators hold lanes
@@ -286,7 +269,7 @@ __attribute__((target("avx2,fma"))) inline __m256d exp_lanes4(__m256d d, const d
 }
 
 template <bool kAllowed>
-__attribute__((target("avx2,fma"))) double pass_avx2(const float* x, int32_t V, const uint64_t* allowed, double bound, int32_t* out,
+__attribute__((target("avx2,fma"))) LogNormaliserParts pass_avx2(const float* x, int32_t V, const uint64_t* allowed, double bound, int32_t* out,
                                                     int32_t* count, const char* who) {
   const double* T = pow2_table();
   const __m256 pinf = _mm256_set1_ps(std::numeric_limits<float>::infinity());
@@ -348,7 +331,7 @@ __attribute__((target("avx2,fma"))) double pass_avx2(const float* x, int32_t V, 
   alignas(32) double partial[kBlock];
   for (int a = 0; a < 8; ++a) _mm256_store_pd(partial + 4 * a, acc[a]);
   if (count) *count = c;
-  return finish(partial, started, mx);
+  return parts_of(partial, started, mx);
 }
 
 Isa best_isa() {
@@ -363,7 +346,7 @@ Isa best_isa() { return Isa::portable; }
 Isa isa() { return static_cast<Isa>(std::min(static_cast<int>(best_isa()), g_isa_cap.load(std::memory_order_relaxed))); }
 
 template <bool kAllowed>
-double pass(const float* x, int32_t V, const uint64_t* allowed, double bound, int32_t* out, int32_t* count, const char* who) {
+LogNormaliserParts pass(const float* x, int32_t V, const uint64_t* allowed, double bound, int32_t* out, int32_t* count, const char* who) {
   TS_CHECK(V >= 1, who << ": vocabulary of " << V << " tokens");
   TS_CHECK(!std::isnan(bound), who << ": the ranking bound is NaN");
 #ifdef TRIESCOPE_LSE_AVX512
@@ -375,13 +358,19 @@ double pass(const float* x, int32_t V, const uint64_t* allowed, double bound, in
 
 }  // namespace
 
-double row_log_normaliser(const float* x, int32_t vocab, const char* who) {
+LogNormaliserParts row_log_normaliser_parts(const float* x, int32_t vocab, const char* who) {
   return pass<false>(x, vocab, nullptr, -kInf, nullptr, nullptr, who);
+}
+
+double row_log_normaliser(const float* x, int32_t vocab, const char* who) {
+  const LogNormaliserParts p = row_log_normaliser_parts(x, vocab, who);
+  return lse_math::finish(p.partial, p.started, p.mx);
 }
 
 double row_log_normaliser_allowed(const float* x, int32_t vocab, const uint64_t* allowed, double bound, int32_t* out_tokens,
                                   int32_t* count, const char* who) {
-  return pass<true>(x, vocab, allowed, bound, out_tokens, count, who);
+  const LogNormaliserParts p = pass<true>(x, vocab, allowed, bound, out_tokens, count, who);
+  return lse_math::finish(p.partial, p.started, p.mx);
 }
 
 double log_normaliser_exp(double d) { return exp_or_zero(d, pow2_table()); }
@@ -402,13 +391,7 @@ bool log_normaliser_use(const std::string& path) {
   return path == "best" || path == log_normaliser_isa();
 }
 
-double log_softmax_lse(const float* logits, int32_t vocab) {
-  double mx = -INFINITY;
-  for (int32_t v = 0; v < vocab; ++v) mx = std::max(mx, static_cast<double>(logits[v]));
-  double sum = 0.0;
-  for (int32_t v = 0; v < vocab; ++v) sum += std::exp(static_cast<double>(logits[v]) - mx);
-  return mx + std::log(sum);
-}
+double log_softmax_lse(const float* logits, int32_t vocab) { return row_log_normaliser(logits, vocab, "log-softmax"); }
 
 void log_softmax_row(const float* logits, int32_t vocab, double* out) {
   const double lse = log_softmax_lse(logits, vocab);

@@ -6,15 +6,29 @@
 //
 // Every path (AVX-512, AVX2 + FMA, portable; chosen at run time) does the
 // same IEEE operations in the same order (FMA-based exp over a 16-entry
-// 2^(j/16) table, lane i of 32 summing the logits i mod 32), so the result
-// is bit-identical on every machine. Against log_softmax_row (glibc exp, one sequential sum, two
-// passes) it differs by rounding only (tests/core/test_log_normaliser.cpp).
+// 2^(j/16) table, lane i of 32 summing the logits i mod 32, then the lane
+// sum in order and lse_math::log_positive), so the result is bit-identical
+// on every machine, and on the device: cuda/row_log_normaliser.cuh replays
+// the pass with the same arithmetic (core/select/lse_math.h). Against a
+// direct two-pass formula (libm exp, one long double sum) it differs by
+// rounding only (tests/core/test_log_normaliser.cpp).
 #pragma once
 #include <cstdint>
 #include <string>
 #include <vector>
 
 namespace triescope {
+
+// The pass's state at the end of a row: lane i's sum of exponentials of
+// the logits i mod 32 relative to mx (lse_math::kLanes), the row's maximum,
+// and whether any logit was finite. A device that replays the pass
+// (cuda/row_log_normaliser.cuh) gets these bit for bit.
+struct LogNormaliserParts {
+  double partial[32] = {};
+  double mx = 0.0;
+  bool started = false;
+};
+LogNormaliserParts row_log_normaliser_parts(const float* x, int32_t vocab, const char* who = "log normaliser");
 
 // log(sum exp(x[0 .. vocab))); -inf when every logit is -inf. Throws
 // triescope::Error naming `who` and the position on a NaN or +inf logit.
@@ -42,14 +56,13 @@ const char* log_normaliser_isa();
 // the path asked for (a lower one runs instead).
 bool log_normaliser_use(const std::string& path);
 
-// Log-softmax of one logits row in double: the reference the beam decoders
-// use (glibc exp, one sequential sum, two passes; its own tests check it
-// against a direct formula).
+// Log-softmax of one logits row in double, the reference the beam decoders
+// use: out[v] = double(logits[v]) - log_softmax_lse(logits, vocab).
+// Throws Error naming the position on a NaN or +inf logit.
 void log_softmax_row(const float* logits, int32_t vocab, double* out);
-// The log-normaliser log_softmax_row subtracts (max + log of the sequential
-// sum), so out[v] = double(logits[v]) - log_softmax_lse(...) bit for bit: a
-// device that subtracts it itself gets the reference's log-probs exactly
-// (cuda/device_selector.h).
+// The log-normaliser log_softmax_row subtracts: row_log_normaliser's, so a
+// device that computes it (cuda/row_log_normaliser.cuh) and subtracts it
+// itself gets the reference's log-probs exactly (cuda/device_selector.h).
 double log_softmax_lse(const float* logits, int32_t vocab);
 
 // log_softmax_row of rows[i] into out + i x vocab for every row, on

@@ -39,6 +39,16 @@ class Selector {
                                                     const double* beam_scores /* [rows] */, int32_t k) = 0;
   // "cpu" or the device's name, for errors and tests.
   virtual const char* name() const = 0;
+  // Whether run_device_logits reads a model's device logits in place (a
+  // device selector of the model's backend); a decoder that sees true asks
+  // its model to leave the logits there (StepInput::logits_may_stay_on_device).
+  virtual bool reads_device_logits() const { return false; }
+  // run_logits over rows row_ids[r] of the logits a model left on its
+  // device (core/model/model.h's DeviceLogits: `device_rows` [any x vocab],
+  // ready in order on `stream`): only the k candidates cross to the host.
+  // This base refuses with an Error naming the selector.
+  virtual std::vector<ScoredCandidate> run_device_logits(const float* device_rows, void* stream, int32_t vocab,
+                                                         const std::vector<int32_t>& row_ids, const double* beam_scores, int32_t k);
 };
 
 // Builds a decode's selector; empty: the CPU reference.

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "core/common/error.h"
+#include "cuda/host_waits.h"
 
 namespace triescope::cuda {
 
@@ -18,7 +19,7 @@ void upload_to(DeviceBuffer<T>& d, const std::vector<T>& v, const char* what) {
 template <typename T>
 void download_to(std::vector<T>& v, const DeviceBuffer<T>& d, size_t n, cudaStream_t stream, const char* what) {
   v.resize(n);
-  if (n) TS_CUDA_CHECK(cudaMemcpyAsync(v.data(), d.data(), n * sizeof(T), cudaMemcpyDeviceToHost, stream), "download of " << what);
+  if (n) TS_CUDA_CHECK(counted_download(v.data(), d.data(), n * sizeof(T), stream), "download of " << what);
 }
 
 }  // namespace
@@ -133,7 +134,7 @@ void StaticStepCuda::reset(const std::vector<int64_t>& states, const std::vector
   TS_CUDA_CHECK(cudaMemcpyAsync(scores_.data(), beam_scores.data(), beam_scores.size() * sizeof(double), cudaMemcpyHostToDevice, stream_),
                 "static step: upload scores");
   TS_CUDA_CHECK(cudaMemcpyAsync(step_.data(), &step, sizeof step, cudaMemcpyHostToDevice, stream_), "static step: upload step");
-  TS_CUDA_CHECK(cudaStreamSynchronize(stream_), "static step: reset");
+  TS_CUDA_CHECK(counted_stream_sync(stream_), "static step: reset");
 }
 
 StaticStepParams StaticStepCuda::params(const float* logits_dev, bool write_masked, bool advance) {
@@ -201,20 +202,20 @@ StaticStepHost StaticStepCuda::download(bool masked) {
   download_to(h.top_count, out_count_, static_cast<size_t>(groups_), stream_, "top-k counts");
   download_to(h.states, states_, N, stream_, "states");
   download_to(h.beam_scores, scores_, N, stream_, "beam scores");
-  TS_CUDA_CHECK(cudaMemcpyAsync(&h.step, step_.data(), sizeof h.step, cudaMemcpyDeviceToHost, stream_), "download of the step index");
-  TS_CUDA_CHECK(cudaStreamSynchronize(stream_), "static step: download");
+  TS_CUDA_CHECK(counted_download(&h.step, step_.data(), sizeof h.step, stream_), "download of the step index");
+  TS_CUDA_CHECK(counted_stream_sync(stream_), "static step: download");
   return h;
 }
 
 void StaticStepCuda::poke_state(int32_t row, int64_t state) {
   TS_CHECK(row >= 0 && row < n_, "static step (cuda): poke_state row " << row << " outside [0, " << n_ << ")");
   TS_CUDA_CHECK(cudaMemcpyAsync(states_.data() + row, &state, sizeof state, cudaMemcpyHostToDevice, stream_), "static step: poke state");
-  TS_CUDA_CHECK(cudaStreamSynchronize(stream_), "static step: poke state");
+  TS_CUDA_CHECK(counted_stream_sync(stream_), "static step: poke state");
 }
 
 void StaticStepCuda::poke_step(int32_t step) {
   TS_CUDA_CHECK(cudaMemcpyAsync(step_.data(), &step, sizeof step, cudaMemcpyHostToDevice, stream_), "static step: poke step");
-  TS_CUDA_CHECK(cudaStreamSynchronize(stream_), "static step: poke step");
+  TS_CUDA_CHECK(counted_stream_sync(stream_), "static step: poke step");
 }
 
 void StaticStepCuda::poison() {
@@ -228,7 +229,7 @@ void StaticStepCuda::poison() {
   TS_CUDA_CHECK(cudaMemsetAsync(out_flat_.data(), kPoison, out_flat_.bytes(), stream_), "static step: poison");
   TS_CUDA_CHECK(cudaMemsetAsync(out_next_.data(), kPoison, out_next_.bytes(), stream_), "static step: poison");
   TS_CUDA_CHECK(cudaMemsetAsync(out_count_.data(), kPoison, out_count_.bytes(), stream_), "static step: poison");
-  TS_CUDA_CHECK(cudaStreamSynchronize(stream_), "static step: poison");
+  TS_CUDA_CHECK(counted_stream_sync(stream_), "static step: poison");
 }
 
 }  // namespace triescope::cuda

@@ -11,6 +11,7 @@
 #include "cuda/static/static_constraint_cuda.h"
 #include "cuda/static/static_mask.cuh"
 #include "cuda/static/static_mask_rows.h"
+#include "cuda/host_waits.h"
 
 namespace triescope::cuda {
 
@@ -24,7 +25,7 @@ void grow(DeviceBuffer<T>& b, size_t n, const char* what) {
 template <typename T>
 void d2h(std::vector<T>& v, const DeviceBuffer<T>& d, size_t n, cudaStream_t s, const char* what) {
   v.resize(n);
-  if (n) TS_CUDA_CHECK(cudaMemcpyAsync(v.data(), d.data(), n * sizeof(T), cudaMemcpyDeviceToHost, s), "download of " << what);
+  if (n) TS_CUDA_CHECK(counted_download(v.data(), d.data(), n * sizeof(T), s), "download of " << what);
 }
 
 }  // namespace
@@ -120,14 +121,14 @@ void StaticIndexCuda::run(const int64_t* states, int32_t n, int32_t step, T* lp,
   p.cand_next = BT ? d.cand_next.data() : nullptr;
   p.bt = o.bt;
   static_mask(p, d.stream);
-  TS_CUDA_CHECK(cudaMemcpyAsync(lp, d.out.data(), N * VV * sizeof(T), cudaMemcpyDeviceToHost, d.stream),
+  TS_CUDA_CHECK(counted_download(lp, d.out.data(), N * VV * sizeof(T), d.stream),
                 "static constraint: download masked log-probs");
   d2h(o.valid, d.valid, N, d.stream, "valid counts");
   d2h(o.row_range, d.row_range, 2 * N, d.stream, "rows read");
   d2h(o.dense_next, d.dense_next, o.dense ? N * VV : 0, d.stream, "dense next states");
   d2h(o.cand_tok, d.cand_tok, N * BT, d.stream, "candidate tokens");
   d2h(o.cand_next, d.cand_next, N * BT, d.stream, "candidate next states");
-  TS_CUDA_CHECK(cudaStreamSynchronize(d.stream), "static constraint: mask step");
+  TS_CUDA_CHECK(counted_stream_sync(d.stream), "static constraint: mask step");
 }
 
 template <class T>

@@ -1,27 +1,32 @@
-// core/select/log_normaliser.h against log_softmax_row's normaliser (glibc
-// exp, one sequential sum): within 2e-15 relative on the sum (an FMA exp a
-// few ulp from glibc's near the maximum, 32 partial sums instead of one);
+// core/select/log_normaliser.h against the direct formula (libm exp, one
+// long double sum): within 2e-15 relative on the sum (an FMA exp a few ulp
+// from libm's near the maximum, 32 partial sums instead of one);
 // every path this machine has (AVX-512, AVX2, portable) bit-identical; the allowed-token variant
 // keeps exactly what its bound promises.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <random>
 #include <vector>
 
 #include "core/select/log_normaliser.h"
+#include "core/select/lse_math.h"
 
 using namespace triescope;
 
 namespace {
 
+// The direct formula, independent of the normaliser: max + log of one
+// long double sum of libm exps, two passes.
 double reference_lse(const std::vector<float>& x) {
-  std::vector<double> out(x.size());
-  log_softmax_row(x.data(), static_cast<int32_t>(x.size()), out.data());
-  for (size_t i = 0; i < x.size(); ++i)
-    if (std::isfinite(out[i])) return static_cast<double>(x[i]) - out[i];
-  return -std::numeric_limits<double>::infinity();
+  double mx = -std::numeric_limits<double>::infinity();
+  for (float v : x) mx = std::max(mx, static_cast<double>(v));
+  if (mx == -std::numeric_limits<double>::infinity()) return mx;
+  long double sum = 0;
+  for (float v : x) sum += std::exp(static_cast<long double>(v) - mx);
+  return mx + static_cast<double>(std::log(sum));
 }
 
 // Runs f under every path this machine has (the best one last), so results
@@ -38,7 +43,7 @@ void each_path(F f) {
 
 }  // namespace
 
-TEST_CASE("log normaliser: equals log_softmax_row's within rounding, both paths bit-identical", "[core][log_normaliser]") {
+TEST_CASE("log normaliser: equals the direct formula within rounding, every path bit-identical, log_softmax_row subtracts it", "[core][log_normaliser]") {
   const uint64_t seed = GENERATE(1u, 2u, 3u);
   std::mt19937_64 rng(seed);
   const float scale = GENERATE(0.01f, 3.0f, 80.0f);
@@ -55,6 +60,10 @@ TEST_CASE("log normaliser: equals log_softmax_row's within rounding, both paths 
     // |lse - ref| = |log(S / S_ref)| <= relative error of the sum
     CHECK(std::abs(got - ref) <= 2e-15 * std::max(1.0, std::abs(ref)) + 2e-15);
     each_path([&](const char*) { CHECK(row_log_normaliser(x.data(), V) == got); });
+    std::vector<double> lp(x.size());
+    log_softmax_row(x.data(), V, lp.data());
+    CHECK(log_softmax_lse(x.data(), V) == got);
+    CHECK(lp[0] == static_cast<double>(x[0]) - got);
   }
 }
 
@@ -124,4 +133,34 @@ TEST_CASE("log normaliser: the allowed tokens kept are a superset of those above
         CHECK(is_kept[static_cast<size_t>(v)]);
     }
   }
+}
+
+// lse_math (core/select/lse_math.h), the arithmetic the device shares: its
+// 2^(j/16) constants are exp2's, its log within 2 ulp of glibc's, and the
+// parts of every path finish to row_log_normaliser's value.
+TEST_CASE("lse_math: the 2^(j/16) table, log_positive against libm, parts on every path", "[core][log_normaliser]") {
+  for (int j = 0; j < 16; ++j) {
+    CAPTURE(j);
+    CHECK(lse_math::pow2_sixteenth(j) == static_cast<double>(std::exp2(static_cast<long double>(j) / 16.0L)));
+  }
+  std::mt19937_64 rng(20261127);
+  std::uniform_real_distribution<double> mant(1.0, 2.0);
+  std::uniform_int_distribution<int> ex(-60, 60);
+  double worst = 0;
+  for (int i = 0; i < 1000000; ++i) {
+    const double s = i < 1000 ? 1.0 + i * 0x1p-40 : std::ldexp(mant(rng), ex(rng));
+    const double want = std::log(s), got = lse_math::log_positive(s);
+    const double ulp = std::nextafter(std::abs(want), HUGE_VAL) - std::abs(want);
+    worst = std::max(worst, std::abs(got - want) / (want == 0 ? 0x1p-1074 : ulp));
+  }
+  CAPTURE(worst);
+  CHECK(worst <= 2.0);
+  CHECK(lse_math::log_positive(1.0) == 0.0);
+  std::vector<float> x(4099);
+  std::normal_distribution<float> n(0.0f, 3.0f);
+  for (float& v : x) v = n(rng);
+  each_path([&](const char*) {
+    const LogNormaliserParts p = row_log_normaliser_parts(x.data(), 4099);
+    CHECK(lse_math::finish(p.partial, p.started, p.mx) == row_log_normaliser(x.data(), 4099));
+  });
 }

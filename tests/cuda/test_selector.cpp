@@ -5,6 +5,8 @@
 // kTopkMaxK; and a run over the plan refused by name.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <limits>
 #include <random>
 #include <string>
@@ -14,7 +16,10 @@
 #include "core/select/log_normaliser.h"
 #include "core/select/selector.h"
 #include "cuda/device_selector.h"
+#include "core/select/lse_math.h"
+#include "cuda/row_log_normaliser.cuh"
 #include "cuda/topk_candidates.cuh"
+#include "device_util.h"
 #include "test_util.h"
 
 using namespace triescope;
@@ -87,7 +92,7 @@ TEST_CASE("cuda DeviceSelector equals CpuSelector bit for bit, ties and masked t
   dev.plan(shape);
   REQUIRE(dev.on_device());
 
-  SECTION("from logits: the host's log-normaliser, the device's subtraction and ranking") {
+  SECTION("from logits: the device's log-normaliser, subtraction and ranking") {
     const auto want = cpu.run_logits(r.ptrs, r.beam.data(), c.k);
     REQUIRE(!want.empty());
     require_same(want, dev.run_logits(r.ptrs, r.beam.data(), c.k));
@@ -102,6 +107,41 @@ TEST_CASE("cuda DeviceSelector equals CpuSelector bit for bit, ties and masked t
     const auto want = cpu.run_logprobs(lp.data(), c.rows, r.beam.data(), c.k);
     require_same(want, dev.run_logprobs(lp.data(), c.rows, r.beam.data(), c.k));
   }
+}
+
+// A model's logits left on the device (core/model/model.h's DeviceLogits):
+// the selector gathers the beams' rows (any order, repeats allowed) and
+// ranks them there; the candidates and scores are CpuSelector's over the
+// same rows on the host, bit for bit.
+TEST_CASE("cuda DeviceSelector reads a model's device logits in place, equal to CpuSelector", "[cuda][beam][selector]") {
+  const int32_t vocab = GENERATE(7, 512, 9000);
+  const uint64_t seed = test_seed(96500 + static_cast<uint64_t>(vocab));
+  CAPTURE(vocab, seed);
+  std::mt19937_64 rng(seed);
+  const int32_t model_rows = 9, beams = 6, k = std::min(12, vocab);
+  const Rows all = random_rows(rng, model_rows, vocab, 5, 0.05);
+  std::vector<int32_t> row_ids;
+  for (int32_t r = 0; r < beams; ++r) row_ids.push_back(std::uniform_int_distribution<int32_t>(0, model_rows - 1)(rng));
+  row_ids[1] = row_ids[0];  // two beams on one logits row
+  std::vector<const float*> host_rows;
+  for (int32_t id : row_ids) host_rows.push_back(all.ptrs[static_cast<size_t>(id)]);
+  const std::vector<double> beam(all.beam.begin(), all.beam.begin() + beams);
+  CpuSelector cpu;
+  cpu.plan({beams, vocab, k});
+  cuda::DeviceSelector dev;
+  dev.plan({beams, vocab, k});
+  REQUIRE(dev.reads_device_logits());
+  const auto d_logits = upload(all.logits);
+  const auto want = cpu.run_logits(host_rows, beam.data(), k);
+  REQUIRE(!want.empty());
+  require_same(want, dev.run_device_logits(d_logits.data(), nullptr, vocab, row_ids, beam.data(), k));
+  CHECK_THROWS_WITH(dev.run_device_logits(d_logits.data(), nullptr, vocab + 1, row_ids, beam.data(), k),
+                    Catch::Contains("device logits " + std::to_string(vocab + 1) + " wide, planned for " + std::to_string(vocab)));
+  CpuSelector host_only;
+  host_only.plan({beams, vocab, k});
+  CHECK_FALSE(host_only.reads_device_logits());
+  CHECK_THROWS_WITH(host_only.run_device_logits(d_logits.data(), nullptr, vocab, row_ids, beam.data(), k),
+                    Catch::Contains("selector cpu: reads no device logits"));
 }
 
 TEST_CASE("cuda DeviceSelector: a k past kTopkMaxK runs on the CPU selector; a run past the plan is refused", "[cuda][beam][selector]") {
@@ -126,4 +166,81 @@ TEST_CASE("cuda DeviceSelector: a k past kTopkMaxK runs on the CPU selector; a r
   } catch (const Error& e) {
     CHECK(std::string(e.what()).find("cuda selector: a step ranks 2 rows, planned for at most 1") != std::string::npos);
   }
+}
+
+// The device's log-normaliser replays the CPU pass: the 32 lane sums, the
+// maximum and the finished log-normaliser bit for bit. Rows whose maximum rises
+// block after block (a rescale every block), rows with -inf, a row of only
+// -inf, vocabularies below and off the 32-block.
+TEST_CASE("cuda row_log_normalisers: the CPU pass's lane sums and maximum bit for bit", "[cuda][beam][selector][lse]") {
+  const int32_t vocab = GENERATE(1, 31, 33, 512, 4099, 49152);
+  const uint64_t seed = test_seed(96000 + static_cast<uint64_t>(vocab));
+  CAPTURE(vocab, seed);
+  std::mt19937_64 rng(seed);
+  const int32_t rows = 6;
+  std::vector<float> x(static_cast<size_t>(rows) * vocab);
+  std::normal_distribution<float> n(0.0f, 4.0f);
+  std::bernoulli_distribution masked(0.2);
+  const float ninf = -std::numeric_limits<float>::infinity();
+  for (int32_t r = 0; r < rows; ++r)
+    for (int32_t v = 0; v < vocab; ++v) {
+      float& e = x[static_cast<size_t>(r) * vocab + v];
+      e = r == 0   ? 0.01f * static_cast<float>(v) - 30.0f     // rising: the maximum moves every block
+          : r == 1 ? ninf                                      // no finite logit
+          : r == 2 ? (masked(rng) ? ninf : n(rng))             // masked tokens
+          : r == 3 ? 1e4f * n(rng)                             // wide: most exponentials underflow
+                   : n(rng);
+    }
+  const auto d_x = upload(x);
+  auto ws = poisoned<float>(static_cast<size_t>(cuda::row_log_normaliser_workspace_size(rows, vocab)));
+  auto lse = poisoned<double>(rows);
+  auto parts = poisoned<double>(static_cast<size_t>(rows) * 33);
+  auto status = fresh_status();
+  cuda::RowLogNormaliserParams p;
+  p.logits = d_x.data();
+  p.num_rows = rows;
+  p.vocab = vocab;
+  p.workspace = ws.data();
+  p.out_lse = lse.data();
+  p.maybe_out_parts = parts.data();
+  p.maybe_status = status.data();
+  cuda::row_log_normalisers(p, nullptr);
+  const auto got_lse = download(lse, rows);
+  const auto got_parts = download(parts, static_cast<size_t>(rows) * 33);
+  REQUIRE(read_status(status).code == 0);
+  for (int32_t r = 0; r < rows; ++r) {
+    CAPTURE(r);
+    const LogNormaliserParts want = row_log_normaliser_parts(x.data() + static_cast<size_t>(r) * vocab, vocab);
+    for (int32_t l = 0; l < 32; ++l) {
+      CAPTURE(l);
+      REQUIRE(got_parts[static_cast<size_t>(r) * 33 + l] == want.partial[l]);
+    }
+    if (want.started) REQUIRE(got_parts[static_cast<size_t>(r) * 33 + 32] == want.mx);
+    const double want_lse = lse_math::finish(want.partial, want.started, want.mx);
+    REQUIRE((got_lse[r] == want_lse || (std::isnan(got_lse[r]) && std::isnan(want_lse))));
+    if (r == 1) REQUIRE(got_lse[r] == -std::numeric_limits<double>::infinity());
+    REQUIRE(got_lse[r] == row_log_normaliser(x.data() + static_cast<size_t>(r) * vocab, vocab));  // the reference's own value
+  }
+}
+
+TEST_CASE("cuda row_log_normalisers: a NaN or +inf logit is reported with its row and token", "[cuda][beam][selector][lse]") {
+  std::vector<float> x(2 * 100, 0.5f);
+  const float bad = GENERATE(std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity());
+  x[100 + 77] = bad;
+  const auto d_x = upload(x);
+  auto ws = poisoned<float>(static_cast<size_t>(cuda::row_log_normaliser_workspace_size(2, 100)));
+  auto lse = poisoned<double>(2);
+  auto status = fresh_status();
+  cuda::RowLogNormaliserParams p;
+  p.logits = d_x.data();
+  p.num_rows = 2;
+  p.vocab = 100;
+  p.workspace = ws.data();
+  p.out_lse = lse.data();
+  p.maybe_status = status.data();
+  cuda::row_log_normalisers(p, nullptr);
+  const cuda::KernelStatus st = read_status(status);
+  CHECK(st.code == static_cast<int32_t>(cuda::KernelError::bad_logit));
+  CHECK(st.a == 1);
+  CHECK(st.b == 77);
 }

@@ -2,8 +2,9 @@
 // (launch_stats(), cuda/host_runtime): a decode on --backend cuda-emu plans a
 // cuda::DeviceSelector with the sample's beam width and ranks every step with
 // the radix top-k (one chunk launch of rows x row_chunks blocks and one merge
-// launch per step, no device log-softmax: the log-normaliser is the host's),
-// and its trace's records are the CPU's byte for byte. Host runtime only
+// launch per step) after one log-normaliser launch of one block a row (the
+// reference's pass, cuda/row_log_normaliser.cu; not the older device
+// log-softmax), and its trace's records are the CPU's byte for byte. Host runtime only
 // (label cuda_emu).
 #include <catch2/catch.hpp>
 
@@ -107,7 +108,10 @@ TEST_CASE("selection structure: --backend cuda-emu ranks each beam step with the
   REQUIRE(steps >= 2);
   CHECK(single.size() + merge.size() == static_cast<size_t>(steps));  // one ranking a step
   CHECK(chunk.size() == merge.size());
-  CHECK(launches_of("lse_partial_kernel").empty());  // the log-normaliser is the host's
+  const auto normaliser = launches_of("row_log_normaliser_kernel");
+  CHECK(normaliser.size() == static_cast<size_t>(steps));  // one a ranking, one block a row
+  for (const auto& m : normaliser) CHECK((m.blocks >= 1u && m.blocks <= 15u));
+  CHECK(launches_of("lse_partial_kernel").empty());  // not the older device log-softmax
   CHECK(launches_of("log_softmax_write_kernel").empty());
   for (const auto& m : single) CHECK(m.blocks == 1u);
   for (const auto& m : merge) CHECK(m.blocks == 1u);

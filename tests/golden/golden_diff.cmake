@@ -7,8 +7,9 @@
 # A golden is traces/golden/<sample stem>.trace.jsonl for samples/<stem>.json.
 # BACKEND (default cpu): the backend that regenerates the trace (cpu, or
 # cuda-emu: the same kernels on the host runtime).
-# REQUIRE_CUDA_BACKEND (default ON): a golden must say "backend":"cuda", so a
-# CPU trace stored by mistake cannot make this check vacuous.
+# REQUIRE_CUDA_BACKEND (default ON): a golden must say "backend":"cuda" (or
+# "cuda-emulated": recorded on the host runtime, as traces/golden/README.md says),
+# so a CPU trace stored by mistake cannot make this check vacuous.
 # REQUIRE_ALL (default ON): every sample with synthetic models
 # (golden_samples.cmake) must have its golden; none is skipped.
 foreach(v TRIESCOPE SAMPLES_DIR GOLDEN_DIR WORK_DIR)
@@ -54,8 +55,8 @@ foreach(golden IN LISTS goldens)
   endif()
   if(REQUIRE_CUDA_BACKEND)
     file(STRINGS "${golden}" header LIMIT_COUNT 1)
-    if(NOT header MATCHES "\"backend\":\"cuda\"")
-      string(APPEND failures "\n  ${golden}: header is not a CUDA trace (\"backend\":\"cuda\" missing)")
+    if(NOT header MATCHES "\"backend\":\"cuda(-emulated)?\"")
+      string(APPEND failures "\n  ${golden}: header is not a CUDA-backend trace (\"backend\":\"cuda\" or \"cuda-emulated\" missing)")
       continue()
     endif()
   endif()

@@ -272,6 +272,9 @@ inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
 inline double rsqrt(double x) { return 1.0 / std::sqrt(x); }
 inline float __fmaf_rn(float a, float b, float c) { return std::fma(a, b, c); }
 inline double __fma_rn(double a, double b, double c) { return std::fma(a, b, c); }
+inline double __dadd_rn(double a, double b) { return a + b; }
+inline double __dsub_rn(double a, double b) { return a - b; }
+inline double __dmul_rn(double a, double b) { return a * b; }
 inline float __int_as_float(int x) { return ::triescope::cuda_host::lane_value<float>(static_cast<uint32_t>(x)); }
 inline int __float_as_int(float x) { return static_cast<int>(static_cast<uint32_t>(::triescope::cuda_host::lane_bits(x))); }
 inline double __longlong_as_double(long long x) { return ::triescope::cuda_host::lane_value<double>(static_cast<uint64_t>(x)); }
