@@ -137,11 +137,14 @@ void CudaSyntheticModel::forward(const StepInput& in, Logits& out) {
   lp.maybe_status = d.status.data();
   synthetic_logits(lp, d.stream);
 
-  if (!stay)
-    TS_CUDA_CHECK(counted_download(out.data.data(), d.logits.data(), out.data.size() * sizeof(float), d.stream),
-                  "cuda synthetic model: download logits");
+  if (stay) {  // nothing to wait for: the selector reads the logits and this status back with its answer
+    out.device = {d.logits.data(), d.stream, d.status.data()};
+    return;
+  }
+  TS_CUDA_CHECK(counted_download(out.data.data(), d.logits.data(), out.data.size() * sizeof(float), d.stream),
+                "cuda synthetic model: download logits");
   status_check(d.status.data(), d.stream, "cuda synthetic model: forward");  // synchronises
-  out.device = {d.logits.data(), d.stream};
+  out.device = {d.logits.data(), d.stream, nullptr};
 }
 
 void CudaSyntheticModel::compact(const CompactionPlan& plan) {

@@ -3,7 +3,9 @@
 // tokens, positions, slots and mask rows, writes the K/V on the device, runs
 // synthetic_logits there and copies back only the logits (what the decoder
 // and its trace need), or nothing when the caller's device selector reads
-// them in place (StepInput::logits_may_stay_on_device). Bit-identical logits to SyntheticModel by
+// them in place (StepInput::logits_may_stay_on_device: then the forward waits
+// for nothing, and its kernels' status rides back with the selector's
+// answer, DeviceLogits::status). Bit-identical logits to SyntheticModel by
 // construction; tests/cuda checks it on random inputs.
 // Plain C++ header: no CUDA types, so app/ and tests include it with g++.
 #pragma once

@@ -176,7 +176,8 @@ void TrieSearch::rank(int32_t step, json* cinfo) {
   if (!on_host) {  // the rows stayed on the device (feed): only the 2b candidates cross to the host
     std::vector<int32_t> row_ids;
     for (const Beam& bm : beams_) row_ids.push_back(bm.logits_row);
-    cands_ = selector_->run_device_logits(logits_.device.rows, logits_.device.stream, V_, row_ids, beam_scores.data(), 2 * b_);
+    cands_ = selector_->run_device_logits(logits_.device.rows, logits_.device.stream, logits_.device.status, V_, row_ids,
+                                          beam_scores.data(), 2 * b_);
     return;
   }
   if (!constraint_) {

@@ -43,6 +43,10 @@ struct StepInput {
 struct DeviceLogits {
   const float* rows = nullptr;  // [rows x vocab] device memory, valid until the model's next forward, compact or reset
   void* stream = nullptr;       // the cudaStream_t they are ready in order on
+  // The producing kernels' status (a cuda::KernelStatus in device memory),
+  // not yet read: the selector reads it back with its answer and throws on
+  // an error, so the forward itself waits for nothing. Null: checked already.
+  void* status = nullptr;
 };
 
 struct Logits {

@@ -45,9 +45,11 @@ class Selector {
   virtual bool reads_device_logits() const { return false; }
   // run_logits over rows row_ids[r] of the logits a model left on its
   // device (core/model/model.h's DeviceLogits: `device_rows` [any x vocab],
-  // ready in order on `stream`): only the k candidates cross to the host.
-  // This base refuses with an Error naming the selector.
-  virtual std::vector<ScoredCandidate> run_device_logits(const float* device_rows, void* stream, int32_t vocab,
+  // ready in order on `stream`; `producer_status`, when not null, the
+  // model's unchecked kernel status, read back with the answer): only the k
+  // candidates cross to the host. This base refuses with an Error naming
+  // the selector.
+  virtual std::vector<ScoredCandidate> run_device_logits(const float* device_rows, void* stream, void* producer_status, int32_t vocab,
                                                          const std::vector<int32_t>& row_ids, const double* beam_scores, int32_t k);
 };
 
