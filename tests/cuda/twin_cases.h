@@ -70,6 +70,14 @@ struct TwinSpec {
   std::function<void(const TwinPoint& pt, const In& in, const Out& want, const Out& got)> compare{};
 };
 
+// A uniform integer in [lo, hi]: the cases' random shapes and values.
+template <class T>
+T draw(std::mt19937_64& rng, T lo, T hi) {
+  return std::uniform_int_distribution<T>(lo, hi)(rng);
+}
+// Entry i of a point's shape.
+inline int32_t dim(const TwinPoint& pt, size_t i) { return static_cast<int32_t>(pt.shape.at(i)); }
+
 // Every case, in registration order (addresses are stable).
 const std::deque<TwinCase>& twin_cases();
 // Adds a case and hands it to the runner of this binary.

@@ -22,11 +22,6 @@
 namespace triescope::testing {
 namespace {
 
-template <class T>
-T draw(std::mt19937_64& rng, T lo, T hi) {
-  return std::uniform_int_distribution<T>(lo, hi)(rng);
-}
-int32_t dim(const TwinPoint& pt, size_t i) { return static_cast<int32_t>(pt.shape.at(i)); }
 
 [[maybe_unused]] const bool mask_build = twin_register(TwinSpec<MaskBuildIn, MaskBuildOut>{
     .name = "ancestor_mask_build on random forests",

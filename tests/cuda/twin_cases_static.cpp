@@ -36,7 +36,6 @@
 namespace triescope::testing {
 namespace {
 
-int32_t dim(const TwinPoint& pt, size_t i) { return static_cast<int32_t>(pt.shape.at(i)); }
 CsrLayout layout_of(const TwinPoint& pt) { return pt.shape.at(2) ? CsrLayout::compact : CsrLayout::stacked; }
 size_t at(int64_t i) { return static_cast<size_t>(i); }
 

@@ -28,11 +28,6 @@
 namespace triescope::testing {
 namespace {
 
-template <class T>
-T draw(std::mt19937_64& rng, T lo, T hi) {
-  return std::uniform_int_distribution<T>(lo, hi)(rng);
-}
-int32_t dim(const TwinPoint& pt, size_t i) { return static_cast<int32_t>(pt.shape.at(i)); }
 size_t at(int64_t i) { return static_cast<size_t>(i); }
 
 double worst_excess(const std::vector<double>& got, const std::vector<double>& want) {
