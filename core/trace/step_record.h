@@ -73,7 +73,7 @@ class StepRecord {
     if (on_) fields_[key] = value();
   }
   // The verification result ("verify"; its "kind" is the header's verify
-  // kind): all its fields at once, one field, or one entry of an array field.
+  // kind), all its fields at once (each kind's typed payload's to_json).
   template <class F>
   void verify(F&& fields) {
     if (!on_) return;
@@ -81,25 +81,11 @@ class StepRecord {
     v["kind"] = verify_kind_;
     fields_["verify"] = std::move(v);
   }
-  template <class F>
-  void verify_set(const char* key, F&& value) {
-    if (on_) verify_object()[key] = value();
-  }
-  template <class F>
-  void verify_push(const char* key, F&& entry) {
-    if (on_) verify_object()[key].push_back(entry());
-  }
 
   // The fields built so far (null when nothing is recorded).
   json take() { return std::move(fields_); }
 
  private:
-  json& verify_object() {
-    json& v = fields_["verify"];
-    v["kind"] = verify_kind_;
-    return v;
-  }
-
   bool on_;
   std::string verify_kind_;
   json fields_;
