@@ -122,9 +122,6 @@ ALLOWED = {
     # merges into kv (Model::engine_state); it cannot include kv_record.h.
     ("core/model/llama_cpp/llama_cpp_model.cpp", "engine_cells"),
     ("core/model/llama_cpp/llama_cpp_model.cpp", "engine_seq_ids"),
-    # The verification pane shows the step's verify-related fields as raw
-    # JSON, whatever the kind (its tree view of the record).
-    ("gui/panes/verify_pane.cpp", "draft_layers"),
 }
 
 LITERAL = re.compile(r'"((?:[^"\\\n]|\\.)*)"')

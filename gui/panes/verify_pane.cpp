@@ -17,6 +17,7 @@
 #include <set>
 
 #include "core/analysis/verify_kind.h"
+#include "core/trace/dsbd_layers_verify_record.h"
 #include "core/trace/trace.h"
 #include "gui/json_tree_model.h"
 #include "gui/panes/json_pane.h"
@@ -361,7 +362,7 @@ void VerifyPane::refresh() {
   const auto& extra = ctx_.loaded() ? ctx_.view().extra : nlohmann::json();
   nlohmann::json raw;
   if (extra.is_object())
-    for (const char* k : {"verify", "draft_layers", "iteration"})
+    for (const char* k : {"verify", kDsbdDraftLayersField, "iteration"})
       if (extra.contains(k)) raw[k] = extra[k];
   model_->setJson(raw);
   raw_->expandToDepth(0);
