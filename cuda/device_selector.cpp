@@ -12,7 +12,8 @@
 namespace triescope::cuda {
 
 namespace {
-constexpr size_t kAnswerHead = 5;  // int64 words before the scores: the two statuses (2 + 2), the count (1)
+constexpr size_t kAnswerHead = 7;  // int64 words before the scores: the three statuses (2 + 2 + 2), the count (1)
+constexpr const char* kUpstreamName[2] = {"model's", "mask builder's"};  // DeviceLogits::status, ::input_status
 static_assert(sizeof(KernelStatus) <= 2 * sizeof(int64_t));
 
 }  // namespace
@@ -28,8 +29,10 @@ struct DeviceSelector::Device {
   DeviceBuffer<int64_t> ws_flat;     // [the same]
   // The step's answer, read back in one download: [0, 2) the KernelStatus
   // (a NaN or +inf logit the normaliser met), [2, 4) the logits' producer's
-  // KernelStatus (DeviceLogits::status), [4] the count (an int32 in its low
-  // bytes), [5, 5 + k) the scores (doubles), [5 + k, 5 + 2k) the flat indices.
+  // KernelStatus (DeviceLogits::status), [4, 6) that of the kernels that
+  // built the producer's inputs (DeviceLogits::input_status: the mask
+  // builder's), [6] the count (an int32 in its low bytes), [7, 7 + k) the
+  // scores (doubles), [7 + k, 7 + 2k) the flat indices.
   DeviceBuffer<int64_t> out;
   ~Device() {
     if (stream) cudaStreamDestroy(stream);
@@ -79,8 +82,8 @@ std::vector<ScoredCandidate> DeviceSelector::run_logits(const std::vector<const 
 
 bool DeviceSelector::reads_device_logits() const { return !on_host_; }
 
-std::vector<ScoredCandidate> DeviceSelector::run_device_logits(const float* device_rows, void* stream, void* producer_status, int32_t vocab,
-                                                               const std::vector<int32_t>& row_ids, const double* beam_scores, int32_t k) {
+std::vector<ScoredCandidate> DeviceSelector::run_device_logits(const DeviceLogits& logits, int32_t vocab, const std::vector<int32_t>& row_ids,
+                                                               const double* beam_scores, int32_t k) {
   TS_CHECK(reads_device_logits(), "cuda selector: planned for k = " << shape_.k << ", past the device ranking (" << kTopkMaxK
                                                                      << "): it reads no device logits");
   TS_CHECK(vocab == shape_.vocab, "cuda selector: device logits " << vocab << " wide, planned for " << shape_.vocab);
@@ -88,13 +91,13 @@ std::vector<ScoredCandidate> DeviceSelector::run_device_logits(const float* devi
   selection_shape_check(shape_, n, k, "cuda selector");
   if (n == 0 || k == 0) return {};
   // Everything on the model's stream: its logits are ready in order there.
-  const auto s = static_cast<cudaStream_t>(stream);
+  const auto s = static_cast<cudaStream_t>(logits.stream);
   Device& d = *dev_;
   for (int32_t r = 0; r < n; ++r)
-    TS_CUDA_CHECK(cudaMemcpyAsync(d.logits.data() + static_cast<size_t>(r) * vocab, device_rows + static_cast<size_t>(row_ids[static_cast<size_t>(r)]) * vocab,
+    TS_CUDA_CHECK(cudaMemcpyAsync(d.logits.data() + static_cast<size_t>(r) * vocab, logits.rows + static_cast<size_t>(row_ids[static_cast<size_t>(r)]) * vocab,
                                   sizeof(float) * static_cast<size_t>(vocab), cudaMemcpyDeviceToDevice, s),
                   "cuda selector: gather logits row " << r);
-  return select_uploaded(n, beam_scores, k, true, stream, producer_status);
+  return select_uploaded(n, beam_scores, k, true, logits.stream, {logits.status, logits.input_status});
 }
 
 std::vector<ScoredCandidate> DeviceSelector::run_logprobs(const double* logprobs, int32_t rows, const double* beam_scores, int32_t k) {
@@ -110,14 +113,15 @@ std::vector<ScoredCandidate> DeviceSelector::run_logprobs(const double* logprobs
 }
 
 std::vector<ScoredCandidate> DeviceSelector::select_uploaded(int32_t rows, const double* beam_scores, int32_t k, bool from_logits,
-                                                             void* stream_handle, void* producer_status) {
+                                                             void* stream_handle, const std::array<void*, 2>& upstream_status) {
   const auto stream = static_cast<cudaStream_t>(stream_handle);
   Device& d = *dev_;
-  TS_CUDA_CHECK(cudaMemsetAsync(d.out.data(), 0, 4 * sizeof(int64_t), stream), "cuda selector: clear statuses");
-  if (producer_status) {  // the model's status rides back with the answer, then is cleared for its next kernels
-    TS_CUDA_CHECK(cudaMemcpyAsync(d.out.data() + 2, producer_status, sizeof(KernelStatus), cudaMemcpyDeviceToDevice, stream),
-                  "cuda selector: copy the model's status");
-    TS_CUDA_CHECK(cudaMemsetAsync(producer_status, 0, sizeof(KernelStatus), stream), "cuda selector: clear the model's status");
+  TS_CUDA_CHECK(cudaMemsetAsync(d.out.data(), 0, 6 * sizeof(int64_t), stream), "cuda selector: clear statuses");
+  for (size_t i = 0; i < upstream_status.size(); ++i) {
+    if (!upstream_status[i]) continue;  // the model's (and its inputs') status rides back with the answer, then is cleared
+    TS_CUDA_CHECK(cudaMemcpyAsync(d.out.data() + 2 + 2 * i, upstream_status[i], sizeof(KernelStatus), cudaMemcpyDeviceToDevice, stream),
+                  "cuda selector: copy the " << kUpstreamName[i] << " status");
+    TS_CUDA_CHECK(cudaMemsetAsync(upstream_status[i], 0, sizeof(KernelStatus), stream), "cuda selector: clear the " << kUpstreamName[i] << " status");
   }
   TS_CUDA_CHECK(cudaMemcpyAsync(d.beam_scores.data(), beam_scores, sizeof(double) * rows, cudaMemcpyHostToDevice, stream),
                 "cuda selector: upload beam scores");
@@ -141,21 +145,24 @@ std::vector<ScoredCandidate> DeviceSelector::select_uploaded(int32_t rows, const
   p.k = k;
   p.workspace_score = d.ws_score.data();
   p.workspace_flat = d.ws_flat.data();
-  p.out_count = reinterpret_cast<int32_t*>(d.out.data() + 4);
+  p.out_count = reinterpret_cast<int32_t*>(d.out.data() + 6);
   p.out_score = reinterpret_cast<double*>(d.out.data() + kAnswerHead);
   p.out_flat = d.out.data() + kAnswerHead + k;
   topk_candidates(p, stream);
   std::vector<int64_t> answer(kAnswerHead + 2 * static_cast<size_t>(k));
   TS_CUDA_CHECK(counted_download(answer.data(), d.out.data(), answer.size() * sizeof(int64_t), stream), "cuda selector: download");
   TS_CUDA_CHECK(counted_stream_sync(stream), "cuda selector: select");  // the host rows may die after this
-  KernelStatus model, st;
-  std::memcpy(static_cast<void*>(&model), answer.data() + 2, sizeof model);
-  TS_CHECK(model.code == 0, "cuda selector: the model's kernels reported " << kernel_error_name(static_cast<KernelError>(model.code))
-                                                                         << " (index " << model.a << ", value " << model.b << ")");
+  for (size_t i = upstream_status.size(); i-- > 0;) {  // inputs first: a bad mask explains a bad forward
+    KernelStatus up;
+    std::memcpy(static_cast<void*>(&up), answer.data() + 2 + 2 * i, sizeof up);
+    TS_CHECK(up.code == 0, "cuda selector: the " << kUpstreamName[i] << " kernels reported " << kernel_error_name(static_cast<KernelError>(up.code))
+                                                 << " (index " << up.a << ", value " << up.b << ")");
+  }
+  KernelStatus st;
   std::memcpy(static_cast<void*>(&st), answer.data(), sizeof st);
   TS_CHECK(st.code == 0, "cuda selector: " << kernel_error_name(static_cast<KernelError>(st.code)) << " (row " << st.a << ", token " << st.b << ")");
   int32_t count = 0;
-  std::memcpy(&count, answer.data() + 4, sizeof count);
+  std::memcpy(&count, answer.data() + 6, sizeof count);
   TS_CHECK(count >= 0 && count <= k, "cuda selector: the device found " << count << " candidates of " << k);
   std::vector<ScoredCandidate> out(static_cast<size_t>(count));
   for (size_t i = 0; i < out.size(); ++i) {

@@ -16,6 +16,7 @@
 // A k over kTopkMaxK (a beam width over 512) runs on the CPU selector.
 // Plain C++ header: no CUDA types.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -41,16 +42,17 @@ class DeviceSelector final : public Selector {
   // True when the planned k fits the device ranking: a model's device logits are read in place.
   bool reads_device_logits() const override;
   // Device: the rows gathered from the model's logits, their log-normalisers, then the top k, all on `stream`.
-  std::vector<ScoredCandidate> run_device_logits(const float* device_rows, void* stream, void* producer_status, int32_t vocab,
-                                                 const std::vector<int32_t>& row_ids, const double* beam_scores, int32_t k) override;
+  std::vector<ScoredCandidate> run_device_logits(const DeviceLogits& logits, int32_t vocab, const std::vector<int32_t>& row_ids,
+                                                 const double* beam_scores, int32_t k) override;
   // True when the planned k fits the device ranking (k <= kTopkMaxK).
   bool on_device() const { return !on_host_; }
 
  private:
   struct Device;
   // The top k of the rows already uploaded (logits + lse, or log-probs).
+  // `upstream_status`: DeviceLogits::status and ::input_status, read back with the answer.
   std::vector<ScoredCandidate> select_uploaded(int32_t rows, const double* beam_scores, int32_t k, bool from_logits, void* stream,
-                                              void* producer_status = nullptr);
+                                              const std::array<void*, 2>& upstream_status = {});
 
   std::unique_ptr<Device> dev_;
   SelectionShape shape_;

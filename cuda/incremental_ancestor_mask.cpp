@@ -15,7 +15,9 @@ struct IncrementalAncestorMask::Device {
   DeviceBuffer<int32_t> plan;    // [4 x num_new] src_row | batch_parent | slot | dst_row
   DeviceBuffer<uint64_t> out;    // [num_new x out_words]
   DeviceBuffer<KernelStatus> status;
+  cudaEvent_t ready = nullptr;  // recorded after each extend_on_device's kernel (DeviceMask::ready)
   ~Device() {
+    if (ready) cudaEventDestroy(ready);
     if (stream) cudaStreamDestroy(stream);
   }
 };
@@ -24,6 +26,7 @@ IncrementalAncestorMask::IncrementalAncestorMask() : dev_(std::make_unique<Devic
   std::string why;
   TS_CHECK(device_count(&why) > 0, "cuda incremental mask: no usable CUDA device (" << why << ")");
   TS_CUDA_CHECK(cudaStreamCreateWithFlags(&dev_->stream, cudaStreamNonBlocking), "cuda incremental mask: create stream");
+  TS_CUDA_CHECK(cudaEventCreateWithFlags(&dev_->ready, cudaEventDisableTiming), "cuda incremental mask: create event");
   dev_->status.resize_discard(1, "kernel status");
   TS_CUDA_CHECK(cudaMemsetAsync(dev_->status.data(), 0, sizeof(KernelStatus), dev_->stream), "cuda incremental mask: clear status");
   reset();
@@ -53,14 +56,15 @@ void IncrementalAncestorMask::resize_table(int32_t rows, int32_t words) {
   dev_words_ = words;
 }
 
-BitMask IncrementalAncestorMask::extend(const TokenTree& tree, const std::vector<int32_t>& nodes, int32_t num_slots) {
+// Enqueues the kernel that writes the rows of `nodes` into the device's
+// `out` buffer ([n x words_per_row]); waits for nothing. The host vectors it
+// uploads from may die on return: a copy from pageable memory is staged
+// before cudaMemcpyAsync returns (the runtime API's synchronisation rules;
+// the host runtime stages them too).
+void IncrementalAncestorMask::enqueue_extend(const TokenTree& tree, const std::vector<int32_t>& nodes, int32_t num_slots,
+                                             int32_t words_per_row) {
   const MaskExtendPlan plan = planner_.plan_extend(tree, nodes, num_slots);
   const int32_t n = static_cast<int32_t>(nodes.size());
-  BitMask out(n, num_slots);
-  if (n == 0) {
-    planner_.finish_extend();
-    return out;
-  }
   TS_CHECK(plan.table_rows >= dev_rows_ && plan.table_words >= dev_words_, "cuda incremental mask: the table never shrinks");
   resize_table(plan.table_rows, plan.table_words);
   Device& d = *dev_;
@@ -72,7 +76,7 @@ BitMask IncrementalAncestorMask::extend(const TokenTree& tree, const std::vector
   packed.reserve(static_cast<size_t>(4 * n));
   for (const auto* v : {&plan.src_row, &plan.batch_parent, &plan.slot, &plan.dst_row}) packed.insert(packed.end(), v->begin(), v->end());
   d.plan.reserve_discard(packed.size(), "mask plan");
-  d.out.reserve_discard(std::max<size_t>(out.words.size(), 1), "mask rows");
+  d.out.reserve_discard(std::max<size_t>(static_cast<size_t>(n) * static_cast<size_t>(words_per_row), 1), "mask rows");
   TS_CUDA_CHECK(cudaMemcpyAsync(d.plan.data(), packed.data(), packed.size() * sizeof(int32_t), cudaMemcpyHostToDevice, d.stream),
                 "cuda incremental mask: upload plan");
   AncestorMaskExtendParams p;
@@ -86,15 +90,41 @@ BitMask IncrementalAncestorMask::extend(const TokenTree& tree, const std::vector
   p.table_words = dev_words_;
   p.num_slots = num_slots;
   p.maybe_out = d.out.data();
-  p.out_words = out.words_per_row;
+  p.out_words = words_per_row;
   p.maybe_status = d.status.data();
   ancestor_mask_extend(p, d.stream);
+}
+
+BitMask IncrementalAncestorMask::extend(const TokenTree& tree, const std::vector<int32_t>& nodes, int32_t num_slots) {
+  BitMask out(static_cast<int32_t>(nodes.size()), num_slots);
+  if (nodes.empty()) {
+    planner_.plan_extend(tree, nodes, num_slots);
+    planner_.finish_extend();
+    return out;
+  }
+  enqueue_extend(tree, nodes, num_slots, out.words_per_row);
+  Device& d = *dev_;
   if (!out.words.empty())
     TS_CUDA_CHECK(counted_download(out.words.data(), d.out.data(), out.words.size() * sizeof(uint64_t), d.stream),
                   "cuda incremental mask: download rows");
-  status_check(d.status.data(), d.stream, "cuda incremental mask: extend");  // synchronises: host buffers may die now
+  status_check(d.status.data(), d.stream, "cuda incremental mask: extend");  // synchronises
   planner_.finish_extend();
   return out;
+}
+
+DeviceMask IncrementalAncestorMask::extend_on_device(const TokenTree& tree, const std::vector<int32_t>& nodes, int32_t num_slots) {
+  const int32_t words_per_row = BitMask::words_for(num_slots);
+  DeviceMask out{nullptr, words_per_row, nullptr, nullptr};
+  if (nodes.empty()) {
+    planner_.plan_extend(tree, nodes, num_slots);
+    planner_.finish_extend();
+    return out;
+  }
+  enqueue_extend(tree, nodes, num_slots, words_per_row);
+  Device& d = *dev_;
+  TS_CUDA_CHECK(cudaEventRecord(d.ready, d.stream), "cuda incremental mask: record rows ready");
+  planner_.finish_extend();
+  return {d.out.data(), words_per_row, d.ready, d.status.data()};
 }
 
 }  // namespace triescope::cuda

@@ -18,10 +18,16 @@ __device__ __forceinline__ uint64_t mix64(uint64_t x) {
 constexpr uint64_t kTok = 0x100000001b3ull, kPos = 0xc2b2ae3d27d4eb4full, kRel = 0x165667b19e3779f9ull;
 constexpr unsigned kThreads = 256;
 
+// The live (query, slot) counts: from device memory when a captured launch
+// carries them (maybe_sizes), else the launch's own.
+__device__ int32_t live_queries(const int32_t* maybe_sizes, int32_t num_queries) { return maybe_sizes ? maybe_sizes[0] : num_queries; }
+__device__ int32_t live_slots(const int32_t* maybe_sizes, int32_t num_slots) { return maybe_sizes ? maybe_sizes[1] : num_slots; }
+
 __global__ void synthetic_kv_write_kernel(SyntheticKvWriteParams p) {
-  for (int32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < p.num_queries; i += gridDim.x * blockDim.x) {
+  const int32_t n = live_queries(p.maybe_sizes, p.num_queries), num_slots = live_slots(p.maybe_sizes, p.num_slots);
+  for (int32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
     const int32_t s = p.slots[i];
-    if (s < 0 || s >= p.num_slots) {
+    if (s < 0 || s >= num_slots) {
       detail::status_report(p.maybe_status, KernelError::slot_out_of_range, i, s);
       continue;
     }
@@ -40,16 +46,17 @@ struct QueryHashes {
 };
 __device__ QueryHashes query_hashes(const SyntheticLogitsParams& p, int32_t q, bool report, uint64_t* s_full, uint64_t* s_local) {
   const SyntheticLogitsConfig& cfg = p.cfg;
-  const int32_t used_words = (p.num_slots + 63) / 64;
+  const int32_t num_slots = live_slots(p.maybe_sizes, p.num_slots);
+  const int32_t used_words = (num_slots + 63) / 64;
   const uint64_t* row = p.mask + static_cast<size_t>(q) * static_cast<size_t>(p.words_per_row);
   const int32_t qpos = p.query_positions[q];
   uint64_t full = 0, local = 0;
   for (int32_t w = threadIdx.x; w < p.words_per_row; w += blockDim.x) {
     uint64_t bits = row[w];
-    if (w >= used_words || (w == used_words - 1 && (p.num_slots & 63) != 0 && (bits >> (p.num_slots & 63)) != 0)) {
+    if (w >= used_words || (w == used_words - 1 && (num_slots & 63) != 0 && (bits >> (num_slots & 63)) != 0)) {
       if (bits && report) detail::status_report(p.maybe_status, KernelError::slot_out_of_range, q, w * 64 + 63 - __clzll(bits));
       if (w >= used_words) continue;
-      bits &= (uint64_t{1} << (p.num_slots & 63)) - 1;
+      bits &= (uint64_t{1} << (num_slots & 63)) - 1;
     }
     for (; bits; bits &= bits - 1) {
       const int32_t s = w * 64 + (__ffsll(static_cast<long long>(bits)) - 1);
@@ -86,6 +93,7 @@ __global__ void __launch_bounds__(kThreads) synthetic_logits_kernel(SyntheticLog
   __shared__ uint64_t s_local[kThreads];
   const SyntheticLogitsConfig& cfg = p.cfg;
   const int32_t q = static_cast<int32_t>(blockIdx.x) / chunks, c = static_cast<int32_t>(blockIdx.x) % chunks;
+  if (q >= live_queries(p.maybe_sizes, p.num_queries)) return;  // a padded query: the whole block leaves
   const QueryHashes qh = query_hashes(p, q, c == 0, s_full, s_local);
   const uint64_t full = qh.full, local = qh.local;
   const int64_t r = cfg.repetitiveness_q8;
@@ -116,6 +124,7 @@ __global__ void __launch_bounds__(kThreads) synthetic_eos_kernel(SyntheticLogits
   __shared__ int32_t s_max[kThreads];
   const SyntheticLogitsConfig& cfg = p.cfg;
   const int32_t q = static_cast<int32_t>(blockIdx.x);
+  if (q >= live_queries(p.maybe_sizes, p.num_queries)) return;  // a padded query: the whole block leaves
   const uint64_t full = query_hashes(p, q, false, s_full, s_local).full;
   const int32_t* out_fixed = p.maybe_out_fixed ? p.maybe_out_fixed + static_cast<size_t>(q) * cfg.vocab_size : nullptr;
   const float* out_logits = p.maybe_out_logits ? p.maybe_out_logits + static_cast<size_t>(q) * cfg.vocab_size : nullptr;

@@ -36,6 +36,12 @@ struct SyntheticKvWriteParams {
   int32_t* kv_tokens = nullptr;        // [num_slots] token per slot, -1: empty
   int32_t* kv_positions = nullptr;     // [num_slots]
   int32_t num_slots = 0;
+  // Device [2]: the live query and slot counts, read by the kernel (a
+  // captured launch replays with new sizes); num_queries and num_slots above
+  // are then the capacity the launch is shaped for (a padded bucket, the
+  // cache's capacity), and queries past the live count do nothing. Null: the
+  // fields above are the live counts.
+  const int32_t* maybe_sizes = nullptr;
   KernelStatus* maybe_status = nullptr;
 };
 void synthetic_kv_write(const SyntheticKvWriteParams& p, cudaStream_t stream);
@@ -51,6 +57,7 @@ struct SyntheticLogitsParams {
   int32_t num_queries = 0;
   int32_t* maybe_out_fixed = nullptr;        // [num_queries x vocab] raw fixed-point logits
   float* maybe_out_logits = nullptr;         // [num_queries x vocab] fixed x (1 / 4096)
+  const int32_t* maybe_sizes = nullptr;      // as SyntheticKvWriteParams::maybe_sizes (rows past the live count are not written)
   KernelStatus* maybe_status = nullptr;
 };
 // One block per (query, vocabulary chunk) so a few queries still fill the

@@ -1,11 +1,12 @@
 #include "core/decode/tree_step.h"
 
+#include "core/common/error.h"
 #include "core/trace/forward_record.h"
 
 namespace triescope {
 
 StepInput tree_step_input(const TokenTree& tree, const std::vector<int32_t>& nodes, int32_t num_slots,
-                          MaskRowBuilder* inc) {
+                          MaskRowBuilder* inc, bool mask_on_device) {
   StepInput in;
   in.tokens.reserve(nodes.size());
   for (int32_t id : nodes) {
@@ -15,7 +16,12 @@ StepInput tree_step_input(const TokenTree& tree, const std::vector<int32_t>& nod
     in.slots.push_back(n.slot);
   }
   in.num_slots = num_slots;
-  in.mask = inc ? inc->extend(tree, nodes, num_slots) : ancestor_mask_build(tree, nodes, num_slots);
+  if (mask_on_device) {
+    TS_CHECK(inc != nullptr, "tree step: mask rows on a device need a mask builder");
+    in.mask_device = inc->extend_on_device(tree, nodes, num_slots);
+  } else {
+    in.mask = inc ? inc->extend(tree, nodes, num_slots) : ancestor_mask_build(tree, nodes, num_slots);
+  }
   return in;
 }
 

@@ -127,10 +127,14 @@ void TrieSearch::check() const {
 }
 
 json TrieSearch::feed(const std::vector<int32_t>& nodes, bool last_logits_only) {
-  StepInput in = tree_step_input(tree_, nodes, slots_.num_slots(), mask_.get());
+  // Unconstrained, a device selector ranks the rows where the model left
+  // them; then, untraced (a trace records the mask rows), the mask rows too
+  // stay where the builder made them, if the model reads them there.
+  const bool logits_stay = !last_logits_only && !constraint_ && selector_->reads_device_logits();
+  const bool mask_stays = logits_stay && !rec_.on() && mask_->builds_on_device() && model_.reads_device_mask();
+  StepInput in = tree_step_input(tree_, nodes, slots_.num_slots(), mask_.get(), mask_stays);
   if (last_logits_only) in.logits_rows = {static_cast<int32_t>(nodes.size()) - 1};
-  // Unconstrained, a device selector ranks the rows where the model left them.
-  in.logits_may_stay_on_device = !last_logits_only && !constraint_ && selector_->reads_device_logits();
+  in.logits_may_stay_on_device = logits_stay;
   model_.forward(in, logits_);
   logits_keep_rows(in, logits_);
   ++res_.metrics.model_calls;
@@ -176,8 +180,7 @@ void TrieSearch::rank(int32_t step, json* cinfo) {
   if (!on_host) {  // the rows stayed on the device (feed): only the 2b candidates cross to the host
     std::vector<int32_t> row_ids;
     for (const Beam& bm : beams_) row_ids.push_back(bm.logits_row);
-    cands_ = selector_->run_device_logits(logits_.device.rows, logits_.device.stream, logits_.device.status, V_, row_ids,
-                                          beam_scores.data(), 2 * b_);
+    cands_ = selector_->run_device_logits(logits_.device, V_, row_ids, beam_scores.data(), 2 * b_);
     return;
   }
   if (!constraint_) {

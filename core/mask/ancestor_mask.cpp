@@ -45,6 +45,10 @@ void IncrementalAncestorMask::widen(int32_t num_slots) {
   words_ = grown;
 }
 
+DeviceMask MaskRowBuilder::extend_on_device(const TokenTree&, const std::vector<int32_t>&, int32_t) {
+  TS_FAIL("mask builder: builds its rows on the host (builds_on_device() is false), so none can stay on a device");
+}
+
 BitMask IncrementalAncestorMask::extend(const TokenTree& tree, const std::vector<int32_t>& nodes, int32_t num_slots) {
   widen(num_slots);
   BitMask out(static_cast<int32_t>(nodes.size()), num_slots);

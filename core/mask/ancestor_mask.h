@@ -6,6 +6,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/common/device_handles.h"
 #include "core/mask/bit_mask.h"
 #include "core/tree/token_tree.h"
 
@@ -27,6 +28,13 @@ class MaskRowBuilder {
   virtual void reset(int32_t capacity_slots = 64) = 0;
   virtual BitMask extend(const TokenTree& tree, const std::vector<int32_t>& nodes, int32_t num_slots) = 0;
   virtual void retain(const std::vector<int32_t>& nodes) = 0;
+  // Whether extend_on_device may be called: the rows are built on a device
+  // and can stay there for a model of the same backend.
+  virtual bool builds_on_device() const { return false; }
+  // extend, with the rows left on the device, unread and unchecked (their
+  // status rides on to whoever reads the step's results). This base, which
+  // builds on the host, refuses with an Error.
+  virtual DeviceMask extend_on_device(const TokenTree& tree, const std::vector<int32_t>& nodes, int32_t num_slots);
 };
 
 // Incremental builder. Keeps one row per "open" node (a node that may still

@@ -12,8 +12,15 @@ void step_input_check(const StepInput& in, int32_t vocab_size) {
   TS_CHECK(in.positions.size() == q && in.slots.size() == q, "step input: tokens/positions/slots sizes differ ("
                                                                  << q << ", " << in.positions.size() << ", "
                                                                  << in.slots.size() << ")");
-  TS_CHECK(in.mask.rows == static_cast<int32_t>(q) && in.mask.cols == in.num_slots,
-           "step input: mask is " << in.mask.rows << " x " << in.mask.cols << ", expected " << q << " x " << in.num_slots);
+  if (in.mask_device.rows) {  // the rows stayed on the device: only their width can be checked here
+    TS_CHECK(in.mask.rows == 0 && in.mask_device.words_per_row == BitMask::words_for(in.num_slots),
+             "step input: a device mask of " << in.mask_device.words_per_row << " words a row (expected " << BitMask::words_for(in.num_slots)
+                                             << ") with " << in.mask.rows << " host rows (expected none)");
+    TS_CHECK(in.logits_may_stay_on_device, "step input: a device mask needs logits_may_stay_on_device (its status rides with the selection)");
+  } else {
+    TS_CHECK(in.mask.rows == static_cast<int32_t>(q) && in.mask.cols == in.num_slots,
+             "step input: mask is " << in.mask.rows << " x " << in.mask.cols << ", expected " << q << " x " << in.num_slots);
+  }
   for (size_t i = 0; i < q; ++i) {
     TS_CHECK(in.tokens[i] >= 0 && in.tokens[i] < vocab_size,
              "step input: tokens[" << i << "] = " << in.tokens[i] << " outside vocabulary [0, " << vocab_size << ")");

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/common/device_handles.h"
 #include "core/kv/kv_cache.h"
 #include "core/mask/bit_mask.h"
 
@@ -36,17 +37,12 @@ struct StepInput {
   // them on a device may leave them there (Logits::device) and `data` empty,
   // so they never cross to the host. Ignored by a host model.
   bool logits_may_stay_on_device = false;
-};
-
-// Where a model that computed its logits on a device left them. Opaque to
-// core (no device types): a selector of the same backend reads them in place.
-struct DeviceLogits {
-  const float* rows = nullptr;  // [rows x vocab] device memory, valid until the model's next forward, compact or reset
-  void* stream = nullptr;       // the cudaStream_t they are ready in order on
-  // The producing kernels' status (a cuda::KernelStatus in device memory),
-  // not yet read: the selector reads it back with its answer and throws on
-  // an error, so the forward itself waits for nothing. Null: checked already.
-  void* status = nullptr;
+  // Set (rows not null) when the decoder's mask builder left this step's rows
+  // on the device (MaskRowBuilder::extend_on_device) for a model that reads
+  // them there (Model::reads_device_mask); `mask` is then empty. A decoder
+  // sets it only together with logits_may_stay_on_device, so the builder's
+  // status rides back with the selector's answer (DeviceLogits::input_status).
+  DeviceMask mask_device;
 };
 
 struct Logits {
@@ -73,6 +69,9 @@ class Model {
   // Writes the queries' K/V into their slots, then computes one logits row
   // per query from the slots its mask row allows.
   virtual void forward(const StepInput& in, Logits& out) = 0;
+  // Whether forward reads StepInput::mask_device (a device model of the mask
+  // builder's backend); false: every StepInput carries its mask on the host.
+  virtual bool reads_device_mask() const { return false; }
   // Applies a compaction/reorder plan to the cache: one gather.
   virtual void compact(const CompactionPlan& plan) = 0;
   // Empties the cache.

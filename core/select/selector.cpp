@@ -38,8 +38,7 @@ std::unique_ptr<Selector> selector_make(const SelectorFactory& make, const Selec
   return s;
 }
 
-std::vector<ScoredCandidate> Selector::run_device_logits(const float*, void*, void*, int32_t, const std::vector<int32_t>&, const double*,
-                                                         int32_t) {
+std::vector<ScoredCandidate> Selector::run_device_logits(const DeviceLogits&, int32_t, const std::vector<int32_t>&, const double*, int32_t) {
   TS_FAIL("selector " << name() << ": reads no device logits (reads_device_logits() is false)");
 }
 

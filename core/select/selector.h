@@ -14,6 +14,7 @@
 #include <memory>
 #include <vector>
 
+#include "core/common/device_handles.h"
 #include "core/select/topk_candidates.h"
 
 namespace triescope {
@@ -44,13 +45,12 @@ class Selector {
   // its model to leave the logits there (StepInput::logits_may_stay_on_device).
   virtual bool reads_device_logits() const { return false; }
   // run_logits over rows row_ids[r] of the logits a model left on its
-  // device (core/model/model.h's DeviceLogits: `device_rows` [any x vocab],
-  // ready in order on `stream`; `producer_status`, when not null, the
-  // model's unchecked kernel status, read back with the answer): only the k
+  // device (`logits.rows` [any x vocab], ready in order on `logits.stream`;
+  // its statuses, when not null, are read back with the answer): only the k
   // candidates cross to the host. This base refuses with an Error naming
   // the selector.
-  virtual std::vector<ScoredCandidate> run_device_logits(const float* device_rows, void* stream, void* producer_status, int32_t vocab,
-                                                         const std::vector<int32_t>& row_ids, const double* beam_scores, int32_t k);
+  virtual std::vector<ScoredCandidate> run_device_logits(const DeviceLogits& logits, int32_t vocab, const std::vector<int32_t>& row_ids,
+                                                         const double* beam_scores, int32_t k);
 };
 
 // Builds a decode's selector; empty: the CPU reference.

@@ -134,22 +134,34 @@ TEST_CASE("cuda DeviceSelector reads a model's device logits in place, equal to 
   const auto d_logits = upload(all.logits);
   const auto want = cpu.run_logits(host_rows, beam.data(), k);
   REQUIRE(!want.empty());
-  require_same(want, dev.run_device_logits(d_logits.data(), nullptr, nullptr, vocab, row_ids, beam.data(), k));
-  CHECK_THROWS_WITH(dev.run_device_logits(d_logits.data(), nullptr, nullptr, vocab + 1, row_ids, beam.data(), k),
+  const DeviceLogits in_place{d_logits.data(), nullptr, nullptr, nullptr};
+  require_same(want, dev.run_device_logits(in_place, vocab, row_ids, beam.data(), k));
+  CHECK_THROWS_WITH(dev.run_device_logits(in_place, vocab + 1, row_ids, beam.data(), k),
                     Catch::Contains("device logits " + std::to_string(vocab + 1) + " wide, planned for " + std::to_string(vocab)));
-  // The model's unchecked kernel status rides back with the answer: an error
-  // there is thrown, named, and cleared, so the next step reads a clean one.
+  // The model's unchecked kernel status, and that of the kernels that built
+  // its inputs (the mask rows), ride back with the answer: an error there is
+  // thrown, named, and cleared, so the next step reads a clean one; when
+  // both failed, the inputs' error is the one named.
   auto model_status = fresh_status();
+  auto mask_status = fresh_status();
+  const DeviceLogits with_status{d_logits.data(), nullptr, model_status.data(), mask_status.data()};
   const cuda::KernelStatus bad{static_cast<int32_t>(cuda::KernelError::empty_slot), 3, 41};
   TS_CUDA_CHECK(cudaMemcpy(model_status.data(), &bad, sizeof bad, cudaMemcpyHostToDevice), "test: plant a model status");
-  CHECK_THROWS_WITH(dev.run_device_logits(d_logits.data(), nullptr, model_status.data(), vocab, row_ids, beam.data(), k),
+  CHECK_THROWS_WITH(dev.run_device_logits(with_status, vocab, row_ids, beam.data(), k),
                     Catch::Contains("the model's kernels reported reads an empty KV slot (index 3, value 41)"));
   CHECK(read_status(model_status).code == 0);
-  require_same(want, dev.run_device_logits(d_logits.data(), nullptr, model_status.data(), vocab, row_ids, beam.data(), k));
+  const cuda::KernelStatus bad_row{static_cast<int32_t>(cuda::KernelError::row_out_of_range), 5, 77};
+  TS_CUDA_CHECK(cudaMemcpy(model_status.data(), &bad, sizeof bad, cudaMemcpyHostToDevice), "test: plant a model status");
+  TS_CUDA_CHECK(cudaMemcpy(mask_status.data(), &bad_row, sizeof bad_row, cudaMemcpyHostToDevice), "test: plant a mask status");
+  CHECK_THROWS_WITH(dev.run_device_logits(with_status, vocab, row_ids, beam.data(), k),
+                    Catch::Contains("the mask builder's kernels reported") && Catch::Contains("(index 5, value 77)"));
+  CHECK(read_status(model_status).code == 0);
+  CHECK(read_status(mask_status).code == 0);
+  require_same(want, dev.run_device_logits(with_status, vocab, row_ids, beam.data(), k));
   CpuSelector host_only;
   host_only.plan({beams, vocab, k});
   CHECK_FALSE(host_only.reads_device_logits());
-  CHECK_THROWS_WITH(host_only.run_device_logits(d_logits.data(), nullptr, nullptr, vocab, row_ids, beam.data(), k),
+  CHECK_THROWS_WITH(host_only.run_device_logits(in_place, vocab, row_ids, beam.data(), k),
                     Catch::Contains("selector cpu: reads no device logits"));
 }
 
@@ -165,7 +177,7 @@ TEST_CASE("cuda DeviceSelector: a NaN or +inf logit is refused with its row and 
   dev.plan({3, 300, 6});
   CHECK_THROWS_WITH(dev.run_logits(rows, beam.data(), 6), Catch::Contains("(row 2, token 123)"));
   const auto d_x = upload(x);
-  CHECK_THROWS_WITH(dev.run_device_logits(d_x.data(), nullptr, nullptr, 300, {0, 1, 2}, beam.data(), 6),
+  CHECK_THROWS_WITH(dev.run_device_logits({d_x.data(), nullptr, nullptr, nullptr}, 300, {0, 1, 2}, beam.data(), 6),
                     Catch::Contains("logit is NaN or +inf") && Catch::Contains("(row 2, token 123)"));
   x[2 * 300 + 123] = -1.0f;
   CHECK(dev.run_logits(rows, beam.data(), 6).size() == 6u);  // the status was cleared
