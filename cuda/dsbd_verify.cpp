@@ -3,6 +3,7 @@
 // the device (one block) or, for the CPU tests, on the host with a block of
 // one thread. Both read back the same LayerResult / SpecChainResult.
 #include <algorithm>
+#include <functional>
 #include <vector>
 
 #include "core/common/error.h"
@@ -38,6 +39,59 @@ void get(T* dst, const DeviceBuffer<T>& d, size_t n, const char* what) {
   if (n) TS_CUDA_CHECK(counted_download(dst, d.data(), n * sizeof(T), 0), what);
 }
 
+// Where one verification's arrays live, and its run. The host twin works in
+// the caller's own arrays; the device gets a copy of each input and a buffer
+// for each scratch and output array, and reads the outputs back after the
+// launch, in the order out() named them.
+class VerifyArrays {
+ public:
+  explicit VerifyArrays(VerifyExec exec) : on_device_(exec == VerifyExec::device) {}
+
+  template <typename T>
+  const T* in(DeviceBuffer<T>& d, const std::vector<T>& host, const char* what) {
+    if (!on_device_) return host.data();
+    put(d, host.data(), host.size(), what);
+    return d.data();
+  }
+  // Scratch of n entries: `host` on the host, `d` on the device.
+  template <typename T>
+  T* scratch(DeviceBuffer<T>& d, std::vector<T>& host, size_t n, const char* what) {
+    if (!on_device_) {
+      host.resize(n);
+      return host.data();
+    }
+    d.reserve_discard(std::max<size_t>(n, 1), what);
+    return d.data();
+  }
+  template <typename T>
+  T* out(DeviceBuffer<T>& d, T* host, size_t n, const char* what, const char* download_what) {
+    if (!on_device_) return host;
+    d.reserve_discard(std::max<size_t>(n, 1), what);
+    downloads_.push_back([&d, host, n, download_what] { get(host, d, n, download_what); });
+    return d.data();
+  }
+
+  // The block code with a block of one thread (host twin), or the launch and
+  // the outputs read back (device).
+  template <typename Args>
+  void run(const Args& a, void (*block)(const Args&, VerifyShared&, SerialBlock&), void (*launch)(const Args&, cudaStream_t),
+           const char* sync_what) {
+    if (!on_device_) {
+      VerifyShared sh{};
+      SerialBlock blk;
+      block(a, sh, blk);
+      return;
+    }
+    launch(a, 0);
+    for (const auto& download : downloads_) download();
+    TS_CUDA_CHECK(counted_stream_sync(0), sync_what);
+  }
+
+ private:
+  bool on_device_;
+  std::vector<std::function<void()>> downloads_;
+};
+
 class CudaSampleVerifier final : public DsbdLayerVerifier, public SpeculativeVerifier {
  public:
   explicit CudaSampleVerifier(VerifyExec exec) : exec_(exec) {
@@ -63,39 +117,16 @@ class CudaSampleVerifier final : public DsbdLayerVerifier, public SpeculativeVer
     std::vector<VerifyDecision> tested(drafts.size());
     std::vector<int64_t> outputs(static_cast<size_t>(width));
     int32_t counts[4] = {0, 0, 0, 0};
-    if (exec_ == VerifyExec::host_twin) {
-      std::vector<double> pp(p.size());
-      a.p = p.data();
-      a.q = q.data();
-      a.drafts = drafts.data();
-      a.pp = pp.data();
-      a.tested = tested.data();
-      a.outputs = outputs.data();
-      a.counts = counts;
-      VerifyShared sh{};
-      SerialBlock blk;
-      dsbd_verify_block(a, sh, blk);
-    } else {
-      put(p_, p.data(), p.size(), "dsbd verify: upload p");
-      put(q_, q.data(), q.size(), "dsbd verify: upload q");
-      put(drafts_, drafts.data(), drafts.size(), "dsbd verify: upload drafts");
-      pp_.reserve_discard(std::max<size_t>(p.size(), 1), "dsbd verify: p'");
-      tested_.reserve_discard(std::max<size_t>(drafts.size(), 1), "dsbd verify: decisions");
-      outputs_.reserve_discard(static_cast<size_t>(width), "dsbd verify: outputs");
-      counts_.reserve_discard(4, "dsbd verify: counts");
-      a.p = p_.data();
-      a.q = q_.data();
-      a.drafts = drafts_.data();
-      a.pp = pp_.data();
-      a.tested = tested_.data();
-      a.outputs = outputs_.data();
-      a.counts = counts_.data();
-      dsbd_verify_layer(a, 0);
-      get(counts, counts_, 4, "dsbd verify: download counts");
-      get(tested.data(), tested_, tested.size(), "dsbd verify: download decisions");
-      get(outputs.data(), outputs_, outputs.size(), "dsbd verify: download outputs");
-      TS_CUDA_CHECK(counted_stream_sync(0), "dsbd verify: synchronise");
-    }
+    std::vector<double> pp;
+    VerifyArrays arrays(exec_);
+    a.p = arrays.in(p_, p, "dsbd verify: upload p");
+    a.q = arrays.in(q_, q, "dsbd verify: upload q");
+    a.drafts = arrays.in(drafts_, drafts, "dsbd verify: upload drafts");
+    a.pp = arrays.scratch(pp_, pp, p.size(), "dsbd verify: p'");
+    a.counts = arrays.out(counts_, counts, 4, "dsbd verify: counts", "dsbd verify: download counts");
+    a.tested = arrays.out(tested_, tested.data(), tested.size(), "dsbd verify: decisions", "dsbd verify: download decisions");
+    a.outputs = arrays.out(outputs_, outputs.data(), outputs.size(), "dsbd verify: outputs", "dsbd verify: download outputs");
+    arrays.run(a, dsbd_verify_block<SerialBlock>, dsbd_verify_layer, "dsbd verify: synchronise");
     verify_error_check(counts[3], "dsbd verify (cuda)");
     LayerResult r;
     for (int32_t i = 0; i < counts[0]; ++i) {
@@ -128,38 +159,16 @@ class CudaSampleVerifier final : public DsbdLayerVerifier, public SpeculativeVer
     a.draws = {seed, iteration, 0, 0};
     std::vector<VerifyDecision> tested(std::max<size_t>(tokens.size(), 1));
     int32_t counts[4] = {0, 0, 0, 0}, from = 0;
-    if (exec_ == VerifyExec::host_twin) {
-      std::vector<double> resid(V);
-      a.p = pf.data();
-      a.q = qf.data();
-      a.tokens = tokens.data();
-      a.resid = resid.data();
-      a.tested = tested.data();
-      a.counts = counts;
-      a.from = &from;
-      VerifyShared sh{};
-      SerialBlock blk;
-      speculative_verify_block(a, sh, blk);
-    } else {
-      put(p_, pf.data(), pf.size(), "speculative verify: upload p");
-      put(q_, qf.data(), qf.size(), "speculative verify: upload q");
-      put(tokens_, tokens.data(), tokens.size(), "speculative verify: upload tokens");
-      pp_.reserve_discard(std::max<size_t>(V, 1), "speculative verify: residual");
-      tested_.reserve_discard(tested.size(), "speculative verify: decisions");
-      counts_.reserve_discard(5, "speculative verify: counts");
-      a.p = p_.data();
-      a.q = q_.data();
-      a.tokens = tokens_.data();
-      a.resid = pp_.data();
-      a.tested = tested_.data();
-      a.counts = counts_.data();
-      a.from = counts_.data() + 4;
-      speculative_verify_chain(a, 0);
-      get(counts, counts_, 4, "speculative verify: download counts");
-      TS_CUDA_CHECK(counted_download(&from, counts_.data() + 4, sizeof from, 0), "speculative verify: download");
-      get(tested.data(), tested_, tested.size(), "speculative verify: download decisions");
-      TS_CUDA_CHECK(counted_stream_sync(0), "speculative verify: synchronise");
-    }
+    std::vector<double> resid;
+    VerifyArrays arrays(exec_);
+    a.p = arrays.in(p_, pf, "speculative verify: upload p");
+    a.q = arrays.in(q_, qf, "speculative verify: upload q");
+    a.tokens = arrays.in(tokens_, tokens, "speculative verify: upload tokens");
+    a.resid = arrays.scratch(pp_, resid, V, "speculative verify: residual");
+    a.counts = arrays.out(counts_, counts, 4, "speculative verify: counts", "speculative verify: download counts");
+    a.from = arrays.out(from_, &from, 1, "speculative verify: counts", "speculative verify: download");
+    a.tested = arrays.out(tested_, tested.data(), tested.size(), "speculative verify: decisions", "speculative verify: download decisions");
+    arrays.run(a, speculative_verify_block<SerialBlock>, speculative_verify_chain, "speculative verify: synchronise");
     verify_error_check(counts[3], "speculative verify (cuda)");
     SpecChainResult r;
     for (int32_t i = 0; i < counts[0]; ++i) {
@@ -176,7 +185,7 @@ class CudaSampleVerifier final : public DsbdLayerVerifier, public SpeculativeVer
   VerifyExec exec_;
   DeviceBuffer<double> p_, q_, pp_;
   DeviceBuffer<int64_t> drafts_;
-  DeviceBuffer<int32_t> tokens_, counts_;
+  DeviceBuffer<int32_t> tokens_, counts_, from_;
   DeviceBuffer<VerifyDecision> tested_;
   DeviceBuffer<int64_t> outputs_;
 };

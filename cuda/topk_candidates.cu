@@ -82,20 +82,40 @@ __device__ __forceinline__ double entry_logprob(const TopkCandidatesParams& p, i
   return p.maybe_logits ? static_cast<double>(p.maybe_logits[i]) - p.maybe_lse[r] : p.logprobs[i];
 }
 
-// Block (row r, chunk c): the chunk's k best candidates, ranked, into the
-// workspace's k entries of block (r, c) ("none" past the chunk's count).
-__global__ void __launch_bounds__(kThreads) topk_chunk_kernel(TopkCandidatesParams p, int32_t chunks, int32_t flat_bits, int32_t cap) {
+// detail::block_topk with its shared state and a stage of `cap` entries in the
+// launch's dynamic shared memory (detail::topk_shared_bytes(cap, k) bytes):
+// the k best of `count` candidates that read(i, out) yields, handed to
+// write(rank, cand); returns how many there are.
+template <typename Read, typename Write>
+__device__ __forceinline__ int block_topk_staged(Read read, int count, int k, int flat_bits, int cap, Write write) {
   __shared__ detail::TopkShared sh;
   extern __shared__ unsigned char s_dyn[];  // detail::topk_shared_bytes(cap, k)
   Cand* s_pick = nullptr;
-  const detail::TopkStage stage = detail::block_topk_carve(s_dyn, cap, p.k, &s_pick);
+  const detail::TopkStage stage = detail::block_topk_carve(s_dyn, cap, k, &s_pick);
+  return detail::block_topk(read, count, k, flat_bits, sh, stage, s_pick, write);
+}
+
+// The k best of `count` candidates (block_topk_staged) as the call's outputs:
+// out_score / out_flat by rank (a "none" scores 0) and out_count.
+template <typename Read>
+__device__ __forceinline__ void block_topk_outputs(const TopkCandidatesParams& p, int count, int flat_bits, int cap, Read read) {
+  const int picked = block_topk_staged(read, count, p.k, flat_bits, cap, [&](int rank, const Cand& cand) {
+    p.out_score[rank] = cand.flat < 0 ? 0.0 : cand.score;
+    p.out_flat[rank] = cand.flat;
+  });
+  if (threadIdx.x == 0) *p.out_count = picked;
+}
+
+// Block (row r, chunk c): the chunk's k best candidates, ranked, into the
+// workspace's k entries of block (r, c) ("none" past the chunk's count).
+__global__ void __launch_bounds__(kThreads) topk_chunk_kernel(TopkCandidatesParams p, int32_t chunks, int32_t flat_bits, int32_t cap) {
   const int32_t r = static_cast<int32_t>(blockIdx.x) / chunks, c = static_cast<int32_t>(blockIdx.x) % chunks;
   const Chunk ch = row_chunk(p.vocab, chunks, c);
   const double bs = p.beam_scores[r];
   const long long flat0 = static_cast<long long>(r) * p.vocab;
   double* wsc = p.workspace_score + static_cast<size_t>(blockIdx.x) * p.k;
   int64_t* wfl = p.workspace_flat + static_cast<size_t>(blockIdx.x) * p.k;
-  detail::block_topk(
+  block_topk_staged(
       [&](int i, Cand& out) {
         const int32_t v = ch.begin + i;
         const double l = entry_logprob(p, r, flat0 + v);
@@ -103,7 +123,7 @@ __global__ void __launch_bounds__(kThreads) topk_chunk_kernel(TopkCandidatesPara
         out = Cand{bs + l, flat0 + v, 0};
         return true;
       },
-      ch.end - ch.begin, p.k, flat_bits, sh, stage, s_pick,
+      ch.end - ch.begin, p.k, flat_bits, cap,
       [&](int rank, const Cand& cand) {
         wsc[rank] = cand.score;
         wfl[rank] = cand.flat;
@@ -112,47 +132,25 @@ __global__ void __launch_bounds__(kThreads) topk_chunk_kernel(TopkCandidatesPara
 
 // One block: the k best of every chunk's winners.
 __global__ void __launch_bounds__(kThreads) topk_merge_kernel(TopkCandidatesParams p, int32_t entries, int32_t flat_bits, int32_t cap) {
-  __shared__ detail::TopkShared sh;
-  extern __shared__ unsigned char s_dyn[];  // detail::topk_shared_bytes(cap, k)
-  Cand* s_pick = nullptr;
-  const detail::TopkStage stage = detail::block_topk_carve(s_dyn, cap, p.k, &s_pick);
-  const int count = detail::block_topk(
-      [&](int i, Cand& out) {
-        const long long flat = p.workspace_flat[i];
-        if (flat < 0) return false;
-        out = Cand{p.workspace_score[i], flat, 0};
-        return true;
-      },
-      entries, p.k, flat_bits, sh, stage, s_pick,
-      [&](int rank, const Cand& cand) {
-        p.out_score[rank] = cand.flat < 0 ? 0.0 : cand.score;
-        p.out_flat[rank] = cand.flat;
-      });
-  if (threadIdx.x == 0) *p.out_count = count;
+  block_topk_outputs(p, entries, flat_bits, cap, [&](int i, Cand& out) {
+    const long long flat = p.workspace_flat[i];
+    if (flat < 0) return false;
+    out = Cand{p.workspace_score[i], flat, 0};
+    return true;
+  });
 }
 
 // One block over every row when rows x vocab fits the stage (at most
 // kTopkStageCap entries, read once into shared memory): the k best directly,
 // no chunk pass and no merge. Candidate i is flat index i = r * vocab + v.
 __global__ void __launch_bounds__(kThreads) topk_single_kernel(TopkCandidatesParams p, int32_t flat_bits, int32_t cap) {
-  __shared__ detail::TopkShared sh;
-  extern __shared__ unsigned char s_dyn[];  // detail::topk_shared_bytes(cap, k)
-  Cand* s_pick = nullptr;
-  const detail::TopkStage stage = detail::block_topk_carve(s_dyn, cap, p.k, &s_pick);
-  const int count = detail::block_topk(
-      [&](int i, Cand& out) {
-        const int32_t r = i / p.vocab;
-        const double l = entry_logprob(p, r, i);
-        if (isinf(l)) return false;  // masked by a constraint
-        out = Cand{p.beam_scores[r] + l, static_cast<long long>(i), 0};
-        return true;
-      },
-      p.num_rows * p.vocab, p.k, flat_bits, sh, stage, s_pick,
-      [&](int rank, const Cand& cand) {
-        p.out_score[rank] = cand.flat < 0 ? 0.0 : cand.score;
-        p.out_flat[rank] = cand.flat;
-      });
-  if (threadIdx.x == 0) *p.out_count = count;
+  block_topk_outputs(p, p.num_rows * p.vocab, flat_bits, cap, [&](int i, Cand& out) {
+    const int32_t r = i / p.vocab;
+    const double l = entry_logprob(p, r, i);
+    if (isinf(l)) return false;  // masked by a constraint
+    out = Cand{p.beam_scores[r] + l, static_cast<long long>(i), 0};
+    return true;
+  });
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "cuda/static/static_constraint_cuda.h"
 
+#include <cstddef>
 #include <cstring>
 
 #include "core/common/error.h"
@@ -9,17 +10,39 @@ namespace triescope::cuda {
 
 namespace {
 
+// A device copy of `v`, its buffer kept in `arrays`: the copy's address (null when `v` is empty).
 template <typename T>
-void upload_to(DeviceBuffer<T>& d, const std::vector<T>& v, const char* what) {
-  if (v.empty()) return;
-  d.resize_discard(v.size(), what);
-  TS_CUDA_CHECK(cudaMemcpy(d.data(), v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice), "upload of " << what);
+const T* upload_to(std::vector<DeviceBuffer<std::byte>>& arrays, const std::vector<T>& v, const char* what) {
+  if (v.empty()) return nullptr;
+  DeviceBuffer<std::byte>& d = arrays.emplace_back();
+  d.resize_discard(v.size() * sizeof(T), what);
+  TS_CUDA_CHECK(cudaMemcpy(d.data(), v.data(), d.bytes(), cudaMemcpyHostToDevice), "upload of " << what);
+  return reinterpret_cast<const T*>(d.data());
 }
 
 template <typename T>
 void download_to(std::vector<T>& v, const DeviceBuffer<T>& d, size_t n, cudaStream_t stream, const char* what) {
   v.resize(n);
   if (n) TS_CUDA_CHECK(counted_download(v.data(), d.data(), n * sizeof(T), stream), "download of " << what);
+}
+
+// Calls f(the view's pointer, tm's array, what it holds) for each array of the
+// matrix: the one list the host view and the device upload both follow.
+template <typename F>
+void matrix_arrays(StaticMatrixView& v, const TransitionMatrix& tm, F&& f) {
+  f(v.level_start, tm.level_start, "transition matrix level starts");
+  f(v.max_branch, tm.max_branch, "transition matrix branch factors");
+  f(v.row_ptr, tm.row_ptr, "transition matrix row pointers");
+  f(v.edges, tm.edges, "transition matrix edges");
+  f(v.row_ptr_u, tm.row_ptr_compact, "transition matrix compact row pointers");
+  f(v.cols16, tm.cols16, "transition matrix tokens (16 bit)");
+  f(v.cols32, tm.cols32, "transition matrix tokens (32 bit)");
+  f(v.mask1, tm.dense_mask1, "dense mask level 1");
+  f(v.mask2, tm.dense_mask2, "dense mask level 2");
+  f(v.dstates1, tm.dense_states1, "dense state table level 1");
+  f(v.dstates2, tm.dense_states2, "dense state table level 2");
+  f(v.rank1, tm.dense_rank1, "dense rank directory level 1");
+  f(v.rank2, tm.dense_rank2, "dense rank directory level 2");
 }
 
 }  // namespace
@@ -41,60 +64,21 @@ StaticMatrixView static_matrix_scalars(const TransitionMatrix& tm) {
 }
 
 StaticMatrixView static_matrix_host_view(const TransitionMatrix& tm) {
-  auto at = [](const auto& vec) { return vec.empty() ? nullptr : vec.data(); };
   StaticMatrixView v = static_matrix_scalars(tm);
-  v.level_start = at(tm.level_start);
-  v.max_branch = at(tm.max_branch);
-  v.row_ptr = at(tm.row_ptr);
-  v.edges = at(tm.edges);
-  v.row_ptr_u = at(tm.row_ptr_compact);
-  v.cols16 = at(tm.cols16);
-  v.cols32 = at(tm.cols32);
-  v.mask1 = at(tm.dense_mask1);
-  v.mask2 = at(tm.dense_mask2);
-  v.dstates1 = at(tm.dense_states1);
-  v.dstates2 = at(tm.dense_states2);
-  v.rank1 = at(tm.dense_rank1);
-  v.rank2 = at(tm.dense_rank2);
+  matrix_arrays(v, tm, [](auto& field, const auto& host, const char*) { field = host.empty() ? nullptr : host.data(); });
   return v;
 }
 
 DeviceTransitionMatrix::DeviceTransitionMatrix(const TransitionMatrix& tm) {
   TS_CHECK(tm.num_states() >= 2 && tm.length >= 1, "static step (cuda): empty transition matrix");
-  upload_to(level_start_, tm.level_start, "transition matrix level starts");
-  upload_to(max_branch_, tm.max_branch, "transition matrix branch factors");
-  upload_to(row_ptr_, tm.row_ptr, "transition matrix row pointers");
-  upload_to(edges_, tm.edges, "transition matrix edges");
-  upload_to(row_ptr_u_, tm.row_ptr_compact, "transition matrix compact row pointers");
-  upload_to(cols16_, tm.cols16, "transition matrix tokens (16 bit)");
-  upload_to(cols32_, tm.cols32, "transition matrix tokens (32 bit)");
-  upload_to(mask1_, tm.dense_mask1, "dense mask level 1");
-  upload_to(mask2_, tm.dense_mask2, "dense mask level 2");
-  upload_to(dstates1_, tm.dense_states1, "dense state table level 1");
-  upload_to(dstates2_, tm.dense_states2, "dense state table level 2");
-  upload_to(rank1_, tm.dense_rank1, "dense rank directory level 1");
-  upload_to(rank2_, tm.dense_rank2, "dense rank directory level 2");
-  StaticMatrixView& v = view_;
-  v = static_matrix_scalars(tm);
-  v.level_start = level_start_.data();
-  v.max_branch = max_branch_.data();
-  v.row_ptr = row_ptr_.data();
-  v.edges = edges_.data();
-  v.row_ptr_u = row_ptr_u_.data();
-  v.cols16 = cols16_.data();
-  v.cols32 = cols32_.data();
-  v.mask1 = mask1_.data();
-  v.mask2 = mask2_.data();
-  v.dstates1 = dstates1_.data();
-  v.dstates2 = dstates2_.data();
-  v.rank1 = rank1_.data();
-  v.rank2 = rank2_.data();
+  view_ = static_matrix_scalars(tm);
+  matrix_arrays(view_, tm, [this](auto& field, const auto& host, const char* what) { field = upload_to(arrays_, host, what); });
 }
 
 int64_t DeviceTransitionMatrix::bytes() const {
-  return static_cast<int64_t>(level_start_.bytes() + max_branch_.bytes() + row_ptr_.bytes() + edges_.bytes() + row_ptr_u_.bytes() +
-                              cols16_.bytes() + cols32_.bytes() + mask1_.bytes() + mask2_.bytes() + dstates1_.bytes() +
-                              dstates2_.bytes() + rank1_.bytes() + rank2_.bytes());
+  size_t total = 0;
+  for (const DeviceBuffer<std::byte>& a : arrays_) total += a.bytes();
+  return static_cast<int64_t>(total);
 }
 
 StaticStepCuda::StaticStepCuda(const DeviceTransitionMatrix& matrix, int32_t n, int32_t groups, int32_t k, cudaStream_t stream,

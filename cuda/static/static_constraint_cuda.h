@@ -6,6 +6,7 @@
 #pragma once
 #include <cuda_runtime_api.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <tuple>
@@ -34,12 +35,8 @@ class DeviceTransitionMatrix {
   int64_t bytes() const;
 
  private:
-  StaticMatrixView view_;
-  DeviceBuffer<int64_t> level_start_;
-  DeviceBuffer<int32_t> max_branch_, row_ptr_, edges_, dstates1_, dstates2_;
-  DeviceBuffer<uint32_t> row_ptr_u_, cols32_, rank1_, rank2_;
-  DeviceBuffer<uint16_t> cols16_;
-  DeviceBuffer<uint64_t> mask1_, mask2_;
+  StaticMatrixView view_;  // its array pointers point into arrays_
+  std::vector<DeviceBuffer<std::byte>> arrays_;  // one per non-empty matrix array, each its exact bytes
 };
 
 // What a step produced, copied to the host.

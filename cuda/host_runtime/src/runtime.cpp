@@ -657,6 +657,28 @@ cudaError_t legacy_sync(cudaError_t queued) {
   flush(&g.legacy);
   return g.sticky != cudaSuccess ? (t_last = g.sticky) : cudaSuccess;
 }
+
+// cudaStreamCreateWithFlags and cudaEventCreateWithFlags: a new handle with
+// `flags`, among the `live` ones, written to *result (named by `api` when null).
+template <typename Handle>
+cudaError_t handle_create(Handle** result, unsigned flags, std::set<Handle*>& live, const char* api) {
+  if (!result) return fail(cudaErrorInvalidValue, std::string(api) + ": null result pointer");
+  auto* h = new Handle;
+  h->flags = flags;
+  live.insert(h);
+  *result = h;
+  return cudaSuccess;
+}
+// cudaGraphDestroy and cudaGraphExecDestroy: `h` taken out of the live ones
+// (State::*live) and freed, or error `e` saying `what` when it is not live.
+template <typename Handle>
+cudaError_t handle_destroy(Handle* h, std::set<Handle*> State::*live, cudaError_t e, const char* what) {
+  State& g = st();
+  std::lock_guard lk(g.mu);
+  if (!(g.*live).erase(h)) return fail(e, what);
+  delete h;
+  return cudaSuccess;
+}
 }  // namespace
 
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, cudaStream_t stream) {
@@ -680,13 +702,9 @@ cudaError_t cudaMemset(void* dst, int value, size_t bytes) { return legacy_sync(
 // --- streams ------------------------------------------------------------------------------------
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned int flags) {
   TS_HOST_API_BEGIN;
-  if (!stream) return fail(cudaErrorInvalidValue, "cudaStreamCreate: null result pointer");
-  if (flags & ~unsigned{cudaStreamNonBlocking}) return fail(cudaErrorInvalidValue, "cudaStreamCreateWithFlags: unknown flags");
-  auto* s = new CUstream_st;
-  s->flags = flags;
-  g.streams.insert(s);
-  *stream = s;
-  return cudaSuccess;
+  // A null result pointer is reported first (by handle_create).
+  if (stream && (flags & ~unsigned{cudaStreamNonBlocking})) return fail(cudaErrorInvalidValue, "cudaStreamCreateWithFlags: unknown flags");
+  return handle_create(stream, flags, g.streams, "cudaStreamCreate");
 }
 cudaError_t cudaStreamCreate(cudaStream_t* stream) { return cudaStreamCreateWithFlags(stream, cudaStreamDefault); }
 cudaError_t cudaStreamDestroy(cudaStream_t stream) {
@@ -777,12 +795,7 @@ cudaError_t cudaStreamIsCapturing(cudaStream_t stream, cudaStreamCaptureStatus* 
 // --- events -------------------------------------------------------------------------------------
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned int flags) {
   TS_HOST_API_BEGIN;
-  if (!event) return fail(cudaErrorInvalidValue, "cudaEventCreate: null result pointer");
-  auto* e = new CUevent_st;
-  e->flags = flags;
-  g.events.insert(e);
-  *event = e;
-  return cudaSuccess;
+  return handle_create(event, flags, g.events, "cudaEventCreate");
 }
 cudaError_t cudaEventCreate(cudaEvent_t* event) { return cudaEventCreateWithFlags(event, cudaEventDefault); }
 cudaError_t cudaEventDestroy(cudaEvent_t event) {
@@ -852,16 +865,8 @@ cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream) {
   return g.sticky != cudaSuccess ? (t_last = g.sticky) : cudaSuccess;
 }
 cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
-  State& g = st();
-  std::lock_guard lk(g.mu);
-  if (!g.graphs.erase(graph)) return fail(cudaErrorInvalidValue, "cudaGraphDestroy: not a live graph");
-  delete graph;
-  return cudaSuccess;
+  return handle_destroy(graph, &State::graphs, cudaErrorInvalidValue, "cudaGraphDestroy: not a live graph");
 }
 cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec) {
-  State& g = st();
-  std::lock_guard lk(g.mu);
-  if (!g.execs.erase(exec)) return fail(cudaErrorInvalidResourceHandle, "cudaGraphExecDestroy: not a live executable graph");
-  delete exec;
-  return cudaSuccess;
+  return handle_destroy(exec, &State::execs, cudaErrorInvalidResourceHandle, "cudaGraphExecDestroy: not a live executable graph");
 }

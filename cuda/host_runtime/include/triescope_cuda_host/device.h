@@ -225,21 +225,23 @@ template <typename T>
 T atomicAnd(T* address, T val) {
   return std::atomic_ref<T>(*address).fetch_and(val);
 }
-template <typename T>
-T atomicMax(T* address, T val) {
+// atomicMax and atomicMin: stores val while it beats the value there
+// (beats(val, old)); returns the old value.
+template <typename T, typename Beats>
+T triescope_cuda_host_atomic_keep_best(T* address, T val, Beats beats) {
   std::atomic_ref<T> a(*address);
   T old = a.load();
-  while (old < val && !a.compare_exchange_weak(old, val)) {
+  while (beats(val, old) && !a.compare_exchange_weak(old, val)) {
   }
   return old;
 }
 template <typename T>
+T atomicMax(T* address, T val) {
+  return triescope_cuda_host_atomic_keep_best(address, val, [](T v, T old) { return old < v; });
+}
+template <typename T>
 T atomicMin(T* address, T val) {
-  std::atomic_ref<T> a(*address);
-  T old = a.load();
-  while (val < old && !a.compare_exchange_weak(old, val)) {
-  }
-  return old;
+  return triescope_cuda_host_atomic_keep_best(address, val, [](T v, T old) { return v < old; });
 }
 
 // --- intrinsics ------------------------------------------------------------------------
