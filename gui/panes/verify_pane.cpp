@@ -68,9 +68,9 @@ QColor tag_color(VerifyRowTag t) {
   switch (t) {
     case VerifyRowTag::neutral: return {150, 150, 150};
     case VerifyRowTag::draft: return {230, 170, 0};
-    case VerifyRowTag::passed: return {76, 175, 80};
-    case VerifyRowTag::stopped: return {229, 57, 53};
-    case VerifyRowTag::matched: return {0, 150, 136};
+    case VerifyRowTag::passed: return status_color(NodeStatus::live);
+    case VerifyRowTag::stopped: return status_color(NodeStatus::rejected);
+    case VerifyRowTag::matched: return status_color(NodeStatus::accepted);
     case VerifyRowTag::window: return {70, 110, 180};
   }
   return {150, 150, 150};
