@@ -52,6 +52,12 @@ std::vector<int32_t> token_ids_parse(const std::string& text, const std::string&
   return ids;
 }
 
+std::string dtype_option_parse(const std::string& command, const std::string& value) {
+  if (value == "fp32" || value == "float32") return "float32";
+  TS_CHECK(value == "bf16" || value == "bfloat16", command << ": --dtype must be fp32 or bf16, got \"" << value << "\"");
+  return "bfloat16";
+}
+
 ParsedArgs parse_args(const Args& args, const std::vector<std::string>& valued, const std::vector<std::string>& flags) {
   ParsedArgs p;
   for (size_t i = 0; i < args.size(); ++i) {

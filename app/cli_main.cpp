@@ -26,14 +26,14 @@ namespace triescope::cli {
 namespace {
 void usage() {
   std::cout << "usage: triescope <command> [args]\n"
-               "  run <sample.json> [--out trace.jsonl] [--backend " << backend_names_bar() << "] [--prompt TEXT]  decode a sample, write its trace\n"
+               "  run <sample.json> [--out trace.jsonl] [--backend " << backend_names_bar() << "] [--prompt TEXT] [--dtype fp32|bf16]  decode a sample, write its trace\n"
                "  diff <a.jsonl> <b.jsonl> [--tolerance 1e-6] [--junit F] [--html F]  first divergence of two traces (exit 1)\n"
                "  inspect <trace.jsonl> [--step N]                         text view of one step\n"
                "  check <trace.jsonl> [--max 20] [--junit F] [--html F]   every mask row and position id against its rule (exit 1)\n"
                "        --junit F: JUnit XML for CI, --html F: a self-contained page showing each fault (docs/ci.md)\n"
                "  make-checkpoint <config.json> <outdir> [--seed N] [--init-std 0.02] [--dtype F32]  random Llama checkpoint (LibTorch builds)\n"
                "  convert-checkpoint <model dir> <outdir> [--dtype F32]    one model.safetensors in one dtype (LibTorch builds)\n"
-               "  logits <model dir | .gguf> --prompts prompts.json --out logits.safetensors  next-token logits of each prompt (LibTorch builds)\n"
+               "  logits <model dir | .gguf> --prompts prompts.json --out logits.safetensors [--dtype fp32|bf16]  next-token logits of each prompt (LibTorch builds)\n"
                "  tokenize <tokenizer.json> [TEXT | --decode \"IDS\" | --jsonl F] [--add-special-tokens] [--skip-special]  our BPE: text -> ids, ids -> text (LibTorch builds)\n"
                "  simulate [--beams 3,9,15] [--lengths 64,256] [--csv F]  trie vs batch KV slots per step\n"
                "  constraint build|stats|check|csr|random ...            STATIC constraint sets and CSR indexes\n"

@@ -137,7 +137,7 @@ TensorMap tree_logits(Model& m, const std::string& path) {
 }  // namespace
 
 int cmd_logits(const Args& args) {
-  auto p = parse_args(args, {"prompts", "out", "attention", "tree", "incremental-from"}, {});
+  auto p = parse_args(args, {"prompts", "out", "attention", "tree", "incremental-from", "dtype"}, {});
   TS_CHECK(p.positional.size() == 1, "logits: expected one model (a directory or a .gguf file), got " << p.positional.size() << " arguments");
   TS_CHECK(p.has("prompts") != p.has("tree") && p.has("out"),
            "logits: --prompts <prompts.json> (or --tree <layout.json>) and --out <logits.safetensors> are required");
@@ -149,6 +149,7 @@ int cmd_logits(const Args& args) {
   opt.attention = p.get("attention", "auto");
   TS_CHECK(opt.attention == "auto" || opt.attention == "dense" || opt.attention == "gather" || opt.attention == "tree_kernel",
            "logits: --attention must be auto, dense, gather or tree_kernel, got \"" << opt.attention << "\"");
+  opt.dtype = dtype_option_parse("logits", p.get("dtype", "fp32"));
   auto model = gguf ? TorchTransformer::load_gguf(path, opt) : TorchTransformer::load_dir(path, opt);
   if (p.has("tree")) {
     safetensors_write(p.get("out"), tree_logits(*model, p.get("tree")), "F32");

@@ -3,6 +3,7 @@
 
 #include "app/commands.h"
 #include "core/common/error.h"
+#include "core/config/json_reader.h"
 #include "core/decode/run_sample.h"
 #ifdef TRIESCOPE_WITH_TORCH
 #include "core/model/torch/torch_transformer.h"
@@ -10,8 +11,24 @@
 
 namespace triescope::cli {
 
+namespace {
+// --dtype fp32|bf16: the "dtype" of the sample's model objects (model and, if
+// any, draft_model; docs/transformer.md), each of which must be a transformer.
+void model_dtype_override(json& sample, const std::string& flag, const std::string& path) {
+  const std::string dtype = dtype_option_parse("run", flag);
+  for (const char* field : {"model", "draft_model"}) {
+    if (!sample.is_object() || !sample.contains(field) || !sample[field].is_object()) continue;
+    json& m = sample[field];
+    const std::string type = m.contains("type") && m["type"].is_string() ? m["type"].get<std::string>() : "";
+    TS_CHECK(type == "transformer", "run: --dtype " << flag << ": " << path << ": " << field << ".type is \"" << type
+                                                    << "\"; --dtype applies to transformer models only");
+    m["dtype"] = dtype;
+  }
+}
+}  // namespace
+
 int cmd_run(const Args& args) {
-  auto p = parse_args(args, {"out", "backend", "prompt"}, {"quiet"});
+  auto p = parse_args(args, {"out", "backend", "prompt", "dtype"}, {"quiet"});
   TS_CHECK(p.positional.size() == 1, "run: expected one sample file, got " << p.positional.size() << " arguments");
   const std::string backend_name = p.get("backend", "cpu");
   const BackendSpec* backend = backend_find(backend_name);
@@ -22,7 +39,9 @@ int cmd_run(const Args& args) {
                                               "-DTRIESCOPE_CUDA_HOST=OFF -DTRIESCOPE_WITH_CUDA=ON for cuda on a GPU)"
                                             : ""));
   }
-  Sample s = sample_load(p.positional[0], *backend);  // models built once, on the backend
+  json sample = reader_boundary(p.positional[0], [&] { return json_load_file(p.positional[0]); });  // as sample_load reads it
+  if (p.has("dtype")) model_dtype_override(sample, p.get("dtype"), p.positional[0]);
+  Sample s = sample_parse(sample, p.positional[0], *backend);  // models built once, on the backend
   if (p.has("prompt")) {  // text replaces the sample's prompt ids (needs a model with tokenizer.json)
 #ifdef TRIESCOPE_WITH_TORCH
     s.prompt = model_encode_text(*s.model, p.get("prompt"));

@@ -40,6 +40,10 @@ std::optional<int64_t> integer_parse(const std::string& s);
 // The token ids in `text`, separated by white space ("3 17 4"); a word that is
 // not an integer in [0, INT32_MAX] is an Error: `<what> "<word>" is not a token id`.
 std::vector<int32_t> token_ids_parse(const std::string& text, const std::string& what);
+// --dtype of `command` (run, logits): "fp32" or "bf16" (or the names they
+// stand for) as a transformer's "dtype", "float32" or "bfloat16"; anything
+// else is an Error naming the command and the value.
+std::string dtype_option_parse(const std::string& command, const std::string& value);
 // `flags` lists options that take no value. Throws Error on an unknown option.
 ParsedArgs parse_args(const Args& args, const std::vector<std::string>& valued, const std::vector<std::string>& flags);
 

@@ -7,6 +7,7 @@
 //               [--vocab 4096] [--prompt 512] [--new 128] [--beams 3,9,15]
 //               [--gc 16] [--seed 1] [--device cpu] [--threads 0]
 //               [--attention auto] [--intermediate 0] [--preset none]
+//               [--dtype fp32]
 // --attention: auto | dense | gather | tree_kernel (TransformerOptions);
 // built with CUDA, the tree attention kernel is registered, so on --device
 // cuda "auto" uses it. --preset llama-0.8b: 16 layers, hidden 2048, 32 heads,
@@ -23,7 +24,12 @@
 // logits (device work the enqueueing did not hide), all in ms
 // (TorchTransformer::forward_times()), and the LibTorch operators dispatched
 // per decode step, top-level (the model's own calls) and all (nested too),
-// counted in extra untimed decodes (torch_ops_per_step).
+// counted in extra untimed decodes (torch_ops_per_step). --dtype bf16: the
+// model in bfloat16 (TransformerOptions::dtype, docs/transformer.md): KV
+// bytes halve, "auto" never takes the tree kernel and "tree_kernel" is
+// refused; trie and batch may then choose differently where scores are
+// within bf16's rounding (their products have other shapes), so "same
+// outputs" can say NO without a bug.
 #include <ATen/Parallel.h>
 #include <ATen/record_function.h>
 #ifdef TRIESCOPE_TORCH_CUDA
@@ -95,7 +101,8 @@ int main(int argc, char** argv) {
   std::map<std::string, std::string> a = {{"layers", "4"}, {"hidden", "256"}, {"heads", "4"},    {"kv-heads", "2"},
                                           {"vocab", "4096"}, {"prompt", "512"}, {"new", "128"},   {"beams", "3,9,15"},
                                           {"gc", "16"},      {"seed", "1"},     {"device", "cpu"}, {"threads", "0"},
-                                          {"attention", "auto"}, {"intermediate", "0"}, {"preset", "none"}};
+                                          {"attention", "auto"}, {"intermediate", "0"}, {"preset", "none"},
+                                          {"dtype", "fp32"}};
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string k = argv[i];
     if (k.rfind("--", 0) != 0 || !a.count(k.substr(2))) {
@@ -130,6 +137,8 @@ int main(int argc, char** argv) {
     TransformerOptions opt;
     opt.device = a["device"];
     opt.attention = a["attention"];
+    if (a["dtype"] != "fp32" && a["dtype"] != "bf16") throw std::runtime_error("--dtype must be fp32 or bf16, got " + a["dtype"]);
+    opt.dtype = a["dtype"] == "bf16" ? "bfloat16" : "float32";
     TorchTransformer model(c, llama_random_weights(c, std::stoull(a["seed"]), 0.02), opt);
     const int32_t n = std::stoi(a["prompt"]);
     std::vector<int32_t> prompt(static_cast<size_t>(n));
@@ -146,10 +155,10 @@ int main(int argc, char** argv) {
                           static_cast<double>(c.num_hidden_layers) *
                               (2.0 * c.hidden_size + static_cast<double>(c.hidden_size) * c.head_dim * (2 * c.num_attention_heads + 2 * c.num_key_value_heads) +
                                3.0 * c.hidden_size * c.intermediate_size);
-    std::printf("config: layers %d, hidden %d, heads %d, kv_heads %d, head_dim %d, intermediate %d, vocab %d (%.1fM parameters), fp32, "
+    std::printf("config: layers %d, hidden %d, heads %d, kv_heads %d, head_dim %d, intermediate %d, vocab %d (%.1fM parameters), %s, "
                 "device %s, attention %s, threads %d; prompt %d, max_new_tokens %s (no EOS), gc_interval %s\n",
                 c.num_hidden_layers, c.hidden_size, c.num_attention_heads, c.num_key_value_heads, c.head_dim,
-                c.intermediate_size, c.vocab_size, params / 1e6, opt.device.c_str(), opt.attention.c_str(), at::get_num_threads(), n,
+                c.intermediate_size, c.vocab_size, params / 1e6, a["dtype"].c_str(), opt.device.c_str(), opt.attention.c_str(), at::get_num_threads(), n,
                 a["new"].c_str(), a["gc"].c_str());
     {  // warm-up: LibTorch's first calls allocate and initialise; keep that out of the first row
       BeamConfig w;

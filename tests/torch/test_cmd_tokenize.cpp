@@ -6,33 +6,13 @@
 #include <iostream>
 #include <sstream>
 
-#include "app/commands.h"
 #include "core/common/file_io.h"
+#include "tests/torch/cli_run_captured.h"
 #include "tests/torch/torch_test_util.h"
 
 using namespace triescope;
 using namespace triescope::test;
 namespace fs = std::filesystem;
-
-namespace {
-struct CliRun {
-  int rc;
-  std::string out, err;
-};
-
-CliRun run_cli(std::vector<std::string> args) {
-  args.insert(args.begin(), "triescope");
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  std::ostringstream out, err;
-  auto* old_out = std::cout.rdbuf(out.rdbuf());
-  auto* old_err = std::cerr.rdbuf(err.rdbuf());
-  const int rc = cli::cli_main(static_cast<int>(argv.size()), argv.data());
-  std::cout.rdbuf(old_out);
-  std::cerr.rdbuf(old_err);
-  return {rc, out.str(), err.str()};
-}
-}  // namespace
 
 TEST_CASE("triescope tokenize: describe, encode, decode, jsonl, named errors", "[model]") {
   const fs::path dir = fs::path(TRIESCOPE_BINARY_DIR) / "test_tmp" / "cmd_tokenize";

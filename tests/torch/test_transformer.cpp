@@ -17,41 +17,6 @@ using namespace triescope;
 using namespace triescope::test;
 
 namespace {
-// Random forest: each node hangs under a uniformly chosen earlier node, or
-// (rarely) starts a new root, so depths, fan-outs and siblings all vary.
-TokenTree random_tree(std::mt19937& rng, int32_t nodes, int32_t vocab) {
-  TokenTree t;
-  std::uniform_int_distribution<int32_t> tok(0, vocab - 1);
-  t.add_root(tok(rng));
-  for (int32_t i = 1; i < nodes; ++i) {
-    if (rng() % 16 == 0) {
-      t.add_root(tok(rng));
-    } else {
-      const int32_t parent = static_cast<int32_t>(rng() % static_cast<uint32_t>(i));
-      t.add_child(parent, tok(rng), 0.0);
-    }
-  }
-  return t;
-}
-
-// One forward over `order` (node ids; slot k holds order[k]) after the
-// nodes of `written` were already fed. Returns logits rows in `order`'s order.
-Logits forward_nodes(Model& m, TokenTree& t, const std::vector<int32_t>& order, int32_t first_slot, bool use_flat_positions = false) {
-  StepInput in;
-  for (size_t k = 0; k < order.size(); ++k) {
-    auto& nd = t.node(order[k]);
-    nd.slot = first_slot + static_cast<int32_t>(k);
-    in.tokens.push_back(nd.token);
-    in.positions.push_back(use_flat_positions ? first_slot + static_cast<int32_t>(k) : nd.depth);
-    in.slots.push_back(nd.slot);
-  }
-  in.num_slots = first_slot + static_cast<int32_t>(order.size());
-  in.mask = ancestor_mask_build(t, order, in.num_slots);
-  Logits out;
-  m.forward(in, out);
-  return out;
-}
-
 float diff_vs_path(Model& m, const TokenTree& t, int32_t node, const float* row) {
   const auto path = t.path_tokens(node);
   const Logits alone = run_causal(m, path);

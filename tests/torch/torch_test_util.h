@@ -4,10 +4,13 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <random>
 #include <vector>
 
 #include "core/decode/lookahead.h"
+#include "core/mask/ancestor_mask.h"
 #include "core/model/torch/torch_transformer.h"
+#include "core/tree/token_tree.h"
 
 namespace triescope::test {
 using json = nlohmann::json;
@@ -105,6 +108,41 @@ inline Logits run_causal(Model& m, const std::vector<int32_t>& tokens) {
     in.slots.push_back(i);
     for (int32_t j = 0; j <= i; ++j) in.mask.set(i, j);
   }
+  Logits out;
+  m.forward(in, out);
+  return out;
+}
+
+// Random forest: each node hangs under a uniformly chosen earlier node, or
+// (rarely) starts a new root, so depths, fan-outs and siblings all vary.
+inline TokenTree random_tree(std::mt19937& rng, int32_t nodes, int32_t vocab) {
+  TokenTree t;
+  std::uniform_int_distribution<int32_t> tok(0, vocab - 1);
+  t.add_root(tok(rng));
+  for (int32_t i = 1; i < nodes; ++i) {
+    if (rng() % 16 == 0) {
+      t.add_root(tok(rng));
+    } else {
+      const int32_t parent = static_cast<int32_t>(rng() % static_cast<uint32_t>(i));
+      t.add_child(parent, tok(rng), 0.0);
+    }
+  }
+  return t;
+}
+
+// One forward over `order` (node ids; slot k holds order[k]) after the
+// nodes of `written` were already fed. Returns logits rows in `order`'s order.
+inline Logits forward_nodes(Model& m, TokenTree& t, const std::vector<int32_t>& order, int32_t first_slot, bool use_flat_positions = false) {
+  StepInput in;
+  for (size_t k = 0; k < order.size(); ++k) {
+    auto& nd = t.node(order[k]);
+    nd.slot = first_slot + static_cast<int32_t>(k);
+    in.tokens.push_back(nd.token);
+    in.positions.push_back(use_flat_positions ? first_slot + static_cast<int32_t>(k) : nd.depth);
+    in.slots.push_back(nd.slot);
+  }
+  in.num_slots = first_slot + static_cast<int32_t>(order.size());
+  in.mask = ancestor_mask_build(t, order, in.num_slots);
   Logits out;
   m.forward(in, out);
   return out;

@@ -18,6 +18,9 @@
 namespace triescope {
 
 namespace {
+constexpr const char* kTreeKernelFp32Only =
+    "transformer: dtype \"bfloat16\" cannot run attention \"tree_kernel\" (the tree attention kernel and its CPU twin "
+    "read fp32 queries and cache); use attention \"auto\", \"dense\" or \"gather\"";
 at::Tensor host_to_tensor(const HostTensor& t, const at::Device& dev) {
   return at::from_blob(const_cast<float*>(t.data.data()), t.shape, at::TensorOptions().dtype(at::kFloat)).clone().to(dev);
 }
@@ -32,6 +35,9 @@ struct TorchTransformer::Impl {
   LlamaConfig cfg;
   TransformerOptions opt;
   at::Device dev{at::kCPU};
+  // The dtype of weights, activations and the KV cache: kFloat, or kBFloat16
+  // for opt.dtype "bfloat16" (whose softmax and normalisers still run in fp32).
+  at::ScalarType dt = at::kFloat;
   // Projection weights are held as their transposes [in, out]: views of the
   // checkpoint's [out, in] tensors made once at load (see linear2d).
   struct Layer {
@@ -57,9 +63,17 @@ struct TorchTransformer::Impl {
   static at::Tensor linear2d(const at::Tensor& x, const at::Tensor& w_t, const at::Tensor& b) {
     return b.defined() ? at::addmm(b, x, w_t) : at::mm(x, w_t);
   }
+  // HF's LlamaRMSNorm: the normaliser in fp32, the normalised x cast back
+  // to x's dtype before the weight (both casts no-ops in float32).
   at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& w) const {
-    return w * (x * at::rsqrt((x * x).mean(-1, true) + rms_eps));
+    const at::Tensor xf = x.to(at::kFloat);
+    return w * (xf * at::rsqrt((xf * xf).mean(-1, true) + rms_eps)).to(x.scalar_type());
   }
+  // Attention scores for the mask and the softmax, in fp32 (a no-op in float32).
+  static at::Tensor scores_fp32(const at::Tensor& s) { return s.to(at::kFloat); }
+  // The softmax over the last dimension in fp32, cast to the compute dtype
+  // for the product with V (a no-op in float32).
+  at::Tensor softmax_probs(const at::Tensor& scores) const { return at::softmax(scores, -1).to(dt); }
   // rotate_half convention (HF Llama): x * cos + cat(-x2, x1) * sin, computed
   // as x * cos + roll(x, h) * cat(-sin1, sin2): the same products bit for bit
   // (x2 * -s equals -x2 * s), and on CUDA one roll kernel in place of a
@@ -124,13 +138,13 @@ struct TorchTransformer::Impl {
     const int64_t cap = std::max<int64_t>({slots, 2 * capacity, 64});
     for (auto& t : kv) {
       // Zeros, not empty: the dense path multiplies masked-out V rows by exactly 0.
-      at::Tensor n = at::zeros({2, cap, cfg.num_key_value_heads, cfg.head_dim}, at::TensorOptions().dtype(at::kFloat).device(dev));
+      at::Tensor n = at::zeros({2, cap, cfg.num_key_value_heads, cfg.head_dim}, at::TensorOptions().dtype(dt).device(dev));
       if (capacity > 0) n.narrow(1, 0, capacity).copy_(t);
       t = n;
     }
     if (kv.empty())
       for (int32_t l = 0; l < cfg.num_hidden_layers; ++l)
-        kv.push_back(at::zeros({2, cap, cfg.num_key_value_heads, cfg.head_dim}, at::TensorOptions().dtype(at::kFloat).device(dev)));
+        kv.push_back(at::zeros({2, cap, cfg.num_key_value_heads, cfg.head_dim}, at::TensorOptions().dtype(dt).device(dev)));
     written.resize(static_cast<size_t>(cap), 0);
     capacity = cap;
   }
@@ -144,6 +158,10 @@ TorchTransformer::TorchTransformer(const LlamaConfig& cfg, const TensorMap& w, T
   TS_CHECK(m.opt.device == "cpu" || m.opt.device == "cuda", "transformer: device must be \"cpu\" or \"cuda\", got \"" << m.opt.device << "\"");
   TS_CHECK(m.opt.attention == "auto" || m.opt.attention == "dense" || m.opt.attention == "gather" || m.opt.attention == "tree_kernel",
            "transformer: attention must be \"auto\", \"dense\", \"gather\" or \"tree_kernel\", got \"" << m.opt.attention << "\"");
+  TS_CHECK(m.opt.dtype == "float32" || m.opt.dtype == "bfloat16",
+           "transformer: dtype must be \"float32\" or \"bfloat16\", got \"" << m.opt.dtype << "\"");
+  TS_CHECK(m.opt.dtype == "float32" || m.opt.attention != "tree_kernel", kTreeKernelFp32Only);
+  m.dt = m.opt.dtype == "bfloat16" ? at::kBFloat16 : at::kFloat;
   if (m.opt.device == "cuda") {
     TS_CHECK(at::hasCUDA(), "transformer: device \"cuda\" requested, but this LibTorch has no CUDA device available");
     m.dev = at::Device(at::kCUDA);
@@ -158,11 +176,11 @@ TorchTransformer::TorchTransformer(const LlamaConfig& cfg, const TensorMap& w, T
   // checks the same plumbing (CSR lists, raw cache layout) against the other
   // paths.
   const TreeAttentionKernel* registered = tree_attention_kernel();
-  m.tree_kernel = m.opt.attention == "tree_kernel" ||
-                  (m.opt.attention == "auto" && registered && (m.opt.device == "cuda" || registered->host_memory));
+  m.tree_kernel = m.opt.attention == "tree_kernel" || (m.opt.attention == "auto" && m.dt == at::kFloat && registered &&
+                                                       (m.opt.device == "cuda" || registered->host_memory));
   llama_weights_check(cfg, w, "transformer weights");
   c10::InferenceMode guard;
-  auto get = [&](const std::string& name) { return host_to_tensor(w.at(name), m.dev); };
+  auto get = [&](const std::string& name) { return host_to_tensor(w.at(name), m.dev).to(m.dt); };
   m.embed = get("model.embed_tokens.weight");
   m.norm = get("model.norm.weight");
   m.head = (cfg.tie_word_embeddings ? m.embed : get("lm_head.weight")).t();
@@ -204,7 +222,8 @@ const TorchTransformer::ForwardTimes& TorchTransformer::forward_times() const { 
 void TorchTransformer::reset_forward_times() { impl_->times = ForwardTimes{}; }
 
 KvShape TorchTransformer::kv_shape() const {
-  return KvShape{impl_->cfg.num_hidden_layers, impl_->cfg.num_key_value_heads, impl_->cfg.head_dim, 4};
+  return KvShape{impl_->cfg.num_hidden_layers, impl_->cfg.num_key_value_heads, impl_->cfg.head_dim,
+                 static_cast<int32_t>(at::elementSize(impl_->dt))};
 }
 
 void TorchTransformer::reset() {
@@ -254,7 +273,7 @@ void TorchTransformer::Impl::forward(const StepInput& in, Logits& out) {
   if (rows < q) x = x.index_select(0, inputs.logits_rows);  // the norm and the head are per row
   const at::Tensor logits_dev = linear2d(rms_norm(x, norm), head, {});
   const auto t_enqueued = clock::now();
-  const at::Tensor logits = logits_dev.to(at::kCPU).contiguous();
+  const at::Tensor logits = logits_dev.to(at::kFloat).to(at::kCPU).contiguous();  // bf16 logits widened, as HF's generate does
   if (inputs.kernel) {  // the copy above synchronised; the first bad input any layer's launch met
     const at::Tensor st = inputs.tk_status.to(at::kCPU);
     const int32_t* sv = st.data_ptr<int32_t>();
@@ -480,8 +499,8 @@ TorchTransformer::Impl::Inputs TorchTransformer::Impl::upload(const StepInput& i
   // RoPE from the explicit position ids: angle = position x inv_freq.
   const at::Tensor freqs = pos.unsqueeze(1) * inv_freq.unsqueeze(0);  // [q, hd/2]
   const at::Tensor emb = at::cat({freqs, freqs}, -1).unsqueeze(1);   // [q, 1, hd]
-  t.cos = emb.cos();
-  const at::Tensor sin = emb.sin();
+  t.cos = emb.cos().to(dt);  // computed in fp32, applied in the compute dtype (HF's rotary embedding)
+  const at::Tensor sin = emb.sin().to(dt);
   const int64_t h = sin.size(-1) / 2;
   t.sin_signed = at::cat({-sin.narrow(-1, 0, h), sin.narrow(-1, h, h)}, -1);
   return t;
@@ -582,16 +601,17 @@ at::Tensor TorchTransformer::Impl::attend_hybrid(const at::Tensor& qh, const at:
   const int64_t nh = cfg.num_attention_heads, nkv = cfg.num_key_value_heads, hd = cfg.head_dim, g = nh / nkv;
   const double scale = 1.0 / std::sqrt(static_cast<double>(hd));
   const at::Tensor Qb = qh.view({q, nkv, g, hd}).permute({1, 2, 0, 3}).reshape({nkv, g * q, hd});
-  const at::Tensor sp = at::matmul(Qb, K.narrow(0, 0, P).permute({1, 2, 0})).mul_(scale).view({nkv, g, q, P}).permute({2, 0, 1, 3});
+  const at::Tensor sp =
+      scores_fp32(at::matmul(Qb, K.narrow(0, 0, P).permute({1, 2, 0}))).mul_(scale).view({nkv, g, q, P}).permute({2, 0, 1, 3});
   at::Tensor sc = sp;  // [q, nkv, g, P (+ L2)]
   at::Tensor Vg;
   if (L2 > 0) {  // sparse part: each query against its own slots >= P only
     const at::Tensor Kg = K.index_select(0, t.hgidx).view({q, L2, nkv, hd}).permute({0, 2, 3, 1});  // [q, nkv, hd, L2]
     Vg = V.index_select(0, t.hgidx).view({q, L2, nkv, hd}).permute({0, 2, 1, 3});                    // [q, nkv, L2, hd]
-    const at::Tensor sd = at::matmul(qh.view({q, nkv, g, hd}), Kg).mul_(scale) + t.hmask.view({q, 1, 1, L2});
+    const at::Tensor sd = scores_fp32(at::matmul(qh.view({q, nkv, g, hd}), Kg)).mul_(scale) + t.hmask.view({q, 1, 1, L2});
     sc = at::cat({sp, sd}, -1);
   }
-  const at::Tensor pr = at::softmax(sc, -1);
+  const at::Tensor pr = softmax_probs(sc);
   const at::Tensor pp = pr.narrow(-1, 0, P).permute({1, 2, 0, 3}).reshape({nkv, g * q, P});
   at::Tensor o = at::matmul(pp, V.narrow(0, 0, P).permute({1, 0, 2})).view({nkv, g, q, hd}).permute({2, 0, 1, 3});
   if (L2 > 0) o = o + at::matmul(pr.narrow(-1, P, L2), Vg);
@@ -609,8 +629,8 @@ at::Tensor TorchTransformer::Impl::attend_blocks(const at::Tensor& qh, const at:
     // GQA: query head j reads KV head j / g.
     const at::Tensor Q = qh.narrow(0, p.blocks[bi].q0, n).view({n, nkv, g, hd}).permute({1, 2, 0, 3}).reshape({nkv, g * n, hd});
     const at::Tensor Kt = K.narrow(0, lo, sp).permute({1, 2, 0});  // [nkv, hd, span]
-    at::Tensor sc = at::matmul(Q, Kt).mul_(scale).view({nkv, g, n, sp}) + t.block_mask[bi];
-    const at::Tensor pr = at::softmax(sc, -1).view({nkv, g * n, sp});
+    at::Tensor sc = scores_fp32(at::matmul(Q, Kt)).mul_(scale).view({nkv, g, n, sp}) + t.block_mask[bi];
+    const at::Tensor pr = softmax_probs(sc).view({nkv, g * n, sp});
     const at::Tensor Vs = V.narrow(0, lo, sp).permute({1, 0, 2});  // [nkv, span, hd]
     parts.push_back(at::matmul(pr, Vs).view({nkv, g, n, hd}).permute({2, 0, 1, 3}).reshape({n, nh * hd}));
   }
@@ -633,8 +653,8 @@ at::Tensor TorchTransformer::Impl::attend_gather(const at::Tensor& qh, const at:
     const at::Tensor Kg = K.index_select(0, gi).view({qn, L, nkv, hd}).permute({0, 2, 3, 1});  // [qn, nkv, hd, L]
     const at::Tensor Vg = V.index_select(0, gi).view({qn, L, nkv, hd}).permute({0, 2, 1, 3});  // [qn, nkv, L, hd]
     const at::Tensor Q = qh.narrow(0, q0, qn).view({qn, nkv, g, hd});
-    at::Tensor sc = at::matmul(Q, Kg).mul_(scale) + t.mask.narrow(0, q0, qn).view({qn, 1, 1, L});  // [qn, nkv, g, L]
-    parts.push_back(at::matmul(at::softmax(sc, -1), Vg).reshape({qn, nh * hd}));
+    at::Tensor sc = scores_fp32(at::matmul(Q, Kg)).mul_(scale) + t.mask.narrow(0, q0, qn).view({qn, 1, 1, L});  // [qn, nkv, g, L]
+    parts.push_back(at::matmul(softmax_probs(sc), Vg).reshape({qn, nh * hd}));
   }
   return parts.size() == 1 ? parts[0] : at::cat(parts, 0);
 }
@@ -651,7 +671,7 @@ void TorchTransformer::forward(const StepInput& in, Logits& out) {
     const std::string first = msg.substr(0, msg.find('\n'));
     const LlamaConfig& c = m.cfg;
     const double kv_mib = 2.0 * c.num_hidden_layers * static_cast<double>(std::max(m.capacity, m.step_slots)) * c.num_key_value_heads *
-                          c.head_dim * sizeof(float) / (1 << 20);
+                          c.head_dim * static_cast<double>(at::elementSize(m.dt)) / (1 << 20);
     std::ostringstream what;
     if (m.step_rows > 0 && m.step_cols > 0)
       what << "attention \"" << m.opt.attention << "\" (path " << m.last_attention << ") scores of " << m.step_rows << " queries x "
@@ -671,7 +691,7 @@ nlohmann::json TorchTransformer::describe() const {
                       {"config", impl_->cfg.to_json()},
                       {"device", impl_->opt.device},
                       {"attention", impl_->opt.attention},
-                      {"dtype", "float32"}};
+                      {"dtype", impl_->opt.dtype}};
   if (!impl_->opt.source.is_null()) j["source"] = impl_->opt.source;
   if (impl_->tokenizer) j["tokenizer"] = {{"type", "byte-level BPE"}, {"pre_tokenizer", impl_->tokenizer->pretokenizer()}};
   return j;

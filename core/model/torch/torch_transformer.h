@@ -4,7 +4,9 @@
 // flat step), grouped-query attention, SwiGLU MLP, tied or untied head.
 // KV cache: one tensor per layer, [2 (K, V), slots, kv_heads, head_dim],
 // addressed by slot; a compaction plan is one index_select per layer.
-// fp32 compute; fp16/bf16 checkpoints are converted on load.
+// fp32 compute by default (fp16/bf16 checkpoints are converted on load); with
+// dtype "bfloat16" weights, activations and the cache are bf16, the attention
+// scores' softmax and RMSNorm's normaliser fp32, the logits returned in fp32.
 //
 // This header includes no LibTorch headers (the implementation is behind a
 // pointer), so code that only builds or drives a model compiles fast.
@@ -36,6 +38,9 @@ struct TransformerOptions {
   // there to test the plumbing). On "cuda", auto means tree_kernel when the
   // kernel is registered.
   std::string attention = "auto";
+  // "float32" or "bfloat16" (docs/transformer.md, "dtype"). bfloat16 refuses
+  // attention "tree_kernel" (its kernel reads fp32), and "auto" never picks it.
+  std::string dtype = "float32";
   nlohmann::json source;  // what describe() says about where the weights came from
 };
 
@@ -87,7 +92,7 @@ class TorchTransformer : public Model {
 // Idempotent; the CLI calls it at start-up, tests before they load samples.
 // Model object: {"type": "transformer", "path": "<HF dir or .gguf file>"} or
 // {"type": "transformer", "random_init": {config.json keys}, "seed": N,
-//  "init_std": 0.02}, plus optional "tokenizer", "device", "attention".
+//  "init_std": 0.02}, plus optional "tokenizer", "device", "attention", "dtype".
 void torch_models_register();
 
 // Text in and out for a model that has a tokenizer (a TorchTransformer
