@@ -13,7 +13,9 @@
 #                   the CLI and triescope_tests_cuda_torch
 #   test          110  ctest label "cuda", entry by entry, on the carried binaries:
 #                      triescope_tests_cuda (every case) and the CLI's
-#                      cli_run_backend_cuda{,_every_sample} (their cmake scripts)
+#                      cli_run_backend_cuda{,_every_sample} (their cmake scripts);
+#                      the untraced decodes (mask rows and logits on the device,
+#                      captured steps) are a case of triescope_tests_cuda
 #   sanitize      150  compute-sanitizer memcheck 60, racecheck 50, synccheck 40
 #                      over triescope_tests_cuda "~[trace]": every kernel's twin
 #                      cases ([twin]: masks, positions, KV gather, logits,
@@ -24,9 +26,10 @@
 #   bench-kernels  60  bench_cuda --no-static --reps 20
 #   test-torch     40  ctest label "cuda"'s LibTorch entry, triescope_tests_cuda_torch
 #                      (the ctest entry in build-torch; waits for the build)
-#   bench-e2e     110  bench_torch --preset llama-0.8b --device cuda, b = 15, P = 2,048,
-#                      64 new tokens: trie and batch, phases and LibTorch ops per step
-# = 550 s; GPU_SESSION_BUDGET_S (default 560) caps the sum: a phase gets at
+#   bench-e2e     190  bench_torch --preset llama-0.8b --device cuda, b = 15, P = 2,048,
+#                      64 new tokens: trie and batch, phases and LibTorch ops per step,
+#                      fp32 (box 110), then --dtype bf16 (box 80)
+# = 630 s of boxes; GPU_SESSION_BUDGET_S (default 570) caps the sum: a phase gets at
 # most what is left, and none starts with under 10 s left. Phases by name
 # (a second call): bench-hf (HF generate beside trie and batch, 300; name
 # build-torch before it unless build-torch/ is left from an earlier call on
@@ -51,7 +54,7 @@ BIN=${GPU_SESSION_BIN:-.gpu-bin}
 T0=$(date +%s)
 SESSION_CMD="bash scripts/gpu-session.sh${*:+ $*}"
 ARGS_GIVEN="$*"
-BUDGET=${GPU_SESSION_BUDGET_S:-560}
+BUDGET=${GPU_SESSION_BUDGET_S:-570}
 DEFAULT_PHASES="build-torch test sanitize golden bench-kernels test-torch bench-e2e"
 HAVE_GPU=0
 nvidia-smi -L >/dev/null 2>&1 && HAVE_GPU=1
@@ -238,9 +241,9 @@ phase_test-torch() {  # ctest label "cuda"'s LibTorch entry: TorchTransformer on
   wait_torch_build tests/cuda/triescope_tests_cuda_torch || return $?
   box 40 ctest --test-dir build-torch -L '^cuda$' -R '^triescope_tests_cuda_torch$' --output-on-failure
 }
-phase_bench-e2e() {  # trie vs batch beam search end to end, 0.85B random Llama, b = 15, prompt 2,048
+phase_bench-e2e() {  # trie vs batch beam search end to end, 0.85B random Llama, b = 15, prompt 2,048, fp32 then bf16
   local cmd=(build-torch/bench/bench_torch --preset llama-0.8b --device cuda --attention auto --prompt 2048 --new 64 --beams 15)
-  header bench-e2e 110 "${cmd[*]}"
+  header bench-e2e 190 "${cmd[*]}; the same with --dtype bf16"
   wait_torch_build bench/bench_torch
   local w=$?
   echo "## the LibTorch build's log (its header and last 20 lines):"
@@ -248,6 +251,9 @@ phase_bench-e2e() {  # trie vs batch beam search end to end, 0.85B random Llama,
   tail -n 20 "$TORCH_BUILD_LOG" 2>/dev/null
   [ "$w" -eq 0 ] || return "$w"
   box 110 "${cmd[@]}"
+  local a=$?
+  box 80 "${cmd[@]}" --dtype bf16
+  worst "$a" $?
 }
 phase_bench-hf() {  # Hugging Face generate() beside trie and batch beam search on the GPU, the peer protocol, outputs asserted equal
   local cmd=(python3 bench/bench_hf.py --triescope build-torch/app/triescope --work /tmp/bench_hf --device cuda --layers 8 --hidden 1024

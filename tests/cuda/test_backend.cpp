@@ -12,6 +12,7 @@
 #include "core/common/error.h"
 #include "core/config/json_reader.h"
 #include "core/decode/batch_beam_search.h"
+#include "core/decode/beam_config.h"
 #include "core/decode/run_sample.h"
 #include "core/decode/trie_beam_search.h"
 #include "core/mask/ancestor_mask.h"
@@ -134,6 +135,39 @@ TEST_CASE("CPU and CUDA traces are equivalent for every synthetic beam sample, a
     }
   }
   CHECK(ran >= 2);  // synthetic_long at least
+}
+
+// Untraced, a trie decode on the CUDA backend keeps each step's mask rows
+// and logits on the device and replays a captured decode forward per bucket
+// (docs/cuda.md): its hypotheses must still be the CPU reference's, bit for
+// bit. This is the decode path no trace shows.
+TEST_CASE("untraced trie decodes on the CUDA backend (rows on the device, captured steps) equal the CPU's", "[cuda][trace]") {
+  int ran = 0;
+  for (const auto& path : sample_paths()) {
+    const json j = json_load_file(path);
+    if (j["model"].value("type", std::string()) != "synthetic" || j.value("algorithm", std::string()) != "trie_beam_search") continue;
+    if (j.contains("constraint")) continue;  // a constraint ranks on the host: its logits come back
+    DYNAMIC_SECTION(path) {
+      Sample cpu = sample_load(path), gpu = sample_load(path);
+      cuda::sample_use_cuda(gpu);
+      const BeamConfig cfg = BeamConfig::from_json(JsonObjectReader(j["beam"], path, "beam"), cpu.model->vocab_size());
+      const DecodeResult want = trie_beam_search(*cpu.model, cpu.prompt, cfg, nullptr, cpu.options);
+      const DecodeResult got = trie_beam_search(*gpu.model, gpu.prompt, cfg, nullptr, gpu.options);
+      REQUIRE(got.hypotheses.size() == want.hypotheses.size());
+      for (size_t i = 0; i < want.hypotheses.size(); ++i) {
+        CAPTURE(i);
+        CHECK(got.hypotheses[i].tokens == want.hypotheses[i].tokens);
+        CHECK(got.hypotheses[i].score == want.hypotheses[i].score);
+      }
+      const auto* device_model = dynamic_cast<const cuda::CudaSyntheticModel*>(gpu.model.get());
+      REQUIRE(device_model != nullptr);
+      int64_t replays = 0;
+      for (const auto& [bucket, n] : device_model->captured_forwards().replays_by_bucket) replays += n;
+      CHECK(replays == want.metrics.model_calls - 1);  // every forward but the prefill
+    }
+    ++ran;
+  }
+  CHECK(ran >= 1);  // synthetic_long at least
 }
 
 TEST_CASE("CPU and CUDA traces are equivalent for random synthetic configurations", "[cuda][trace]") {
