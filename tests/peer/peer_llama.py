@@ -64,12 +64,12 @@ def run_cli(cli: pathlib.Path, *args) -> str:
     return r.stdout
 
 
-def our_logits(cli: pathlib.Path, model_dir: pathlib.Path, prompts, work: pathlib.Path) -> list:
-    """`triescope logits`: our forward pass over each prompt, read back with the safetensors library."""
+def our_logits(cli: pathlib.Path, model_dir: pathlib.Path, prompts, work: pathlib.Path, dtype: str = "") -> list:
+    """`triescope logits` (with `--dtype dtype` when given): our forward pass over each prompt, read back with the safetensors library."""
     work.mkdir(parents=True, exist_ok=True)
     (work / "prompts.json").write_text(json.dumps(prompts))
     out = work / "logits.safetensors"
-    run_cli(cli, "logits", model_dir, "--prompts", work / "prompts.json", "--out", out)
+    run_cli(cli, "logits", model_dir, "--prompts", work / "prompts.json", "--out", out, *(["--dtype", dtype] if dtype else []))
     t = load_file(str(out))
     return [t[f"logits.{i}"] for i in range(len(prompts))]
 

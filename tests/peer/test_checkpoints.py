@@ -20,7 +20,8 @@ torch_dtype=float32, so both compute in fp32 on identical weights and the fp32
 tolerance applies unchanged. Transformers computing natively in bf16 is a
 different function (8-bit mantissas in every matmul): it lands about 0.1 away
 from fp32 on these models, and we only check that ours is no farther from it
-than transformers' own fp32 forward is (x 1.5).
+than transformers' own fp32 forward is (x 1.5). Ours computing in bf16 too
+(`triescope logits --dtype bf16`) equals it bit for bit, prompt by prompt.
 """
 import json
 import subprocess
@@ -85,6 +86,22 @@ def test_bf16_checkpoint_against_native_bf16_compute(tmp_path, triescope_cli):
         d = max_diff(ours[i], hf16[i])
         print(f"prompt {i}: |ours - HF bf16| {d:.3g}, |HF fp32 - HF bf16| {max_diff(hf32[i], hf16[i]):.3g}")
         assert d <= bound, f"prompt {i}: ours is {d:.3g} from HF's bf16 forward, HF's fp32 is {bound:.3g}"
+
+
+@pytest.mark.parametrize("seed", [12, 13])
+def test_bf16_compute_equals_native_bf16_prompt_by_prompt(seed, tmp_path, triescope_cli):
+    """`triescope logits --dtype bf16` (docs/transformer.md, "dtype") against transformers computing
+    in bf16 with eager attention, one prompt at a time: HF's batched, right-padded bf16 forward
+    differs from its own unpadded one, so each prompt runs alone. Both round every matmul and the
+    attention probabilities to bf16 at the same places and accumulate in fp32: equal bit for bit."""
+    model_dir = hf_save(hf_llama(seed), tmp_path / "model", torch.bfloat16)
+    native = LlamaForCausalLM.from_pretrained(model_dir, torch_dtype=torch.bfloat16, attn_implementation="eager").eval()
+    ours = our_logits(triescope_cli, model_dir, PROMPTS, tmp_path / "ours", dtype="bf16")
+    for i, p in enumerate(PROMPTS):
+        hf = hf_batch_logits(native, [p])[0]
+        assert ours[i].shape == hf.shape, f"prompt {i}: shape {ours[i].shape} vs HF {hf.shape}"
+        d = max_diff(ours[i], hf)
+        assert d == 0.0, f"seed {seed}, prompt {i} (len {len(p)}): max |ours bf16 - HF bf16| = {d:.3g}"
 
 
 @pytest.mark.parametrize("dtype,tied", [("F32", False), ("F16", True), ("BF16", False)])
