@@ -68,6 +68,28 @@ AlgorithmParse config_parser(void (*read)(JsonObjectReader& sample, const Sample
   };
 }
 
+// The config of an algorithm that reads one section object of a sample into
+// one decoder config (greedy: "greedy" into a GreedyConfig), read back as
+// s.config_as<SectionConfig<GreedyConfig>>().decoder.
+template <class DecoderConfig>
+struct SectionConfig final : AlgorithmConfig {
+  DecoderConfig decoder;
+};
+
+// The parse of such an algorithm: opens the object `section`, fills a fresh
+// SectionConfig with `read` and refuses any key of `section` it left unread.
+//   .parse = section_parser("greedy", parse_sequence_limits<GreedyConfig>),
+template <class DecoderConfig>
+AlgorithmParse section_parser(const char* section, void (*read)(JsonObjectReader& object, const Sample& s, DecoderConfig& out)) {
+  return [section, read](JsonObjectReader& sample, const Sample& s) -> std::shared_ptr<const AlgorithmConfig> {
+    auto c = std::make_shared<SectionConfig<DecoderConfig>>();
+    JsonObjectReader r = sample.object(section);
+    read(r, s, c->decoder);
+    r.finish();
+    return c;
+  };
+}
+
 struct AlgorithmSpec {
   std::string name;         // the sample's "algorithm" and the trace header's
   std::string description;  // one line: the paper and what the algorithm does

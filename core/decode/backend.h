@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/common/enum_names.h"
 #include "core/config/json_reader.h"
 #include "core/constraint/constraint_index_request.h"
 #include "core/model/model.h"
@@ -22,7 +23,9 @@ struct AlgorithmSpec;
 // backend_requirement, ggml's supports_op): on its device, on the host (a
 // documented host part of the backend), or not at all.
 enum class SeamPlace { device, host, refused };
-const char* seam_place_name(SeamPlace p);  // "device", "host", "refused"
+inline constexpr EnumName<SeamPlace> kSeamPlaceNames[] = {
+    {SeamPlace::device, "device"}, {SeamPlace::host, "host"}, {SeamPlace::refused, "refused"}};
+const char* seam_place_name(SeamPlace p);
 
 struct SeamSupport {
   std::string seam;    // model, draft_model, mask, verify.<kind>, greedy_argmax, constraint, constraint.ranking, selection

@@ -26,14 +26,7 @@ SpecRegistry<BackendSpec>& registry() {
 }
 }  // namespace
 
-const char* seam_place_name(SeamPlace p) {
-  switch (p) {
-    case SeamPlace::device: return "device";
-    case SeamPlace::host: return "host";
-    case SeamPlace::refused: return "refused";
-  }
-  return "?";
-}
+const char* seam_place_name(SeamPlace p) { return enum_name(kSeamPlaceNames, p); }
 
 const SeamSupport* BackendSupport::find(std::string_view seam) const {
   for (const SeamSupport& x : seams)

@@ -285,8 +285,6 @@ class DsbdDecoder : DecoderCall<DsbdConfig> {
   // target row is) and under the draft (q_beam's weights, Section 3.1).
   std::vector<double> node_tlp_, node_dlp_;
   std::vector<char> has_dlp_;
-  std::vector<double> tlp_rows_, dlp_rows_;
-  std::vector<int32_t> trow_, drow_;
   // Draft log-softmax rows of this iteration's draft forwards: node -> row.
   std::unordered_map<int32_t, std::vector<double>> drafted_rows_;
   std::vector<int32_t> beams_;  // input beams (a multiset of nodes)
@@ -337,9 +335,9 @@ int32_t DsbdDecoder::child_for(Iteration& it, int32_t parent, int32_t tok, doubl
 }
 
 const double* DsbdDecoder::target_row(int32_t node) const {
-  const int32_t r = trow_[static_cast<size_t>(node)];
-  TS_CHECK(r >= 0, "dsbd: internal: node " << node << " missing from the forest pass");
-  return tlp_rows_.data() + static_cast<std::ptrdiff_t>(r) * V_;
+  const double* row = tf_.row(node);
+  TS_CHECK(row != nullptr, "dsbd: internal: node " << node << " missing from the forest pass");
+  return row;
 }
 
 void DsbdDecoder::prefill() {
@@ -351,12 +349,7 @@ void DsbdDecoder::prefill() {
   // first forest and is scored by the first forest pass.
   const std::vector<int32_t> pre(prompt_nodes.begin(), prompt_nodes.end() - 1);
   StepRecord ev(rec_);
-  if (!pre.empty()) {
-    json fwd = tf_.feed(tree_, slots_.num_slots(), pre, tlp_rows_, trow_, rec_.on());
-    json dfwd = df_.feed(tree_, slots_.num_slots(), pre, dlp_rows_, drow_, rec_.on());
-    ev.forward([&] { return std::move(fwd); });
-    ev.draft_forward([&] { return std::move(dfwd); });
-  }
+  feed_prefill(tf_, df_, tree_, slots_.num_slots(), pre, ev);
   ev.added(tree_, prompt_nodes);
   ev.kv([&] { return kv_record(slots_, bps_, n_, 1); });
   rec_.step(0, "prefill", ev, tree_, slots_.num_slots());
@@ -385,13 +378,10 @@ void DsbdDecoder::draft_forest(Iteration& it) {
     std::vector<int32_t> q_nodes;
     for (int32_t b : prev.nodes)
       if (std::find(q_nodes.begin(), q_nodes.end(), b) == q_nodes.end()) q_nodes.push_back(b);
-    json f = df_.feed(tree_, slots_.num_slots(), q_nodes, dlp_rows_, drow_, rec_.on());
+    json f = df_.feed(tree_, slots_.num_slots(), q_nodes, rec_.on());
     it.draft.draft_forwards_push([&] { return std::move(f); });
-    for (int32_t id = 0; id < tree_.size(); ++id) {
-      const int32_t r = drow_[static_cast<size_t>(id)];
-      if (r >= 0)
-        drafted_rows_[id].assign(dlp_rows_.begin() + static_cast<std::ptrdiff_t>(r) * V_, dlp_rows_.begin() + static_cast<std::ptrdiff_t>(r + 1) * V_);
-    }
+    for (int32_t id = 0; id < tree_.size(); ++id)
+      if (const double* row = df_.row(id)) drafted_rows_[id].assign(row, row + V_);
     const size_t w = prev.nodes.size();
     std::vector<double> beam_lp(w), token_lp(w * static_cast<size_t>(V_));
     for (size_t i = 0; i < w; ++i) {
@@ -449,7 +439,7 @@ void DsbdDecoder::draft_forest(Iteration& it) {
 
 void DsbdDecoder::score_forest(Iteration& it) {
   const std::vector<int32_t> order = dsbd_forest_order(tree_, beams_, it.in_forest);
-  json fwd = tf_.feed(tree_, slots_.num_slots(), order, tlp_rows_, trow_, rec_.on());
+  json fwd = tf_.feed(tree_, slots_.num_slots(), order, rec_.on());
   it.verify.forward([&] { return std::move(fwd); });
   it.verify.set("target_logprob", [&] {
     json lp = json::array();

@@ -27,14 +27,7 @@ nlohmann::json LookaheadMetrics::to_json() const {
           {"peak_slots", peak_slots}};
 }
 
-const char* lookahead_verify_name(LookaheadVerify v) {
-  switch (v) {
-    case LookaheadVerify::greedy_only: return "greedy_only";
-    case LookaheadVerify::independent: return "independent";
-    case LookaheadVerify::trie: return "trie";
-  }
-  return "?";
-}
+const char* lookahead_verify_name(LookaheadVerify v) { return enum_name(kLookaheadVerifyNames, v); }
 
 namespace {
 

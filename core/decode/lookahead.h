@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/common/enum_names.h"
 #include "core/decode/decode_options.h"
 #include "core/decode/greedy_decode.h"
 #include "core/model/model.h"
@@ -30,7 +31,9 @@ const AlgorithmSpec& lookahead_spec();
 
 enum class LookaheadVerify { greedy_only, independent, trie };
 
-const char* lookahead_verify_name(LookaheadVerify v);  // trie, independent, greedy_only
+inline constexpr EnumName<LookaheadVerify> kLookaheadVerifyNames[] = {
+    {LookaheadVerify::trie, "trie"}, {LookaheadVerify::independent, "independent"}, {LookaheadVerify::greedy_only, "greedy_only"}};
+const char* lookahead_verify_name(LookaheadVerify v);
 
 struct LookaheadConfig {
   int32_t max_new_tokens = 64;

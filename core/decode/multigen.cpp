@@ -12,14 +12,7 @@
 
 namespace triescope {
 
-const char* multigen_method_name(MultiGenMethod m) {
-  switch (m) {
-    case MultiGenMethod::copy: return "copy";
-    case MultiGenMethod::structured: return "structured";
-    case MultiGenMethod::hybrid: return "hybrid";
-  }
-  return "?";
-}
+const char* multigen_method_name(MultiGenMethod m) { return enum_name(kMultiGenMethodNames, m); }
 
 nlohmann::json MultiGenMetrics::to_json() const {
   return {{"prompt_len", prompt_len},

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/common/enum_names.h"
 #include "core/decode/sampling.h"
 #include "core/model/model.h"
 #include "core/trace/trace.h"
@@ -26,6 +27,8 @@ struct AlgorithmSpec;
 const AlgorithmSpec& multigen_spec();
 
 enum class MultiGenMethod { copy, structured, hybrid };
+inline constexpr EnumName<MultiGenMethod> kMultiGenMethodNames[] = {
+    {MultiGenMethod::copy, "copy"}, {MultiGenMethod::structured, "structured"}, {MultiGenMethod::hybrid, "hybrid"}};
 const char* multigen_method_name(MultiGenMethod m);
 
 struct MultiGenConfig {

@@ -110,8 +110,7 @@ std::vector<int64_t> top_indices(const std::vector<double>& prob, int32_t w) {
   return idx;
 }
 
-nlohmann::json TreeFeeder::feed(const TokenTree& tree, int32_t num_slots, const std::vector<int32_t>& nodes,
-                                std::vector<double>& logprob, std::vector<int32_t>& row_of, bool want_trace) {
+nlohmann::json TreeFeeder::feed(const TokenTree& tree, int32_t num_slots, const std::vector<int32_t>& nodes, bool want_trace) {
   if (written_.size() < static_cast<size_t>(tree.size())) written_.resize(static_cast<size_t>(tree.size()), 0);
   std::vector<char> queued(static_cast<size_t>(tree.size()), 0);
   std::vector<int32_t> missing;
@@ -139,17 +138,31 @@ nlohmann::json TreeFeeder::feed(const TokenTree& tree, int32_t num_slots, const 
   ++calls;
   tokens += static_cast<int64_t>(q.size());
   const int32_t V = logits_.vocab;
-  logprob.resize(q.size() * static_cast<size_t>(V));
-  row_of.assign(static_cast<size_t>(tree.size()), -1);
+  logprob_.resize(q.size() * static_cast<size_t>(V));
+  row_of_.assign(static_cast<size_t>(tree.size()), -1);
   std::vector<const float*> rows;
   for (size_t r = 0; r < q.size(); ++r) rows.push_back(logits_.row(static_cast<int32_t>(r)));
-  log_softmax_rows(rows, V, logprob.data());
+  log_softmax_rows(rows, V, logprob_.data());
   for (size_t r = 0; r < q.size(); ++r) {
-    row_of[static_cast<size_t>(q[r])] = static_cast<int32_t>(r);
+    row_of_[static_cast<size_t>(q[r])] = static_cast<int32_t>(r);
     written_[static_cast<size_t>(q[r])] = 1;
   }
   if (!want_trace) return nlohmann::json();
   return ForwardView{q, in.positions, in.slots, in.mask}.to_json();
+}
+
+const double* TreeFeeder::row(int32_t node) const {
+  if (node < 0 || node >= static_cast<int32_t>(row_of_.size()) || row_of_[static_cast<size_t>(node)] < 0) return nullptr;
+  return logprob_.data() + static_cast<std::ptrdiff_t>(row_of_[static_cast<size_t>(node)]) * logits_.vocab;
+}
+
+void feed_prefill(TreeFeeder& target, TreeFeeder& draft, const TokenTree& tree, int32_t num_slots, const std::vector<int32_t>& nodes,
+                  StepRecord& ev) {
+  if (nodes.empty()) return;
+  json fwd = target.feed(tree, num_slots, nodes, ev.on());
+  json dfwd = draft.feed(tree, num_slots, nodes, ev.on());
+  ev.forward([&] { return std::move(fwd); });
+  ev.draft_forward([&] { return std::move(dfwd); });
 }
 
 nlohmann::json SamplingDecodeResult::summary_metrics() const {
@@ -204,8 +217,6 @@ class BeamSampler : DecoderCall<BeamConfig> {
   TreeFeeder feeder_;
   const PhiloxKey key_;
   SamplingDecodeResult res_;
-  std::vector<double> lp_;       // [fed rows * V] the last pass's log-probs
-  std::vector<int32_t> row_of_;  // [nodes] their rows
   std::vector<Beam> beams_;
   std::vector<double> token_lp_;  // [beams * V] each beam's continuation log-probs
 };
@@ -223,7 +234,7 @@ KvRecord BeamSampler::kv_figures(int32_t step, int32_t live) {
 void BeamSampler::prefill() {
   const std::vector<int32_t> prompt_nodes = tree_.add_chain(kNoNode, prompt_);
   for (int32_t id : prompt_nodes) tree_.node(id).slot = slots_.allocate();
-  json fwd = feeder_.feed(tree_, slots_.num_slots(), prompt_nodes, lp_, row_of_, rec_.on());
+  json fwd = feeder_.feed(tree_, slots_.num_slots(), prompt_nodes, rec_.on());
   KvRecord kv = kv_figures(0, 1);
   StepRecord ev(rec_);
   ev.added(tree_, prompt_nodes);
@@ -239,9 +250,9 @@ std::vector<double> BeamSampler::distribution() {
   token_lp_.resize(nb * static_cast<size_t>(V_));
   for (size_t i = 0; i < nb; ++i) {
     beam_lp[i] = beams_[i].lp;
-    const int32_t r = row_of_[static_cast<size_t>(beams_[i].node)];
-    TS_CHECK(r >= 0, "beam sampling: beam node " << beams_[i].node << " was not scored");
-    std::copy_n(lp_.data() + static_cast<size_t>(r) * V_, V_, token_lp_.data() + i * V_);
+    const double* row = feeder_.row(beams_[i].node);
+    TS_CHECK(row != nullptr, "beam sampling: beam node " << beams_[i].node << " was not scored");
+    std::copy_n(row, V_, token_lp_.data() + i * V_);
   }
   return beam_distribution(beam_lp, token_lp_, V_, sampling_);  // Eq. 1
 }
@@ -355,7 +366,7 @@ SamplingDecodeResult BeamSampler::run() {
     const std::vector<int32_t> new_nodes = grow(picks, prob, ev);
     m.steps = step;
     if (feeds) {
-      json fwd = feeder_.feed(tree_, slots_.num_slots(), new_nodes, lp_, row_of_, rec_.on());
+      json fwd = feeder_.feed(tree_, slots_.num_slots(), new_nodes, rec_.on());
       ev.forward([&] { return std::move(fwd); });
     }
     KvRecord kv = kv_figures(step, static_cast<int32_t>(beams_.size()));

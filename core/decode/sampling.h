@@ -14,6 +14,7 @@
 #include "core/decode/decode_result.h"
 #include "core/model/model.h"
 #include "core/select/philox.h"
+#include "core/trace/step_record.h"
 #include "core/trace/trace.h"
 
 namespace triescope {
@@ -92,10 +93,12 @@ class TreeFeeder {
   Model& model() { return model_; }
   // Runs one forward over: missing ancestors (id order), then `nodes` in the
   // given order (re-feeding a written node is allowed: it rewrites the same
-  // K/V). Fills `logprob` [queries x V] with log-softmax rows and `row_of`
-  // (node id -> row). Returns the trace's forward object when `want_trace`.
-  nlohmann::json feed(const TokenTree& tree, int32_t num_slots, const std::vector<int32_t>& nodes,
-                      std::vector<double>& logprob, std::vector<int32_t>& row_of, bool want_trace);
+  // K/V), keeping each query's log-softmax row (row()). Returns the trace's
+  // forward object when `want_trace`.
+  nlohmann::json feed(const TokenTree& tree, int32_t num_slots, const std::vector<int32_t>& nodes, bool want_trace);
+  // `node`'s log-softmax row [V] of the last feed(); null when that pass did
+  // not feed it.
+  const double* row(int32_t node) const;
   bool written(int32_t node) const { return node < static_cast<int32_t>(written_.size()) && written_[static_cast<size_t>(node)]; }
   void reset() { written_.clear(); calls = 0; tokens = 0; }
   int64_t calls = 0;   // forward passes
@@ -105,7 +108,15 @@ class TreeFeeder {
   Model& model_;
   std::vector<char> written_;  // [tree size] node's K/V is in this model's cache
   Logits logits_;
+  std::vector<double> logprob_;  // [queries x V] the last pass's log-softmax rows
+  std::vector<int32_t> row_of_;  // [tree size] node -> its row in logprob_, -1 when not fed
 };
+
+// A drafting decode's prefill: `nodes` (the prompt but its last token, which
+// is the first query of the first draft and verification) fed to the target,
+// then to the draft, both passes recorded in `ev`; nothing when `nodes` is empty.
+void feed_prefill(TreeFeeder& target, TreeFeeder& draft, const TokenTree& tree, int32_t num_slots, const std::vector<int32_t>& nodes,
+                  StepRecord& ev);
 
 // A drafting decode's pass and token counts from its two feeders; the
 // target's are also the decode's model calls and computed tokens.

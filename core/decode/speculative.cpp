@@ -82,8 +82,6 @@ class SpeculativeSearch : DecoderCall<SpeculativeConfig> {
   TreeFeeder tf_, df_;
   const PhiloxKey key_;
   SamplingDecodeResult res_;
-  std::vector<double> tlp_, dlp_;
-  std::vector<int32_t> trow_, drow_;
   int32_t step_ = 0;
   int32_t cur_ = kNoNode;  // the last accepted node
   double cur_lp_ = 0.0;    // its target log-likelihood
@@ -106,12 +104,7 @@ void SpeculativeSearch::prefill() {
   for (int32_t id : prompt_nodes) tree_.node(id).slot = slots_.allocate();
   const std::vector<int32_t> pre(prompt_nodes.begin(), prompt_nodes.end() - 1);
   StepRecord ev(rec_);
-  if (!pre.empty()) {
-    json fwd = tf_.feed(tree_, slots_.num_slots(), pre, tlp_, trow_, rec_.on());
-    json dfwd = df_.feed(tree_, slots_.num_slots(), pre, dlp_, drow_, rec_.on());
-    ev.forward([&] { return std::move(fwd); });
-    ev.draft_forward([&] { return std::move(dfwd); });
-  }
+  feed_prefill(tf_, df_, tree_, slots_.num_slots(), pre, ev);
   ev.added(tree_, prompt_nodes);
   ev.kv([&] { return kv_figures(); });
   rec_.step(0, "prefill", ev, tree_, slots_.num_slots());
@@ -134,12 +127,10 @@ std::vector<int32_t> SpeculativeSearch::draft_chain(int32_t g, std::vector<std::
   q.assign(static_cast<size_t>(g), {});
   StepRecord ev(rec_, {"added", kDraftForwardsField});
   for (int32_t j = 1; j <= g; ++j) {
-    json f = df_.feed(tree_, slots_.num_slots(), {chain.back()}, dlp_, drow_, rec_.on());
+    json f = df_.feed(tree_, slots_.num_slots(), {chain.back()}, rec_.on());
     ev.draft_forwards_push([&] { return std::move(f); });
-    const int32_t r = drow_[static_cast<size_t>(chain.back())];
-    q[static_cast<size_t>(j - 1)] = beam_distribution({0.0}, std::vector<double>(dlp_.begin() + static_cast<std::ptrdiff_t>(r) * V_,
-                                                                                 dlp_.begin() + static_cast<std::ptrdiff_t>(r + 1) * V_),
-                                                      V_, cfg_.sampling);
+    const double* row = df_.row(chain.back());
+    q[static_cast<size_t>(j - 1)] = beam_distribution({0.0}, std::vector<double>(row, row + V_), V_, cfg_.sampling);
     const int32_t x = static_cast<int32_t>(sample_index(q[static_cast<size_t>(j - 1)],
                                                         philox_uniform(key_, it, static_cast<uint32_t>(j), 0, 0, RandStream::draft_sample)));
     const int32_t id = tree_.add_child(chain.back(), x, 0.0);
@@ -159,12 +150,12 @@ void SpeculativeSearch::verify_chain(const std::vector<int32_t>& chain, const st
   const auto it = static_cast<uint32_t>(iteration_);
   const int32_t g = static_cast<int32_t>(q.size());
   StepRecord ev(rec_, {"status"});
-  json fwd = tf_.feed(tree_, slots_.num_slots(), chain, tlp_, trow_, rec_.on());
+  json fwd = tf_.feed(tree_, slots_.num_slots(), chain, rec_.on());
   std::vector<std::vector<double>> lps, ps;  // [g + 1] target log-probs and warped p after cur and each draft
   std::vector<int32_t> tokens;
   for (int32_t j = 0; j <= g; ++j) {
-    const int32_t r = trow_[static_cast<size_t>(chain[static_cast<size_t>(j)])];
-    lps.emplace_back(tlp_.begin() + static_cast<std::ptrdiff_t>(r) * V_, tlp_.begin() + static_cast<std::ptrdiff_t>(r + 1) * V_);
+    const double* row = tf_.row(chain[static_cast<size_t>(j)]);
+    lps.emplace_back(row, row + V_);
     ps.push_back(beam_distribution({0.0}, lps.back(), V_, cfg_.sampling));
     if (j > 0) tokens.push_back(tree_.node(chain[static_cast<size_t>(j)]).token);
   }

@@ -25,7 +25,7 @@ class VerifierSet {
   // Installs (or replaces) `kind`'s verifier, stored as a T.
   template <class T>
   void put(const std::string& kind, std::shared_ptr<T> verifier) {
-    entries_.insert_or_assign(kind, Entry{std::shared_ptr<void>(std::move(verifier)), std::type_index(typeid(T))});
+    store(entries_, kind, std::move(verifier));
   }
   // `kind`'s verifier, or null when none is installed. Throws Error naming
   // the kind and both types when it was installed as another type than T.
@@ -36,7 +36,7 @@ class VerifierSet {
   // The same for a seam with no verify kind, under its own name.
   template <class T>
   void put_seam(const std::string& seam, std::shared_ptr<T> impl) {
-    seams_.insert_or_assign(seam, Entry{std::shared_ptr<void>(std::move(impl)), std::type_index(typeid(T))});
+    store(seams_, seam, std::move(impl));
   }
   template <class T>
   std::shared_ptr<T> find_seam(std::string_view seam) const {
@@ -52,6 +52,11 @@ class VerifierSet {
     std::type_index type;
   };
   using Entries = std::map<std::string, Entry, std::less<>>;
+  // Installs (or replaces) `name`'s entry, remembering T for typed().
+  template <class T>
+  static void store(Entries& entries, const std::string& name, std::shared_ptr<T> impl) {
+    entries.insert_or_assign(name, Entry{std::shared_ptr<void>(std::move(impl)), std::type_index(typeid(T))});
+  }
   template <class T>
   static std::shared_ptr<T> typed(const Entries& entries, std::string_view name, const char* what) {
     const auto it = entries.find(name);

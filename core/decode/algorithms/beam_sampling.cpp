@@ -10,10 +10,7 @@ struct Config final : BeamSection {
   SamplingConfig sampling;
 };
 
-void parse(JsonObjectReader& r, const Sample& s, Config& c) {
-  parse_beam_section(r, s, c);
-  if (r.has("sampling")) c.sampling = SamplingConfig::from_json(r.object("sampling"));
-}
+void parse(JsonObjectReader& r, const Sample& s, Config& c) { parse_sampling_sections(r, s, c, c.sampling); }
 
 SampleRun run(const Sample& s, TraceSink* trace, std::ostream& os) {
   const Config& c = s.config_as<Config>();

@@ -11,9 +11,8 @@ struct Config final : BeamSection {
 };
 
 void parse(JsonObjectReader& r, const Sample& s, Config& c) {
-  parse_beam_section(r, s, c);
   SamplingConfig sampling;
-  parse_speculative_common(r, s, c.beam, sampling);
+  parse_speculative_common(r, s, c, sampling);
   c.dsbd = DsbdConfig::from_json(r.object("dsbd"), c.beam.num_beams);
   c.dsbd.max_new_tokens = c.beam.max_new_tokens;
   c.dsbd.sampling = sampling;

@@ -6,19 +6,8 @@
 namespace triescope {
 namespace {
 
-struct GreedySection final : AlgorithmConfig {
-  GreedyConfig greedy;
-};
-
-void parse(JsonObjectReader& r, const Sample& s, GreedySection& c) {
-  auto g = r.object("greedy");
-  const SequenceLimits limits = parse_sequence_limits(g, s);
-  c.greedy = GreedyConfig{limits.max_new_tokens, limits.eos_token};
-  g.finish();
-}
-
 SampleRun run(const Sample& s, TraceSink* trace, std::ostream& os) {
-  const GreedyConfig& c = s.config_as<GreedySection>().greedy;
+  const GreedyConfig& c = s.config_as<SectionConfig<GreedyConfig>>().decoder;
   os << "algorithm: greedy, max_new_tokens " << c.max_new_tokens << ", prompt " << s.prompt.size() << " tokens\n";
   const GreedyResult r = greedy_decode(*s.model, s.prompt, c, trace, s.options);
   return sequence_run(os, s, r.tokens, r.metrics.to_json());
@@ -31,7 +20,7 @@ TRIESCOPE_DEFINE_ALGORITHM(greedy_spec, AlgorithmSpec{
     .sections = {"greedy"},
     .scored = false,
     .seams = {"greedy_argmax"},
-    .parse = config_parser(parse),
+    .parse = section_parser("greedy", parse_sequence_limits<GreedyConfig>),
     .run = run,
 });
 }  // namespace triescope

@@ -8,16 +8,8 @@
 namespace triescope {
 namespace {
 
-struct LookaheadSection final : AlgorithmConfig {
-  LookaheadConfig lookahead;
-};
-
-void parse(JsonObjectReader& r, const Sample& s, LookaheadSection& c) {
-  auto l = r.object("lookahead");
-  LookaheadConfig& q = c.lookahead;
-  const SequenceLimits limits = parse_sequence_limits(l, s);
-  q.max_new_tokens = limits.max_new_tokens;
-  q.eos_token = limits.eos_token;
+void parse(JsonObjectReader& l, const Sample& s, LookaheadConfig& q) {
+  parse_sequence_limits(l, s, q);
   q.window = static_cast<int32_t>(l.get_int("window", 0, 4096, q.window));
   q.ngram = static_cast<int32_t>(l.get_int("ngram", 2, 64, q.ngram));
   q.max_candidates = static_cast<int32_t>(l.get_int("max_candidates", 0, 4096, q.max_candidates));
@@ -25,13 +17,11 @@ void parse(JsonObjectReader& r, const Sample& s, LookaheadSection& c) {
   q.trie_depth = static_cast<int32_t>(l.get_int("trie_depth", 1, 4096, q.trie_depth));
   q.trie_nodes = static_cast<int32_t>(l.get_int("trie_nodes", 1, 1 << 20, q.trie_nodes));
   q.seed = static_cast<uint64_t>(l.get_int("seed", 0, INT64_MAX, 1));
-  q.verify = parse_named(l, "verify", LookaheadVerify::trie, {LookaheadVerify::trie, LookaheadVerify::independent, LookaheadVerify::greedy_only},
-                         lookahead_verify_name);
-  l.finish();
+  q.verify = parse_named(l, "verify", LookaheadVerify::trie, kLookaheadVerifyNames);
 }
 
 SampleRun run(const Sample& s, TraceSink* trace, std::ostream& os) {
-  const LookaheadConfig& c = s.config_as<LookaheadSection>().lookahead;
+  const LookaheadConfig& c = s.config_as<SectionConfig<LookaheadConfig>>().decoder;
   os << "algorithm: lookahead, max_new_tokens " << c.max_new_tokens << ", prompt " << s.prompt.size() << " tokens, W " << c.window
      << ", N " << c.ngram << ", G " << c.max_candidates << ", D " << c.trie_depth << ", B " << c.trie_nodes << "\n";
   const LookaheadResult r = lookahead_decode(*s.model, s.prompt, c, trace, s.options);
@@ -58,7 +48,7 @@ TRIESCOPE_DEFINE_ALGORITHM(lookahead_spec, AlgorithmSpec{
     .scored = false,
     .verify_kind = kVerifyLookahead,
     .seams = {"greedy_argmax"},  // its report's greedy reference
-    .parse = config_parser(parse),
+    .parse = section_parser("lookahead", parse),
     .run = run,
 });
 }  // namespace triescope

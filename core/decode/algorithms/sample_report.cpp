@@ -17,23 +17,21 @@ void report_beam_settings(std::ostream& os, const Sample& s, const BeamConfig& c
      << c.gc_interval << ", prompt " << s.prompt.size() << " tokens\n";
 }
 
-void parse_speculative_common(JsonObjectReader& r, const Sample& s, const BeamConfig& beam, SamplingConfig& sampling) {
+void parse_sampling_sections(JsonObjectReader& r, const Sample& s, BeamSection& c, SamplingConfig& sampling) {
+  parse_beam_section(r, s, c);
   if (r.has("sampling")) sampling = SamplingConfig::from_json(r.object("sampling"));
+}
+
+void parse_speculative_common(JsonObjectReader& r, const Sample& s, BeamSection& c, SamplingConfig& sampling) {
+  parse_sampling_sections(r, s, c, sampling);
   TS_CHECK(!sampling.deterministic, r.where("sampling.deterministic") << " is only supported by beam_sampling");
-  TS_CHECK(beam.eos_token < 0, r.where("beam.eos_token") << " is not supported by " << s.algorithm);
+  TS_CHECK(c.beam.eos_token < 0, r.where("beam.eos_token") << " is not supported by " << s.algorithm);
 }
 
 void report_sampling_settings(std::ostream& os, const Sample& s, const BeamConfig& beam, const SamplingConfig& c) {
   report_beam_settings(os, s, beam);
   os << "sampling: temperature " << c.temperature << ", top_k " << c.top_k << ", top_p " << c.top_p << ", seed " << c.seed
      << (c.deterministic ? ", deterministic (top-W)" : "") << "\n";
-}
-
-SequenceLimits parse_sequence_limits(JsonObjectReader& section, const Sample& s) {
-  SequenceLimits l;
-  l.max_new_tokens = static_cast<int32_t>(section.get_int("max_new_tokens", 1, 1 << 20));
-  l.eos_token = static_cast<int32_t>(section.get_int("eos_token", -1, s.model->vocab_size() - 1, -1));
-  return l;
 }
 
 SampleRun sequence_run(std::ostream& os, const Sample& s, const std::vector<int32_t>& tokens, const nlohmann::json& metrics) {

@@ -1,11 +1,13 @@
 // What the built-in algorithms' sample runs share: reports of hypotheses and
 // the conversion of a decoder's result into a SampleRun.
 #pragma once
-#include <initializer_list>
+#include <cstddef>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
 
+#include "core/common/enum_names.h"
 #include "core/common/error.h"
 #include "core/decode/algorithm.h"
 #include "core/decode/run_sample.h"
@@ -17,33 +19,30 @@ namespace triescope {
 void parse_beam_section(JsonObjectReader& r, const Sample& s, BeamSection& out);
 // "algorithm: ..., beams b, max_new_tokens m, gc_interval g, prompt n tokens"
 void report_beam_settings(std::ostream& os, const Sample& s, const BeamConfig& c);
-// The speculative decoders' shared checks and "sampling" object: no
+// The sampling decoders' sections: "beam" (into `c`) and the optional
+// "sampling" object (into `sampling`).
+void parse_sampling_sections(JsonObjectReader& r, const Sample& s, BeamSection& c, SamplingConfig& sampling);
+// The same for the speculative decoders, with their checks: no
 // deterministic sampling, no EOS (they run max_new_tokens steps).
-void parse_speculative_common(JsonObjectReader& r, const Sample& s, const BeamConfig& beam, SamplingConfig& sampling);
+void parse_speculative_common(JsonObjectReader& r, const Sample& s, BeamSection& c, SamplingConfig& sampling);
 // The sampling decoders' settings: report_beam_settings's line, then
 // "sampling: temperature t, top_k k, top_p p, seed s".
 void report_sampling_settings(std::ostream& os, const Sample& s, const BeamConfig& beam, const SamplingConfig& c);
-// max_new_tokens and eos_token of a "greedy" or "lookahead" section.
-struct SequenceLimits {
-  int32_t max_new_tokens = 0;
-  int32_t eos_token = -1;
-};
-SequenceLimits parse_sequence_limits(JsonObjectReader& section, const Sample& s);
-// A string field that names one of `values` as `name` writes it ("method":
-// "copy"), `dflt` when absent; any other string is an Error listing the names:
-// "samples/x.json: multigen.method must be copy, structured or hybrid, got \"x\"".
-template <class E>
-E parse_named(JsonObjectReader& section, const std::string& key, E dflt, std::initializer_list<E> values, const char* (*name)(E)) {
-  const std::string given = section.get_string(key, name(dflt));
-  std::string names;
-  size_t i = 0;
-  for (E v : values) {
-    if (given == name(v)) return v;
-    names += i == 0 ? "" : i + 1 == values.size() ? " or " : ", ";
-    names += name(v);
-    ++i;
-  }
-  TS_FAIL(section.where(key) << " must be " << names << ", got \"" << given << "\"");
+// Reads max_new_tokens and eos_token of a one-sequence section ("greedy",
+// "lookahead", "multigen") into the config's fields of those names.
+template <class Config>
+void parse_sequence_limits(JsonObjectReader& section, const Sample& s, Config& config) {
+  config.max_new_tokens = static_cast<int32_t>(section.get_int("max_new_tokens", 1, 1 << 20));
+  config.eos_token = static_cast<int32_t>(section.get_int("eos_token", -1, s.model->vocab_size() - 1, -1));
+}
+// A string field that names one of the values in `names` ("method": "copy"),
+// `dflt` when absent; any other string is an Error listing the names in table
+// order: "samples/x.json: multigen.method must be copy, structured or hybrid, got \"x\"".
+template <class E, size_t N>
+E parse_named(JsonObjectReader& section, const std::string& key, E dflt, const EnumName<E> (&names)[N]) {
+  const std::string given = section.get_string(key, enum_name(names, dflt));
+  if (const std::optional<E> v = enum_from_name(names, given)) return *v;
+  TS_FAIL(section.where(key) << " must be " << enum_names_text(names) << ", got \"" << given << "\"");
   return dflt;
 }
 // A one-sequence decoder's run: "output: ..." and the sequence as its output.

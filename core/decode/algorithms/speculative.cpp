@@ -11,8 +11,7 @@ struct Config final : BeamSection {
 };
 
 void parse(JsonObjectReader& r, const Sample& s, Config& c) {
-  parse_beam_section(r, s, c);
-  parse_speculative_common(r, s, c.beam, c.spec.sampling);
+  parse_speculative_common(r, s, c, c.spec.sampling);
   auto sp = r.object("speculative");
   c.spec.gamma = static_cast<int32_t>(sp.get_int("gamma", 1, 64));
   sp.finish();

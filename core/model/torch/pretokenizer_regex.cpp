@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/common/enum_names.h"
 #include "core/model/torch/unicode_class.h"
 #include "core/model/torch/utf8.h"
 
@@ -13,6 +14,7 @@ const std::string kLlama3 =
     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 const std::string kQwen2 =
     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+constexpr EnumName<SplitRegex> kSplitRegexNames[] = {{SplitRegex::gpt2, "gpt2"}, {SplitRegex::llama3, "llama3"}, {SplitRegex::qwen2, "qwen2"}};
 
 using Cls = UnicodeClass;
 
@@ -91,18 +93,11 @@ const std::string& split_regex_pattern(SplitRegex r) {
   return kGpt2;
 }
 
-const char* split_regex_name(SplitRegex r) {
-  switch (r) {
-    case SplitRegex::gpt2: return "gpt2";
-    case SplitRegex::llama3: return "llama3";
-    case SplitRegex::qwen2: return "qwen2";
-  }
-  return "?";
-}
+const char* split_regex_name(SplitRegex r) { return enum_name(kSplitRegexNames, r); }
 
 std::optional<SplitRegex> split_regex_find(const std::string& pattern) {
-  for (SplitRegex r : {SplitRegex::gpt2, SplitRegex::llama3, SplitRegex::qwen2})
-    if (split_regex_pattern(r) == pattern) return r;
+  for (const EnumName<SplitRegex>& r : kSplitRegexNames)
+    if (split_regex_pattern(r.value) == pattern) return r.value;
   return std::nullopt;
 }
 
