@@ -20,6 +20,7 @@
 #include "core/trace/trace_diff.h"
 #include "cuda/cuda_backend.h"
 #include "cuda/cuda_synthetic_model.h"
+#include "hypotheses_check.h"
 #include "test_util.h"
 #include "trace_util.h"
 
@@ -153,12 +154,7 @@ TEST_CASE("untraced trie decodes on the CUDA backend (rows on the device, captur
       const BeamConfig cfg = BeamConfig::from_json(JsonObjectReader(j["beam"], path, "beam"), cpu.model->vocab_size());
       const DecodeResult want = trie_beam_search(*cpu.model, cpu.prompt, cfg, nullptr, cpu.options);
       const DecodeResult got = trie_beam_search(*gpu.model, gpu.prompt, cfg, nullptr, gpu.options);
-      REQUIRE(got.hypotheses.size() == want.hypotheses.size());
-      for (size_t i = 0; i < want.hypotheses.size(); ++i) {
-        CAPTURE(i);
-        CHECK(got.hypotheses[i].tokens == want.hypotheses[i].tokens);
-        CHECK(got.hypotheses[i].score == want.hypotheses[i].score);
-      }
+      testing::check_same_hypotheses(got, want);
       const auto* device_model = dynamic_cast<const cuda::CudaSyntheticModel*>(gpu.model.get());
       REQUIRE(device_model != nullptr);
       int64_t replays = 0;

@@ -26,6 +26,7 @@
 #include "cuda/cuda_backend.h"
 #include "cuda/cuda_synthetic_model.h"
 #include "cuda/host_waits.h"
+#include "hypotheses_check.h"
 
 using namespace triescope;
 
@@ -87,12 +88,7 @@ std::vector<StepWaits> decode_step_waits(int32_t* num_beams, cuda::CudaSynthetic
   REQUIRE(model.at.size() == 40);  // the prefill, then steps 1 .. 39 feed
   CHECK(model.device_mask_steps == 39);  // every decode feed; the prefill's rows come back (its logits do too)
   const DecodeResult want = trie_beam_search(*ref.model, ref.prompt, cfg, nullptr, ref.options);
-  REQUIRE(r.hypotheses.size() == want.hypotheses.size());
-  for (size_t i = 0; i < want.hypotheses.size(); ++i) {
-    CAPTURE(i);
-    CHECK(r.hypotheses[i].tokens == want.hypotheses[i].tokens);
-    CHECK(r.hypotheses[i].score == want.hypotheses[i].score);
-  }
+  testing::check_same_hypotheses(r, want);
   model.at.push_back(cuda::host_wait_counts());
   const auto* device_model = dynamic_cast<const cuda::CudaSyntheticModel*>(s.model.get());
   REQUIRE(device_model != nullptr);
