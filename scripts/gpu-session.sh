@@ -11,25 +11,31 @@
 # machine's start and the transfers left over):
 #   build-torch     0 (background, box 330 s): CUDA LibTorch build of bench_torch,
 #                   the CLI and triescope_tests_cuda_torch
-#   test          110  ctest label "cuda", entry by entry, on the carried binaries:
-#                      triescope_tests_cuda (every case) and the CLI's
+#   test          170  ctest label "cuda", entry by entry, on the carried binaries:
+#                      triescope_tests_cuda (every case; its twin cases and the rest
+#                      as two processes side by side) and the CLI's
 #                      cli_run_backend_cuda{,_every_sample} (their cmake scripts);
 #                      the untraced decodes (mask rows and logits on the device,
 #                      captured steps) are a case of triescope_tests_cuda
-#   sanitize      150  compute-sanitizer memcheck 60, racecheck 50, synccheck 40
-#                      over triescope_tests_cuda "~[trace]": every kernel's twin
+#   sanitize      190  compute-sanitizer memcheck, racecheck and synccheck, seven
+#                      processes side by side (box 180 each), over triescope_tests_cuda
+#                      "[twin]" and "~[twin]~[trace]", and memcheck over the untraced
+#                      decodes ("untraced*"): every kernel's twin
 #                      cases ([twin]: masks, positions, KV gather, logits,
 #                      selection, Philox, verifiers, STATIC, the tree-attention
 #                      item kernel and the cascade) and the kernel unit tests
-#   golden         80  every synthetic sample re-recorded with --backend cuda, each
+#   golden         40  every synthetic sample re-recorded with --backend cuda, each
 #                      diffed against the CPU, then against traces/golden/
-#   bench-kernels  60  bench_cuda --no-static --reps 20
-#   test-torch     40  ctest label "cuda"'s LibTorch entry, triescope_tests_cuda_torch
+#   bench-kernels  40  bench_cuda --no-static --reps 20
+#   test-torch     30  ctest label "cuda"'s LibTorch entry, triescope_tests_cuda_torch
 #                      (the ctest entry in build-torch; waits for the build)
 #   bench-e2e     190  bench_torch --preset llama-0.8b --device cuda, b = 15, P = 2,048,
 #                      64 new tokens: trie and batch, phases and LibTorch ops per step,
 #                      fp32 (box 110), then --dtype bf16 (box 80)
-# = 630 s of boxes; GPU_SESSION_BUDGET_S (default 570) caps the sum: a phase gets at
+# = 660 s of boxes (on an H200 on 2026-11-28, docs/results/2026-11-28-h200: golden 4 s,
+# bench-kernels 1, test-torch 3, bench-e2e 68; test and sanitize, one process at a time,
+# did not fit their boxes, and side by side all finished within 173 s);
+# GPU_SESSION_BUDGET_S (default 585) caps the sum: a phase gets at
 # most what is left, and none starts with under 10 s left. Phases by name
 # (a second call): bench-hf (HF generate beside trie and batch, 300; name
 # build-torch before it unless build-torch/ is left from an earlier call on
@@ -54,7 +60,7 @@ BIN=${GPU_SESSION_BIN:-.gpu-bin}
 T0=$(date +%s)
 SESSION_CMD="bash scripts/gpu-session.sh${*:+ $*}"
 ARGS_GIVEN="$*"
-BUDGET=${GPU_SESSION_BUDGET_S:-570}
+BUDGET=${GPU_SESSION_BUDGET_S:-585}
 DEFAULT_PHASES="build-torch test sanitize golden bench-kernels test-torch bench-e2e"
 HAVE_GPU=0
 nvidia-smi -L >/dev/null 2>&1 && HAVE_GPU=1
@@ -153,31 +159,52 @@ worst() {
   return $r
 }
 
+# in_parallel NAME:SECONDS:CMD... : each command boxed, all at once (the
+# twin cases compute every shape's CPU twin, so one process a set keeps the
+# GPU-only test binary inside its box), their outputs then shown in order.
+in_parallel() {
+  local spec name secs pids=() names=() rc rcs=()
+  for spec in "$@"; do
+    name=${spec%%:*}; spec=${spec#*:}; secs=${spec%%:*}; spec=${spec#*:}
+    names+=("$name")
+    (eval "box_gpu_or_box $secs $spec" >"/tmp/gpu-session-par-$name.log" 2>&1) &
+    pids+=($!)
+  done
+  for i in "${!pids[@]}"; do
+    wait "${pids[$i]}"; rc=$?; rcs+=("$rc")
+    echo "## ${names[$i]} (exit $rc)"; cat "/tmp/gpu-session-par-${names[$i]}.log"
+  done
+  worst "${rcs[@]}"
+}
+# box_gpu_or_box SECONDS CMD...: box_gpu for compute-sanitizer, box otherwise.
+box_gpu_or_box() {
+  if [ "$2" = compute-sanitizer ]; then box_gpu "$@"; else box "$@"; fi
+}
 phase_test() {  # ctest label "cuda" on the carried binaries, entry by entry (no build tree there)
   local cli=(cmake -DTRIESCOPE="$BIN/triescope" -DBACKEND=cuda -DSAMPLE=samples/synthetic_long.json -DSAMPLES_DIR=samples)
-  header test 110 "$BIN/triescope_tests_cuda; ${cli[*]} -DWORK_DIR=/tmp/gpu-session-cli{,-all} -P tests/cuda/cli_backend_cuda{,_all}.cmake"
-  box 70 "$BIN/triescope_tests_cuda"
+  header test 170 "$BIN/triescope_tests_cuda \"~[twin]\" and \"[twin]\" side by side; ${cli[*]} -DWORK_DIR=/tmp/gpu-session-cli{,-all} -P tests/cuda/cli_backend_cuda{,_all}.cmake"
+  in_parallel "units:150:$BIN/triescope_tests_cuda '~[twin]'" "twin:150:$BIN/triescope_tests_cuda '[twin]'"
   local a=$?
   box_gpu 20 "${cli[@]}" -DWORK_DIR=/tmp/gpu-session-cli -P tests/cuda/cli_backend_cuda.cmake
   local b=$?
   box_gpu 20 "${cli[@]}" -DWORK_DIR=/tmp/gpu-session-cli-all -P tests/cuda/cli_backend_cuda_all.cmake
   worst "$a" "$b" $?
 }
-phase_sanitize() {  # every kernel under compute-sanitizer: the twin cases and unit tests, not the whole-decode traces
-  local t
-  header sanitize 150 "compute-sanitizer --tool {memcheck,racecheck,synccheck} --error-exitcode 9 $BIN/triescope_tests_cuda \"~[trace]\""
-  local rcs=()
-  for t in memcheck:60 racecheck:50 synccheck:40; do
-    box_gpu "${t#*:}" compute-sanitizer --tool "${t%:*}" --error-exitcode 9 "$BIN/triescope_tests_cuda" "~[trace]"
-    rcs+=($?)
+phase_sanitize() {  # every kernel under compute-sanitizer, one process a tool and set, side by side
+  local t sets=()
+  header sanitize 190 "compute-sanitizer --tool {memcheck,racecheck,synccheck} --error-exitcode 9 $BIN/triescope_tests_cuda {\"[twin]\",\"~[twin]~[trace]\"}; memcheck over \"untraced*\""
+  for t in memcheck racecheck synccheck; do
+    sets+=("$t-twin:180:compute-sanitizer --tool $t --error-exitcode 9 $BIN/triescope_tests_cuda '[twin]'")
+    sets+=("$t-units:180:compute-sanitizer --tool $t --error-exitcode 9 $BIN/triescope_tests_cuda '~[twin]~[trace]'")
   done
-  worst "${rcs[@]}"
+  sets+=("memcheck-untraced:180:compute-sanitizer --tool memcheck --error-exitcode 9 $BIN/triescope_tests_cuda 'untraced*'")
+  in_parallel "${sets[@]}"
 }
 phase_golden() {  # goldens re-recorded with --backend cuda (each diffed against the CPU), then against traces/golden/
   local g=/tmp/gpu-session-golden
-  header golden 80 "cmake -DTRIESCOPE=$BIN/triescope -DSAMPLES_DIR=samples -DGOLDEN_DIR=$g/out -DWORK_DIR=$g/work -P tests/golden/record_goldens.cmake; $BIN/triescope diff $g/out/X traces/golden/X for each X"
+  header golden 40 "cmake -DTRIESCOPE=$BIN/triescope -DSAMPLES_DIR=samples -DGOLDEN_DIR=$g/out -DWORK_DIR=$g/work -P tests/golden/record_goldens.cmake; $BIN/triescope diff $g/out/X traces/golden/X for each X"
   rm -rf "$g" && mkdir -p "$g/out"
-  box_gpu 60 cmake -DTRIESCOPE="$BIN/triescope" -DSAMPLES_DIR=samples -DGOLDEN_DIR="$g/out" -DWORK_DIR="$g/work" \
+  box_gpu 30 cmake -DTRIESCOPE="$BIN/triescope" -DSAMPLES_DIR=samples -DGOLDEN_DIR="$g/out" -DWORK_DIR="$g/work" \
     -P tests/golden/record_goldens.cmake || return $?
   tar -C "$g/out" -czf "$OUT/goldens.tar.gz" . && ls -l "$g/out"
   local f differ=0
@@ -187,8 +214,8 @@ phase_golden() {  # goldens re-recorded with --backend cuda (each diffed against
   return $differ
 }
 phase_bench-kernels() {  # mask, compaction, the b = 15 beam step (parts, old vs new selection), each vs a D2D copy
-  header bench-kernels 60 "$BIN/bench_cuda --no-static --reps 20"
-  box 60 "$BIN/bench_cuda" --no-static --reps 20
+  header bench-kernels 40 "$BIN/bench_cuda --no-static --reps 20"
+  box 40 "$BIN/bench_cuda" --no-static --reps 20
 }
 phase_bench-static() {  # STATIC at the paper setting: new vs old selection vs unconstrained vs the CPU reference
   header bench-static 300 "$BIN/bench_cuda --paper --reps 10"
@@ -237,9 +264,9 @@ wait_torch_build() {
   [ -x "build-torch/$1" ] || { echo "# build-torch/$1 was not built (see above)"; return 1; }
 }
 phase_test-torch() {  # ctest label "cuda"'s LibTorch entry: TorchTransformer on cuda with the tree kernel vs the CPU
-  header test-torch 40 "ctest --test-dir build-torch -L '^cuda\$' -R '^triescope_tests_cuda_torch\$' --output-on-failure"
+  header test-torch 30 "ctest --test-dir build-torch -L '^cuda\$' -R '^triescope_tests_cuda_torch\$' --output-on-failure"
   wait_torch_build tests/cuda/triescope_tests_cuda_torch || return $?
-  box 40 ctest --test-dir build-torch -L '^cuda$' -R '^triescope_tests_cuda_torch$' --output-on-failure
+  box 30 ctest --test-dir build-torch -L '^cuda$' -R '^triescope_tests_cuda_torch$' --output-on-failure
 }
 phase_bench-e2e() {  # trie vs batch beam search end to end, 0.85B random Llama, b = 15, prompt 2,048, fp32 then bf16
   local cmd=(build-torch/bench/bench_torch --preset llama-0.8b --device cuda --attention auto --prompt 2048 --new 64 --beams 15)
