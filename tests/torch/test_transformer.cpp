@@ -55,16 +55,7 @@ TEST_CASE("tree forward equals each path run alone, causally", "[model]") {
 
   // The tolerance can fail: one extra (non-ancestor) mask bit moves the logits.
   model->reset();
-  std::vector<int32_t> all(static_cast<size_t>(nodes));
-  std::iota(all.begin(), all.end(), 0);
-  StepInput in;
-  for (int32_t id : all) {
-    in.tokens.push_back(t.node(id).token);
-    in.positions.push_back(t.node(id).depth);
-    in.slots.push_back(id);
-  }
-  in.num_slots = nodes;
-  in.mask = ancestor_mask_build(t, all, nodes);
+  StepInput in = all_nodes_input(t, nodes);
   const int32_t q = nodes - 1;  // the last node; some earlier node is not its ancestor unless the tree is a chain
   int32_t extra = -1;
   for (int32_t s = 0; s < nodes && extra < 0; ++s)
@@ -88,14 +79,7 @@ TEST_CASE("logits_rows: the LM head runs on the listed queries only, their rows 
   std::iota(all.begin(), all.end(), 0);
   model->reset();
   const Logits full = forward_nodes(*model, t, all, 0);
-  StepInput in;
-  for (int32_t id : all) {
-    in.tokens.push_back(t.node(id).token);
-    in.positions.push_back(t.node(id).depth);
-    in.slots.push_back(id);
-  }
-  in.num_slots = 30;
-  in.mask = ancestor_mask_build(t, all, 30);
+  StepInput in = all_nodes_input(t, 30);
   in.logits_rows = {3, 17, 29};
   model->reset();
   Logits got;

@@ -78,16 +78,7 @@ TEST_CASE("bf16 tree forward: every node's logits within the tolerance of its fp
 
   // The tolerance can fail: one extra (non-ancestor) mask bit on the last
   // node moves its bf16 logits well past it.
-  StepInput in;
-  std::vector<int32_t> all(nodes);
-  std::iota(all.begin(), all.end(), 0);
-  for (int32_t id : all) {
-    in.tokens.push_back(t.node(id).token);
-    in.positions.push_back(t.node(id).depth);
-    in.slots.push_back(id);
-  }
-  in.num_slots = nodes;
-  in.mask = ancestor_mask_build(t, all, nodes);
+  StepInput in = all_nodes_input(t, nodes);
   const int32_t q = nodes - 1;
   int32_t extra = -1;
   for (int32_t s = 0; s < nodes && extra < 0; ++s)

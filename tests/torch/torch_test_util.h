@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <numeric>
 #include <random>
 #include <vector>
 
@@ -128,6 +129,22 @@ inline TokenTree random_tree(std::mt19937& rng, int32_t nodes, int32_t vocab) {
     }
   }
   return t;
+}
+
+// Every node of `t` fed at once, node i in slot i at its depth, with its
+// ancestor-mask row (a tree whose ids are its slots).
+inline StepInput all_nodes_input(const TokenTree& t, int32_t nodes) {
+  std::vector<int32_t> all(static_cast<size_t>(nodes));
+  std::iota(all.begin(), all.end(), 0);
+  StepInput in;
+  for (int32_t id : all) {
+    in.tokens.push_back(t.node(id).token);
+    in.positions.push_back(t.node(id).depth);
+    in.slots.push_back(id);
+  }
+  in.num_slots = nodes;
+  in.mask = ancestor_mask_build(t, all, nodes);
+  return in;
 }
 
 // One forward over `order` (node ids; slot k holds order[k]) after the
