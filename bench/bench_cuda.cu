@@ -29,6 +29,7 @@
 
 #include "bench/cuda_event_timer.cuh"
 #include "cuda/ancestor_mask.cuh"
+#include "cuda/row_log_normaliser.cuh"
 #include "cuda/topk_candidates.cuh"
 #include "cuda/cuda_common.cuh"
 #include "bench/static_bench_cpu.h"
@@ -470,6 +471,8 @@ int main(int argc, char** argv) {
       DeviceBuffer<double> ws_s(ws_entries, "ws"), out_s(k, "out");
       DeviceBuffer<int64_t> ws_f(ws_entries, "ws"), out_f(k, "out");
       DeviceBuffer<double> ws_lse(static_cast<size_t>(log_softmax_workspace_size(b, vocab)), "lse ws");
+      DeviceBuffer<float> ws_norm(static_cast<size_t>(row_log_normaliser_workspace_size(b, vocab)), "normaliser ws");
+      DeviceBuffer<double> d_lse(static_cast<size_t>(b), "lse");
       DeviceBuffer<int32_t> count(1, "count");
 
       SyntheticKvWriteParams w;
@@ -517,8 +520,18 @@ int main(int argc, char** argv) {
       s.out = d_lp.data();
       s.workspace = ws_lse.data();
       s.maybe_status = status.data();
+      // The decoders' path (cuda::DeviceSelector): each row's log-normaliser,
+      // the reference's bit for bit, then the top 2b read from the logits.
+      RowLogNormaliserParams n;
+      n.logits = d_logits.data();
+      n.num_rows = b;
+      n.vocab = vocab;
+      n.workspace = ws_norm.data();
+      n.out_lse = d_lse.data();
+      n.maybe_status = status.data();
       TopkCandidatesParams t;
-      t.logprobs = d_lp.data();
+      t.maybe_logits = d_logits.data();
+      t.maybe_lse = d_lse.data();
       t.beam_scores = d_beam.data();
       t.num_rows = b;
       t.vocab = vocab;
@@ -532,30 +545,31 @@ int main(int argc, char** argv) {
         synthetic_kv_write(w, st);
         ancestor_mask_extend(e, st);
         synthetic_logits(l, st);
-        log_softmax_rows(s, st);
+        row_log_normalisers(n, st);
         topk_candidates(t, st);
       };
       const auto whole_step = [&] { step_on(nullptr); };
       const double ms = time_ms(whole_step);
       status_ok(status, "bench: beam step");
-      // The selection's outputs equal the CPU twin's on the same log-probs.
-      std::vector<double> lp(static_cast<size_t>(b) * vocab), got_s(static_cast<size_t>(k));
+      // The selection's outputs equal the CPU twin's on the same logits.
+      std::vector<float> logits(static_cast<size_t>(b) * vocab);
+      std::vector<double> got_s(static_cast<size_t>(k));
       std::vector<int64_t> got_f(static_cast<size_t>(k));
-      TS_CUDA_CHECK(cudaMemcpy(lp.data(), d_lp.data(), lp.size() * sizeof(double), cudaMemcpyDeviceToHost), "bench: logprobs");
+      TS_CUDA_CHECK(cudaMemcpy(logits.data(), d_logits.data(), logits.size() * sizeof(float), cudaMemcpyDeviceToHost), "bench: logits");
       TS_CUDA_CHECK(cudaMemcpy(got_s.data(), out_s.data(), got_s.size() * sizeof(double), cudaMemcpyDeviceToHost), "bench: top-k");
       TS_CUDA_CHECK(cudaMemcpy(got_f.data(), out_f.data(), got_f.size() * sizeof(int64_t), cudaMemcpyDeviceToHost), "bench: top-k");
-      const std::string mismatch = bench::topk_twin_mismatch(lp.data(), b, vocab, beam.data(), k, got_s.data(), got_f.data());
+      const std::string mismatch = bench::topk_twin_mismatch_from_logits(logits.data(), b, vocab, beam.data(), k, got_s.data(), got_f.data());
       if (!mismatch.empty()) {
         std::fprintf(stderr, "bench_cuda: beam step top-k differs from the CPU twin: %s\n", mismatch.c_str());
         return 1;
       }
       // minimum traffic: parent rows read + rows and mask written, mask read back,
-      // the visible (token, position) pairs, logits written and read, logprobs
-      // written and read once (the selection's repeated passes over a chunk not counted)
+      // the visible (token, position) pairs, logits written once and read twice
+      // (the normaliser, the selection; its repeated passes over a chunk not counted)
       const double visible = double(b) * (prompt + generated);
-      const double bytes = 3.0 * b * words * 8 + b * words * 8 + visible * 8 + 2.0 * b * vocab * 4 + 2.0 * b * vocab * 8;
+      const double bytes = 3.0 * b * words * 8 + b * words * 8 + visible * 8 + 3.0 * b * vocab * 4;
       char label[128];
-      std::snprintf(label, sizeof label, "beam step b=15, %d slots, vocab %d (8 kernels)", num_slots, vocab);
+      std::snprintf(label, sizeof label, "beam step b=15, %d slots, vocab %d (7 kernels)", num_slots, vocab);
       report(label, bytes, ms, copy_gbps);
       {  // the same step as one CUDA graph (what a decoder replaying its step would pay)
         const double gms = bench::cuda_graph_median_ms(g_reps, step_on);
@@ -570,24 +584,34 @@ int main(int argc, char** argv) {
       } parts[] = {{"kv write", [&] { synthetic_kv_write(w, nullptr); }},
                    {"mask extend", [&] { ancestor_mask_extend(e, nullptr); }},
                    {"synthetic logits", [&] { synthetic_logits(l, nullptr); }},
-                   {"log-softmax (2 kernels)", [&] { log_softmax_rows(s, nullptr); }},
-                   {"top-2b selection (2 kernels)", [&] { topk_candidates(t, nullptr); }}};
+                   {"row log-normaliser (1 kernel)", [&] { row_log_normalisers(n, nullptr); }},
+                   {"top-2b selection from the logits (2 kernels)", [&] { topk_candidates(t, nullptr); }},
+                   {"the older log-softmax rows, not on the decode path (2 kernels)", [&] { log_softmax_rows(s, nullptr); }}};
       for (const auto& part : parts) {
         const double pm = time_ms(part.run);
         std::printf("  %-56s %10.4f ms\n", part.name, pm);
       }
       status_ok(status, "bench: beam step parts");
-      // the k-round kernels this replaced (bench/legacy_selection.cmake: 9ae4cdc's, from git history), rep by rep with the new ones, same picks
-      const auto [new_ms, old_ms] = bench::cuda_interleaved_median_ms(g_reps, [&] { topk_candidates(t, nullptr); }, [&] { bench::legacy::topk_candidates(t, nullptr); });
-      std::vector<double> old_s(static_cast<size_t>(k));
-      std::vector<int64_t> old_f(static_cast<size_t>(k));
+      // the k-round kernels this replaced (bench/legacy_selection.cmake: 9ae4cdc's, from git history), rep by rep
+      // with the new ones on the same log-probs (the older log-softmax's: the k-round kernels read log-probs), same picks
+      TopkCandidatesParams t_lp = t;
+      t_lp.logprobs = d_lp.data();
+      t_lp.maybe_logits = nullptr;
+      t_lp.maybe_lse = nullptr;
+      log_softmax_rows(s, nullptr);
+      topk_candidates(t_lp, nullptr);
+      std::vector<double> new_s(static_cast<size_t>(k)), old_s(static_cast<size_t>(k));
+      std::vector<int64_t> new_f(static_cast<size_t>(k)), old_f(static_cast<size_t>(k));
+      TS_CUDA_CHECK(cudaMemcpy(new_s.data(), out_s.data(), new_s.size() * sizeof(double), cudaMemcpyDeviceToHost), "bench: top-k");
+      TS_CUDA_CHECK(cudaMemcpy(new_f.data(), out_f.data(), new_f.size() * sizeof(int64_t), cudaMemcpyDeviceToHost), "bench: top-k");
+      const auto [new_ms, old_ms] = bench::cuda_interleaved_median_ms(g_reps, [&] { topk_candidates(t_lp, nullptr); }, [&] { bench::legacy::topk_candidates(t_lp, nullptr); });
       TS_CUDA_CHECK(cudaMemcpy(old_s.data(), out_s.data(), old_s.size() * sizeof(double), cudaMemcpyDeviceToHost), "bench: top-k");
       TS_CUDA_CHECK(cudaMemcpy(old_f.data(), out_f.data(), old_f.size() * sizeof(int64_t), cudaMemcpyDeviceToHost), "bench: top-k");
-      if (old_s != got_s || old_f != got_f) {
+      if (old_s != new_s || old_f != new_f) {
         std::fprintf(stderr, "bench_cuda: the legacy top-k differs from the new one\n");
         return 1;
       }
-      std::printf("  %-56s %10.4f ms  (new %.4f ms in the same reps: %.1fx)\n", "top-2b selection, the k-round kernels it replaced", old_ms,
+      std::printf("  %-56s %10.4f ms  (new %.4f ms in the same reps: %.1fx)\n", "top-2b from log-probs, the k-round kernels it replaced", old_ms,
                   new_ms, old_ms / new_ms);
     }
     if (run_static) bench_static(false, false);

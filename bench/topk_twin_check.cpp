@@ -3,6 +3,7 @@
 #include <sstream>
 #include <vector>
 
+#include "core/select/log_normaliser.h"
 #include "core/select/topk_candidates.h"
 
 namespace triescope::bench {
@@ -21,6 +22,15 @@ std::string topk_twin_mismatch(const double* logprobs, int32_t rows, int32_t voc
     }
   }
   return {};
+}
+
+std::string topk_twin_mismatch_from_logits(const float* logits, int32_t rows, int32_t vocab, const double* beam_scores, int32_t k,
+                                           const double* got_score, const int64_t* got_flat) {
+  std::vector<const float*> row_ptrs;
+  for (int32_t r = 0; r < rows; ++r) row_ptrs.push_back(logits + static_cast<size_t>(r) * static_cast<size_t>(vocab));
+  std::vector<double> lp(static_cast<size_t>(rows) * static_cast<size_t>(vocab));
+  log_softmax_rows(row_ptrs, vocab, lp.data());
+  return topk_twin_mismatch(lp.data(), rows, vocab, beam_scores, k, got_score, got_flat);
 }
 
 }  // namespace triescope::bench
