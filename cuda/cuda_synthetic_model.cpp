@@ -288,7 +288,8 @@ void CudaSyntheticModel::compact(const CompactionPlan& plan) {
       kv_compact(kp, d.stream);
     }
   }
-  status_check(d.status.data(), d.stream, "cuda synthetic model: compact");
+  // No wait: the gather's status stays in the model's status, read with the
+  // next forward's (by its status_check, or with the selector's answer).
   d.kv_tokens.swap(t);
   d.kv_positions.swap(p);
   if (cap > d.capacity) {

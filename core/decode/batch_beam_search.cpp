@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <numeric>
 
 #include "core/common/error.h"
 #include "core/decode/beam_budget.h"
@@ -116,6 +117,8 @@ json BatchSearch::forward(int32_t first_pos, int32_t count) {
       for (int32_t c = 0; c <= pos; ++c) in.mask.set(r * count + k, r * cap_ + c);
     }
   for (int32_t r = 0; r < rows_ && count > 1; ++r) in.logits_rows.push_back(r * count + count - 1);  // each row's last position only
+  // A decode step, unconstrained: a device selector ranks the rows where the model left them.
+  in.logits_may_stay_on_device = count == 1 && !constraint_ && selector_->reads_device_logits();
   model_.forward(in, logits_);
   logits_keep_rows(in, logits_);  // logits row r: row r's last position
   ++res_.metrics.model_calls;
@@ -137,10 +140,16 @@ KvRecord BatchSearch::kv_figures(int32_t generated) {
 // lower flat index): the selector (topk_candidates on the CPU), which never
 // materialises the sums.
 void BatchSearch::rank(int32_t cur, json* cinfo) {
+  const int32_t k = static_cast<int32_t>(std::min<int64_t>(2 * B_, int64_t{rows_} * V_));
+  if (logits_.data.empty() && logits_.device.rows) {  // the rows stayed on the device (forward): only the 2B candidates cross
+    std::vector<int32_t> row_ids(static_cast<size_t>(rows_));
+    std::iota(row_ids.begin(), row_ids.end(), 0);
+    ranked_ = selector_->run_device_logits(logits_.device, V_, row_ids, beam_scores_.data(), k);
+    return;
+  }
   const std::vector<int64_t> row_states(cstates_.begin(), cstates_.begin() + rows_);
   std::vector<const float*> row_logits;
   for (int32_t r = 0; r < rows_; ++r) row_logits.push_back(logits_.row(r));
-  const int32_t k = static_cast<int32_t>(std::min<int64_t>(2 * B_, int64_t{rows_} * V_));
   // A constraint that ranks sparsely scores only its allowed tokens (the
   // same finite candidates in the same order as the full ranking below).
   ranked_.clear();
