@@ -42,4 +42,22 @@ void status_check(KernelStatus* status_dev, cudaStream_t stream, const std::stri
                << ")");
 }
 
+cudaGraphExec_t graph_capture(cudaStream_t stream, const std::function<void()>& launches, const std::string& what) {
+  cudaGraph_t graph = nullptr;
+  TS_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), what << ": begin graph capture");
+  try {
+    launches();
+  } catch (...) {
+    cudaStreamEndCapture(stream, &graph);
+    if (graph) cudaGraphDestroy(graph);
+    throw;
+  }
+  TS_CUDA_CHECK(cudaStreamEndCapture(stream, &graph), what << ": end graph capture");
+  cudaGraphExec_t exec = nullptr;
+  const cudaError_t e = cudaGraphInstantiate(&exec, graph, 0);
+  cudaGraphDestroy(graph);
+  TS_CUDA_CHECK(e, what << ": instantiate graph");
+  return exec;
+}
+
 }  // namespace triescope::cuda

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 
@@ -108,5 +109,10 @@ class DeviceBuffer {
 // Synchronises `stream`, reads `status` back and throws Error naming `what`,
 // the error and its indices when a kernel flagged bad input. Resets it.
 void status_check(KernelStatus* status_dev, cudaStream_t stream, const std::string& what);
+
+// Captures what `launches` enqueues on `stream` (a non-default stream) as a
+// CUDA graph and instantiates it; throws Error naming `what` on a failure,
+// with the capture ended and nothing leaked.
+cudaGraphExec_t graph_capture(cudaStream_t stream, const std::function<void()>& launches, const std::string& what);
 
 }  // namespace triescope::cuda

@@ -122,6 +122,8 @@ void CudaSyntheticModel::forward(const StepInput& in, Logits& out) {
     out.resize(q, V);
   }
   if (q == 0) return;
+  if (in.mask_device.rows)  // the builder's stream wrote them: this stream waits for it, the host does not
+    TS_CUDA_CHECK(cudaStreamWaitEvent(d.stream, static_cast<cudaEvent_t>(in.mask_device.ready)), "cuda synthetic model: wait for the mask rows");
   // A decode step (its logits stay for the selector) replays the graph of
   // its bucket; the prefill and host-logits forwards run eagerly.
   const int32_t bucket = stay ? decode_bucket(q) : 0;
@@ -154,8 +156,6 @@ void CudaSyntheticModel::upload_step_ints(const StepInput& in, int32_t rows) {
   d.logits.reserve_discard(static_cast<size_t>(rows) * static_cast<size_t>(cfg_.vocab_size), "logits");
   TS_CUDA_CHECK(cudaMemcpyAsync(d.step_ints.data(), ints.data(), ints.size() * sizeof(int32_t), cudaMemcpyHostToDevice, d.stream),
                 "cuda synthetic model: upload sizes/tokens/positions/slots");
-  if (in.mask_device.rows)  // the builder's stream wrote them: this stream waits for it, the host does not
-    TS_CUDA_CHECK(cudaStreamWaitEvent(d.stream, static_cast<cudaEvent_t>(in.mask_device.ready)), "cuda synthetic model: wait for the mask rows");
 }
 
 void CudaSyntheticModel::forward_eager(const StepInput& in) {
@@ -230,21 +230,9 @@ void CudaSyntheticModel::forward_captured(const StepInput& in, int32_t bucket) {
   const GraphKey key{bucket, d.capacity, {d.kv_tokens.data(), d.kv_positions.data(), d.mask.data(), d.logits.data(), d.step_ints.data()}};
   auto it = d.graphs.find(key);
   if (it == d.graphs.end()) {
-    cudaGraph_t graph = nullptr;
-    TS_CUDA_CHECK(cudaStreamBeginCapture(d.stream, cudaStreamCaptureModeThreadLocal), "cuda synthetic model: begin graph capture");
-    try {
-      launch_forward(bucket, d.capacity, d.mask.data(), pitch, true);
-    } catch (...) {
-      cudaStreamEndCapture(d.stream, &graph);
-      if (graph) cudaGraphDestroy(graph);
-      throw;
-    }
-    TS_CUDA_CHECK(cudaStreamEndCapture(d.stream, &graph), "cuda synthetic model: end graph capture");
-    cudaGraphExec_t exec = nullptr;
-    const cudaError_t e = cudaGraphInstantiate(&exec, graph, 0);
-    cudaGraphDestroy(graph);
-    TS_CUDA_CHECK(e, "cuda synthetic model: instantiate graph");
-    it = d.graphs.emplace(key, exec).first;
+    it = d.graphs.emplace(key, graph_capture(d.stream, [&] { launch_forward(bucket, d.capacity, d.mask.data(), pitch, true); },
+                                             "cuda synthetic model"))
+             .first;
     ++captured_.captures;
   }
   TS_CUDA_CHECK(cudaGraphLaunch(it->second, d.stream), "cuda synthetic model: graph launch");

@@ -56,15 +56,17 @@ void IncrementalAncestorMask::resize_table(int32_t rows, int32_t words) {
   dev_words_ = words;
 }
 
-// Enqueues the kernel that writes the rows of `nodes` into the device's
-// `out` buffer ([n x words_per_row]); waits for nothing. The host vectors it
+// Plans the rows of `nodes` and, unless there are none (then false), enqueues
+// the kernel that writes them into the device's `out` buffer
+// ([n x words_per_row]); waits for nothing. The host vectors it
 // uploads from may die on return: a copy from pageable memory is staged
 // before cudaMemcpyAsync returns (the runtime API's synchronisation rules;
 // the host runtime stages them too).
-void IncrementalAncestorMask::enqueue_extend(const TokenTree& tree, const std::vector<int32_t>& nodes, int32_t num_slots,
+bool IncrementalAncestorMask::enqueue_extend(const TokenTree& tree, const std::vector<int32_t>& nodes, int32_t num_slots,
                                              int32_t words_per_row) {
   const MaskExtendPlan plan = planner_.plan_extend(tree, nodes, num_slots);
   const int32_t n = static_cast<int32_t>(nodes.size());
+  if (n == 0) return false;
   TS_CHECK(plan.table_rows >= dev_rows_ && plan.table_words >= dev_words_, "cuda incremental mask: the table never shrinks");
   resize_table(plan.table_rows, plan.table_words);
   Device& d = *dev_;
@@ -93,34 +95,28 @@ void IncrementalAncestorMask::enqueue_extend(const TokenTree& tree, const std::v
   p.out_words = words_per_row;
   p.maybe_status = d.status.data();
   ancestor_mask_extend(p, d.stream);
+  return true;
 }
 
 BitMask IncrementalAncestorMask::extend(const TokenTree& tree, const std::vector<int32_t>& nodes, int32_t num_slots) {
   BitMask out(static_cast<int32_t>(nodes.size()), num_slots);
-  if (nodes.empty()) {
-    planner_.plan_extend(tree, nodes, num_slots);
-    planner_.finish_extend();
-    return out;
+  if (enqueue_extend(tree, nodes, num_slots, out.words_per_row)) {
+    Device& d = *dev_;
+    if (!out.words.empty())
+      TS_CUDA_CHECK(counted_download(out.words.data(), d.out.data(), out.words.size() * sizeof(uint64_t), d.stream),
+                    "cuda incremental mask: download rows");
+    status_check(d.status.data(), d.stream, "cuda incremental mask: extend");  // synchronises
   }
-  enqueue_extend(tree, nodes, num_slots, out.words_per_row);
-  Device& d = *dev_;
-  if (!out.words.empty())
-    TS_CUDA_CHECK(counted_download(out.words.data(), d.out.data(), out.words.size() * sizeof(uint64_t), d.stream),
-                  "cuda incremental mask: download rows");
-  status_check(d.status.data(), d.stream, "cuda incremental mask: extend");  // synchronises
   planner_.finish_extend();
   return out;
 }
 
 DeviceMask IncrementalAncestorMask::extend_on_device(const TokenTree& tree, const std::vector<int32_t>& nodes, int32_t num_slots) {
   const int32_t words_per_row = BitMask::words_for(num_slots);
-  DeviceMask out{nullptr, words_per_row, nullptr, nullptr};
-  if (nodes.empty()) {
-    planner_.plan_extend(tree, nodes, num_slots);
+  if (!enqueue_extend(tree, nodes, num_slots, words_per_row)) {
     planner_.finish_extend();
-    return out;
+    return {nullptr, words_per_row, nullptr, nullptr};  // no rows: nothing to wait for
   }
-  enqueue_extend(tree, nodes, num_slots, words_per_row);
   Device& d = *dev_;
   TS_CUDA_CHECK(cudaEventRecord(d.ready, d.stream), "cuda incremental mask: record rows ready");
   planner_.finish_extend();

@@ -42,7 +42,7 @@ class IncrementalAncestorMask final : public MaskRowBuilder {
  private:
   struct Device;
   void resize_table(int32_t rows, int32_t words);
-  void enqueue_extend(const TokenTree& tree, const std::vector<int32_t>& nodes, int32_t num_slots, int32_t words_per_row);
+  bool enqueue_extend(const TokenTree& tree, const std::vector<int32_t>& nodes, int32_t num_slots, int32_t words_per_row);
   std::unique_ptr<Device> dev_;
   MaskRowPlanner planner_;
   int32_t dev_rows_ = 0;   // device table shape

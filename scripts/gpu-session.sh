@@ -167,7 +167,7 @@ in_parallel() {
   for spec in "$@"; do
     name=${spec%%:*}; spec=${spec#*:}; secs=${spec%%:*}; spec=${spec#*:}
     names+=("$name")
-    (eval "box_gpu_or_box $secs $spec" >"/tmp/gpu-session-par-$name.log" 2>&1) &
+    (eval "box_gpu $secs $spec" >"/tmp/gpu-session-par-$name.log" 2>&1) &
     pids+=($!)
   done
   for i in "${!pids[@]}"; do
@@ -175,10 +175,6 @@ in_parallel() {
     echo "## ${names[$i]} (exit $rc)"; cat "/tmp/gpu-session-par-${names[$i]}.log"
   done
   worst "${rcs[@]}"
-}
-# box_gpu_or_box SECONDS CMD...: box_gpu for compute-sanitizer, box otherwise.
-box_gpu_or_box() {
-  if [ "$2" = compute-sanitizer ]; then box_gpu "$@"; else box "$@"; fi
 }
 phase_test() {  # ctest label "cuda" on the carried binaries, entry by entry (no build tree there)
   local cli=(cmake -DTRIESCOPE="$BIN/triescope" -DBACKEND=cuda -DSAMPLE=samples/synthetic_long.json -DSAMPLES_DIR=samples)

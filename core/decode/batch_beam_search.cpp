@@ -141,7 +141,7 @@ KvRecord BatchSearch::kv_figures(int32_t generated) {
 // materialises the sums.
 void BatchSearch::rank(int32_t cur, json* cinfo) {
   const int32_t k = static_cast<int32_t>(std::min<int64_t>(2 * B_, int64_t{rows_} * V_));
-  if (logits_.data.empty() && logits_.device.rows) {  // the rows stayed on the device (forward): only the 2B candidates cross
+  if (logits_.on_device()) {  // the rows stayed on the device (forward): only the 2B candidates cross
     std::vector<int32_t> row_ids(static_cast<size_t>(rows_));
     std::iota(row_ids.begin(), row_ids.end(), 0);
     ranked_ = selector_->run_device_logits(logits_.device, V_, row_ids, beam_scores_.data(), k);

@@ -167,7 +167,7 @@ void TrieSearch::rank(int32_t step, json* cinfo) {
   std::vector<double> beam_scores;
   std::vector<const float*> rows;
   std::vector<int64_t> states;
-  const bool on_host = !logits_.data.empty() || !logits_.device.rows;
+  const bool on_host = !logits_.on_device();
   for (const Beam& bm : beams_) {
     beam_scores.push_back(bm.score);
     if (on_host) rows.push_back(logits_.row(bm.logits_row));

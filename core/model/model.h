@@ -50,6 +50,8 @@ struct Logits {
   int32_t vocab = 0;
   std::vector<float> data;  // [rows x vocab]; empty when the rows stayed on the device (StepInput::logits_may_stay_on_device)
   DeviceLogits device;      // rows null: the model computed them on the host
+  // The rows stayed on the device (StepInput::logits_may_stay_on_device).
+  bool on_device() const { return data.empty() && device.rows != nullptr; }
   const float* row(int32_t r) const { return data.data() + host_offset(r); }
   float* row(int32_t r) { return data.data() + host_offset(r); }
   void resize(int32_t r, int32_t v) {

@@ -153,23 +153,9 @@ void StaticStepCuda::graph_launch(const float* logits_dev, bool write_masked, bo
   TS_CHECK(stream_ != nullptr, "static step (cuda): graph capture needs a non-default stream");
   const auto key = std::make_tuple(logits_dev, write_masked, advance);
   auto it = graphs_.find(key);
-  if (it == graphs_.end()) {
-    cudaGraph_t graph = nullptr;
-    TS_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), "static step: begin graph capture");
-    try {
-      launcher_(params(logits_dev, write_masked, advance), stream_);
-    } catch (...) {
-      cudaStreamEndCapture(stream_, &graph);
-      if (graph) cudaGraphDestroy(graph);
-      throw;
-    }
-    TS_CUDA_CHECK(cudaStreamEndCapture(stream_, &graph), "static step: end graph capture");
-    cudaGraphExec_t exec = nullptr;
-    const cudaError_t e = cudaGraphInstantiate(&exec, graph, 0);
-    cudaGraphDestroy(graph);
-    TS_CUDA_CHECK(e, "static step: instantiate graph");
-    it = graphs_.emplace(key, exec).first;
-  }
+  if (it == graphs_.end())
+    it = graphs_.emplace(key, graph_capture(stream_, [&] { launcher_(params(logits_dev, write_masked, advance), stream_); }, "static step"))
+             .first;
   TS_CUDA_CHECK(cudaGraphLaunch(it->second, stream_), "static step: graph launch");
 }
 
