@@ -4,11 +4,15 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <memory>
+#include <stdexcept>
 #include <string>
 
 #include "core/model/torch/llama_config.h"
+#include "core/decode/decode_options.h"
 #ifdef TRIESCOPE_WITH_CUDA
 #include "cuda/cuda_backend.h"
+#include "cuda/device_selector.h"
 #endif
 
 namespace triescope::bench {
@@ -44,6 +48,23 @@ inline void register_device_kernels() {
 #ifdef TRIESCOPE_WITH_CUDA
   cuda::backend_tree_attention_register();
 #endif
+}
+
+// The beam step's selector for --selector (cpu | cuda | auto): "cuda" is the
+// CUDA backend's (cuda::DeviceSelector: the logits of a model on "cuda" are
+// ranked where they are, only the 2b candidates come back); "auto" takes it
+// on device "cuda" in a build with CUDA. Sets `name` to what was taken.
+inline DecodeOptions selector_options(const std::string& selector, const std::string& device, std::string& name) {
+  DecodeOptions o;
+  name = selector == "auto" ? (device == "cuda" ? "cuda" : "cpu") : selector;
+  if (name != "cpu" && name != "cuda") throw std::runtime_error("--selector must be cpu, cuda or auto, got " + selector);
+#ifdef TRIESCOPE_WITH_CUDA
+  if (name == "cuda") o.make_selector = [] { return std::make_unique<cuda::DeviceSelector>(); };
+#else
+  if (selector == "cuda") throw std::runtime_error("--selector cuda needs a build with CUDA (TRIESCOPE_WITH_CUDA)");
+  name = "cpu";
+#endif
+  return o;
 }
 
 // 4 query heads, 2 KV heads, SwiGLU width 3 x hidden, from --layers/--hidden/--vocab.

@@ -7,7 +7,7 @@
 //               [--vocab 4096] [--prompt 512] [--new 128] [--beams 3,9,15]
 //               [--gc 16] [--seed 1] [--device cpu] [--threads 0]
 //               [--attention auto] [--intermediate 0] [--preset none]
-//               [--dtype fp32]
+//               [--dtype fp32] [--selector auto]
 // --attention: auto | dense | gather | tree_kernel (TransformerOptions);
 // built with CUDA, the tree attention kernel is registered, so on --device
 // cuda "auto" uses it. --preset llama-0.8b: 16 layers, hidden 2048, 32 heads,
@@ -29,7 +29,10 @@
 // bytes halve, "auto" never takes the tree kernel and "tree_kernel" is
 // refused; trie and batch may then choose differently where scores are
 // within bf16's rounding (their products have other shapes), so "same
-// outputs" can say NO without a bug.
+// outputs" can say NO without a bug. --selector cpu | cuda | auto (cuda on
+// --device cuda in a build with CUDA): the CUDA backend's selector reads the
+// logits where the model left them (docs/cuda.md), as `triescope run
+// --backend cuda` does.
 #include <ATen/Parallel.h>
 #include <ATen/record_function.h>
 #ifdef TRIESCOPE_TORCH_CUDA
@@ -79,13 +82,14 @@ void torch_op_leave(const at::RecordFunction&, at::ObserverContext*) { --t_torch
 
 // Operators per decode step: (ops of a 5-step decode - ops of a 3-step one) / 2,
 // so the prefill cancels out (no GC runs in either unless gc_interval < 5).
-TorchOpCounts torch_ops_per_step(triescope::Model& model, const std::vector<int32_t>& prompt, triescope::BeamConfig cfg, bool trie) {
+TorchOpCounts torch_ops_per_step(triescope::Model& model, const std::vector<int32_t>& prompt, triescope::BeamConfig cfg, bool trie,
+                                 const triescope::DecodeOptions& dopt) {
   auto ops_of = [&](int32_t steps) {
     cfg.max_new_tokens = steps;
     g_torch_ops.store(0);
     g_torch_top_level_ops.store(0);
-    if (trie) triescope::trie_beam_search(model, prompt, cfg);
-    else triescope::batch_beam_search(model, prompt, cfg);
+    if (trie) triescope::trie_beam_search(model, prompt, cfg, nullptr, dopt);
+    else triescope::batch_beam_search(model, prompt, cfg, nullptr, dopt);
     return std::make_pair(g_torch_top_level_ops.load(), g_torch_ops.load());
   };
   const at::CallbackHandle h =
@@ -102,7 +106,7 @@ int main(int argc, char** argv) {
                                           {"vocab", "4096"}, {"prompt", "512"}, {"new", "128"},   {"beams", "3,9,15"},
                                           {"gc", "16"},      {"seed", "1"},     {"device", "cpu"}, {"threads", "0"},
                                           {"attention", "auto"}, {"intermediate", "0"}, {"preset", "none"},
-                                          {"dtype", "fp32"}};
+                                          {"dtype", "fp32"}, {"selector", "auto"}};
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string k = argv[i];
     if (k.rfind("--", 0) != 0 || !a.count(k.substr(2))) {
@@ -140,6 +144,8 @@ int main(int argc, char** argv) {
     if (a["dtype"] != "fp32" && a["dtype"] != "bf16") throw std::runtime_error("--dtype must be fp32 or bf16, got " + a["dtype"]);
     opt.dtype = a["dtype"] == "bf16" ? "bfloat16" : "float32";
     TorchTransformer model(c, llama_random_weights(c, std::stoull(a["seed"]), 0.02), opt);
+    std::string selector;
+    const DecodeOptions dopt = bench::selector_options(a["selector"], opt.device, selector);
     const int32_t n = std::stoi(a["prompt"]);
     std::vector<int32_t> prompt(static_cast<size_t>(n));
     uint64_t x = std::stoull(a["seed"]) * 7919 + 1;
@@ -156,16 +162,17 @@ int main(int argc, char** argv) {
                               (2.0 * c.hidden_size + static_cast<double>(c.hidden_size) * c.head_dim * (2 * c.num_attention_heads + 2 * c.num_key_value_heads) +
                                3.0 * c.hidden_size * c.intermediate_size);
     std::printf("config: layers %d, hidden %d, heads %d, kv_heads %d, head_dim %d, intermediate %d, vocab %d (%.1fM parameters), %s, "
-                "device %s, attention %s, threads %d; prompt %d, max_new_tokens %s (no EOS), gc_interval %s\n",
+                "device %s, attention %s, selector %s, threads %d; prompt %d, max_new_tokens %s (no EOS), gc_interval %s\n",
                 c.num_hidden_layers, c.hidden_size, c.num_attention_heads, c.num_key_value_heads, c.head_dim,
-                c.intermediate_size, c.vocab_size, params / 1e6, a["dtype"].c_str(), opt.device.c_str(), opt.attention.c_str(), at::get_num_threads(), n,
+                c.intermediate_size, c.vocab_size, params / 1e6, a["dtype"].c_str(), opt.device.c_str(), opt.attention.c_str(), selector.c_str(),
+                at::get_num_threads(), n,
                 a["new"].c_str(), a["gc"].c_str());
     {  // warm-up: LibTorch's first calls allocate and initialise; keep that out of the first row
       BeamConfig w;
       w.num_beams = 2;
       w.max_new_tokens = 4;
-      batch_beam_search(model, prompt, w);
-      trie_beam_search(model, prompt, w);
+      batch_beam_search(model, prompt, w, nullptr, dopt);
+      trie_beam_search(model, prompt, w, nullptr, dopt);
     }
     std::printf("| b | algorithm | attention | peak KV slots | peak KV MiB | Mem/Tok (KiB) | seconds | tokens/s | same outputs | "
                 "device peak MiB | (peak - before)/tok KiB |\n");
@@ -190,7 +197,7 @@ int main(int argc, char** argv) {
         }
 #endif
         const auto t0 = std::chrono::steady_clock::now();
-        DecodeResult r = trie ? trie_beam_search(model, prompt, cfg) : batch_beam_search(model, prompt, cfg);
+        DecodeResult r = trie ? trie_beam_search(model, prompt, cfg, nullptr, dopt) : batch_beam_search(model, prompt, cfg, nullptr, dopt);
         const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 #ifdef TRIESCOPE_TORCH_CUDA
         if (opt.device == "cuda")  // index 0: StatType::AGGREGATE (the same in LibTorch 1.13 and 2.x)
@@ -223,7 +230,7 @@ int main(int argc, char** argv) {
         const TorchTransformer::ForwardTimes& f = ft[k];
         const double steps = static_cast<double>(std::max<int64_t>(1, f.calls - 1));
         const double later = f.prep_s + f.enqueue_s + f.wait_s;
-        const TorchOpCounts ops = torch_ops_per_step(model, prompt, cfg, k == 1);
+        const TorchOpCounts ops = torch_ops_per_step(model, prompt, cfg, k == 1, dopt);
         std::printf("| %d | %s phases | prefill %.1f ms | per step: decoder host %.2f ms, forward prep %.2f ms, enqueue %.2f ms, "
                     "wait %.2f ms | %lld forwards | LibTorch ops per step: top-level %.0f, all %.0f | | | | | |\n",
                     b, name, f.first_s * 1e3, (sec - f.first_s - later) / steps * 1e3, f.prep_s / steps * 1e3, f.enqueue_s / steps * 1e3,

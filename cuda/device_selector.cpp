@@ -91,11 +91,14 @@ std::vector<ScoredCandidate> DeviceSelector::run_device_logits(const DeviceLogit
   selection_shape_check(shape_, n, k, "cuda selector");
   if (n == 0 || k == 0) return {};
   // Everything on the model's stream: its logits are ready in order there.
+  // Device memory of ours or of LibTorch's allocator; on the host runtime
+  // also a LibTorch CPU tensor (host memory, the model's kernels finished).
   const auto s = static_cast<cudaStream_t>(logits.stream);
+  const cudaMemcpyKind kind = logits.rows_in_host_memory ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToDevice;
   Device& d = *dev_;
   for (int32_t r = 0; r < n; ++r)
     TS_CUDA_CHECK(cudaMemcpyAsync(d.logits.data() + static_cast<size_t>(r) * vocab, logits.rows + static_cast<size_t>(row_ids[static_cast<size_t>(r)]) * vocab,
-                                  sizeof(float) * static_cast<size_t>(vocab), cudaMemcpyDeviceToDevice, s),
+                                  sizeof(float) * static_cast<size_t>(vocab), kind, s),
                   "cuda selector: gather logits row " << r);
   return select_uploaded(n, beam_scores, k, true, logits.stream, {logits.status, logits.input_status});
 }

@@ -26,6 +26,9 @@ struct DeviceLogits {
   // The same for the kernels that built the forward's inputs on the device
   // (DeviceMask::status, handed on by the model); null: none, or checked.
   void* input_status = nullptr;
+  // The rows are host memory the backend's kernels read as device memory:
+  // LibTorch's CPU tensors on the host runtime (cuda-emu), never on a GPU.
+  bool rows_in_host_memory = false;
 };
 
 }  // namespace triescope

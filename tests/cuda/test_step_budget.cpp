@@ -28,39 +28,14 @@
 #include "cuda/cuda_backend.h"
 #include "cuda/cuda_synthetic_model.h"
 #include "cuda/host_waits.h"
+#include "counting_model.h"
 #include "hypotheses_check.h"
 
 using namespace triescope;
 
 namespace {
 
-// A model that snapshots the host-wait counters at each forward, then runs
-// the CUDA model it wraps: between two forwards lies one decode step (the
-// selection of step i, then the feed of step i + 1).
-class CountingModel final : public Model {
- public:
-  explicit CountingModel(Model& m) : m_(m) {}
-  int32_t vocab_size() const override { return m_.vocab_size(); }
-  void forward(const StepInput& in, Logits& out) override {
-    at.push_back(cuda::host_wait_counts());
-    device_mask_steps += in.mask_device.rows != nullptr;
-    m_.forward(in, out);
-  }
-  bool reads_device_mask() const override { return m_.reads_device_mask(); }
-  void compact(const CompactionPlan& plan) override {
-    ++compactions;
-    m_.compact(plan);
-  }
-  void reset() override { m_.reset(); }
-  nlohmann::json describe() const override { return m_.describe(); }
-  KvShape kv_shape() const override { return m_.kv_shape(); }
-  std::vector<cuda::HostWaitCounts> at;
-  int32_t compactions = 0;
-  int32_t device_mask_steps = 0;  // forwards whose mask rows stayed on the device
-
- private:
-  Model& m_;
-};
+using testing::CountingModel;
 
 struct StepWaits {
   int32_t step;
@@ -92,6 +67,7 @@ std::vector<StepWaits> decode_step_waits(bool trie, int32_t* num_beams, cuda::Cu
   // Trie: every decode feed's mask rows stay on the device (the prefill's come
   // back with its last logits row); the batch layout's mask is built on the host.
   CHECK(model.device_mask_steps == (trie ? 39 : 0));
+  CHECK(model.device_logits_steps == 39);  // every decode feed's; the prefill's last row comes to the host
   testing::check_same_hypotheses(r, decode(*ref.model, ref.prompt, cfg, nullptr, ref.options, nullptr));
   model.at.push_back(cuda::host_wait_counts());
   const auto* device_model = dynamic_cast<const cuda::CudaSyntheticModel*>(s.model.get());

@@ -18,7 +18,9 @@
 #include "core/mask/ancestor_mask.h"
 #include "cuda/cuda_backend.h"
 #include "cuda/cuda_common.cuh"
+#include "cuda/device_selector.h"
 #include "cuda/tree_attention.cuh"
+#include "counting_model.h"
 #include "test_util.h"
 #include "tests/torch/torch_test_util.h"
 #include "tests/catch_session.h"
@@ -120,6 +122,55 @@ TEST_CASE("trie beam search on cuda (tree kernel) equals batch beam search on th
   for (size_t i = 0; i < t.hypotheses.size(); ++i) {
     CHECK(t.hypotheses[i].tokens == bb.hypotheses[i].tokens);
     CHECK(std::fabs(t.hypotheses[i].score - bb.hypotheses[i].score) <= 1e-4);
+  }
+}
+
+// Issue 33, items 1 and 3 for a real model: with the CUDA backend's selector,
+// an untraced trie decode leaves the transformer's logits where its forward
+// computed them (device memory on a GPU; LibTorch's CPU tensors on the host
+// runtime) and the selector reads them in place, so only its answer of 2b
+// candidates crosses to the host: one counted download a step. Each such
+// decode forward is padded to its bucket of query counts (3 beams: 4), so
+// its shapes are a captured graph's; the prefill runs at its own size. The
+// hypotheses are the CPU selector's on unpadded host logits: the same
+// tokens, the scores within 1e-5 (LibTorch's matrix products over 4 rows
+// round the real rows differently from those over 3).
+TEST_CASE("transformer logits read in place by the device selector: one download a step", "[cuda][tree_attention][model]") {
+  const int32_t gc = GENERATE(0, 4);
+  CAPTURE(gc);
+  const LlamaConfig c = tiny_config(4, 2);
+  auto gpu = gpu_model(c, 7, "tree_kernel");
+  auto ref = gpu_model(c, 7, "tree_kernel");
+  BeamConfig cfg;
+  cfg.num_beams = 3;
+  cfg.max_new_tokens = 10;
+  cfg.eos_token = -1;
+  cfg.gc_interval = gc;
+  const std::vector<int32_t> prompt = {5, 17, 3, 60, 2, 9, 9, 1};
+  DecodeOptions opt;
+  opt.make_selector = [] { return std::make_unique<cuda::DeviceSelector>(); };
+  testing::CountingModel counted(*gpu);
+  const DecodeResult got = trie_beam_search(counted, prompt, cfg, nullptr, opt);
+  counted.at.push_back(cuda::host_wait_counts());
+  REQUIRE(counted.at.size() == 11);  // the prefill, 9 decode feeds, the end
+  CHECK(counted.device_logits_steps == 9);  // every decode feed's; the prefill's last row comes to the host
+  const int64_t answer = 8 * (7 + 2 * 2 * cfg.num_beams);  // three statuses, the count, 2b scores and 2b indices
+  for (size_t i = 1; i + 1 < counted.at.size(); ++i) {  // step i + 1's selection, then its feed
+    const cuda::HostWaitCounts w = counted.at[i + 1] - counted.at[i];
+    CAPTURE(i, w.syncs, w.downloads, w.download_bytes);
+    CHECK(w.downloads == 1);
+    CHECK(w.download_bytes == answer);
+  }
+  const TorchTransformer::BucketedForwards& shapes = gpu->bucketed_forwards();
+  CHECK(shapes.eager == 1);  // the prefill
+  CHECK(shapes.by_bucket == std::map<int32_t, int64_t>{{4, 9}});
+  CHECK(ref->bucketed_forwards().by_bucket.empty());  // host logits: nothing padded
+  const DecodeResult want = trie_beam_search(*ref, prompt, cfg);
+  REQUIRE(got.hypotheses.size() == want.hypotheses.size());
+  for (size_t i = 0; i < want.hypotheses.size(); ++i) {
+    CAPTURE(i);
+    CHECK(got.hypotheses[i].tokens == want.hypotheses[i].tokens);
+    CHECK(std::fabs(got.hypotheses[i].score - want.hypotheses[i].score) <= 1e-5);
   }
 }
 

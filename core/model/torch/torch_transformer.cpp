@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 #include <c10/core/InferenceMode.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -12,6 +13,7 @@
 
 #include "core/common/error.h"
 #include "core/model/torch/gguf_llama.h"
+#include "core/model/decode_buckets.h"
 #include "core/model/tree_attention.h"
 #include "core/model/tree_attention_cascade.h"
 
@@ -115,6 +117,15 @@ struct TorchTransformer::Impl {
     TreeAttentionArgs targs;
     const TreeAttentionKernel* kernel = nullptr;  // null: the CPU twin
   };
+  // What a forward leaves for a device selector (leave_logits), alive until the next one.
+  at::Tensor kept_logits, kept_status;
+  BucketedForwards bucketed;
+  int32_t padding_bucket(const StepInput& in) const;
+  static StepInput padded_to_bucket(const StepInput& in, int32_t bucket);
+  bool logits_readable_in_place() const;
+  void check_kernel_status(const Inputs& inputs) const;
+  void download_logits(const at::Tensor& logits_dev, const Inputs& inputs, Logits& out) const;
+  void leave_logits(const at::Tensor& logits_dev, const Inputs& inputs, Logits& out);
   void mark_written(const StepInput& in, int64_t S);
   void read_rows(const StepInput& in, Plan& p) const;
   Plan plan_step(const StepInput& in);
@@ -219,6 +230,7 @@ void TorchTransformer::set_tokenizer(std::shared_ptr<const BpeTokenizer> tok) { 
 const BpeTokenizer* TorchTransformer::tokenizer() const { return impl_->tokenizer.get(); }
 const std::string& TorchTransformer::last_attention() const { return impl_->last_attention; }
 const TorchTransformer::ForwardTimes& TorchTransformer::forward_times() const { return impl_->times; }
+const TorchTransformer::BucketedForwards& TorchTransformer::bucketed_forwards() const { return impl_->bucketed; }
 void TorchTransformer::reset_forward_times() { impl_->times = ForwardTimes{}; }
 
 KvShape TorchTransformer::kv_shape() const {
@@ -250,14 +262,32 @@ void TorchTransformer::compact(const CompactionPlan& plan) {
   m.written = std::move(written);
 }
 
-void TorchTransformer::Impl::forward(const StepInput& in, Logits& out) {
+void TorchTransformer::Impl::forward(const StepInput& in_asked, Logits& out) {
   using clock = std::chrono::steady_clock;
   const auto t_start = clock::now();
   const LlamaConfig& c = cfg;
-  step_input_check(in, c.vocab_size);
+  step_input_check(in_asked, c.vocab_size);
+  const bool stay = in_asked.logits_may_stay_on_device && logits_readable_in_place();
+  const int32_t bucket = stay ? padding_bucket(in_asked) : 0;
+  StepInput padded;
+  if (bucket > 0) padded = padded_to_bucket(in_asked, bucket);
+  const StepInput& in = bucket > 0 ? padded : in_asked;
+  if (bucket > 0)
+    ++bucketed.by_bucket[bucket];
+  else
+    ++bucketed.eager;
   const int64_t q = static_cast<int64_t>(in.tokens.size()), S = in.num_slots;
+  const int64_t asked_rows = in_asked.logits_rows.empty() ? static_cast<int64_t>(in_asked.tokens.size())
+                                                          : static_cast<int64_t>(in_asked.logits_rows.size());
   const int64_t rows = in.logits_rows.empty() ? q : static_cast<int64_t>(in.logits_rows.size());  // the LM head's rows
-  out.resize(static_cast<int32_t>(rows), c.vocab_size);
+  if (stay) {  // out.data stays empty: the caller's device selector reads the rows where they are
+    out.rows = static_cast<int32_t>(asked_rows);  // a padded step's first rows are the asked queries'; the rest are never read
+    out.vocab = c.vocab_size;
+    out.data.clear();
+    out.device = {};
+  } else {
+    out.resize(static_cast<int32_t>(rows), c.vocab_size);
+  }
   if (q == 0) return;
   step_slots = S;
   step_rows = step_cols = 0;
@@ -273,14 +303,11 @@ void TorchTransformer::Impl::forward(const StepInput& in, Logits& out) {
   if (rows < q) x = x.index_select(0, inputs.logits_rows);  // the norm and the head are per row
   const at::Tensor logits_dev = linear2d(rms_norm(x, norm), head, {});
   const auto t_enqueued = clock::now();
-  const at::Tensor logits = logits_dev.to(at::kFloat).to(at::kCPU).contiguous();  // bf16 logits widened, as HF's generate does
-  if (inputs.kernel) {  // the copy above synchronised; the first bad input any layer's launch met
-    const at::Tensor st = inputs.tk_status.to(at::kCPU);
-    const int32_t* sv = st.data_ptr<int32_t>();
-    TS_CHECK(sv[0] == 0, "transformer: " << inputs.kernel->name << ": " << inputs.kernel->error_name(sv[0]) << " (query " << sv[1] << ", slot "
-                                         << sv[2] << ")");
-  }
-  std::memcpy(out.data.data(), logits.data_ptr<float>(), sizeof(float) * static_cast<size_t>(rows * c.vocab_size));
+  if (stay)
+    leave_logits(logits_dev, inputs, out);
+  else
+    download_logits(logits_dev, inputs, out);
+  for (int32_t s = in_asked.num_slots; s < in.num_slots; ++s) written[static_cast<size_t>(s)] = 0;  // the padding's scratch slots
   const auto t_done = clock::now();
   auto sec = [](clock::duration d) { return std::chrono::duration<double>(d).count(); };
   if (times.calls++ == 0) {
@@ -290,6 +317,81 @@ void TorchTransformer::Impl::forward(const StepInput& in, Logits& out) {
   times.prep_s += sec(t_prepared - t_start);
   times.enqueue_s += sec(t_enqueued - t_prepared);
   times.wait_s += sec(t_done - t_enqueued);
+}
+
+// The bucket a forward whose logits stay is padded to (BucketedForwards), or
+// 0: it runs at its own size.
+int32_t TorchTransformer::Impl::padding_bucket(const StepInput& in) const {
+  const TreeAttentionKernel* k = tree_attention_kernel();
+  const bool device_kernel = tree_kernel && k != nullptr && (dev.is_cuda() || k->host_memory);
+  if (!device_kernel || !in.logits_rows.empty() || in.shared_prefix_slots > 0 || in.tokens.empty()) return 0;
+  return decode_bucket(static_cast<int32_t>(in.tokens.size()));
+}
+
+// `in` with bucket - q root queries appended: each on its own scratch slot
+// past in.num_slots, reading only that slot (the tree kernel never meets an
+// empty list), at position 0 with the first query's token.
+StepInput TorchTransformer::Impl::padded_to_bucket(const StepInput& in, int32_t bucket) {
+  const auto q = static_cast<int32_t>(in.tokens.size());
+  StepInput p;
+  p.tokens = in.tokens;
+  p.positions = in.positions;
+  p.slots = in.slots;
+  p.num_slots = in.num_slots + (bucket - q);
+  p.logits_may_stay_on_device = true;
+  p.mask.reset(bucket, p.num_slots);
+  for (int32_t r = 0; r < q; ++r) std::copy(in.mask.row(r), in.mask.row(r) + in.mask.words_per_row, p.mask.row(r));
+  for (int32_t i = 0; i < bucket - q; ++i) {
+    p.tokens.push_back(in.tokens.front());
+    p.positions.push_back(0);
+    p.slots.push_back(in.num_slots + i);
+    p.mask.set(q + i, in.num_slots + i);
+  }
+  return p;
+}
+
+// Whether a device selector of this build can read the logits where the
+// forward leaves them: on a GPU, or on the host runtime, whose device memory
+// is host memory (its tree attention kernel reads LibTorch's CPU tensors).
+bool TorchTransformer::Impl::logits_readable_in_place() const {
+  if (dev.is_cuda()) return true;
+  const TreeAttentionKernel* k = tree_attention_kernel();
+  return k != nullptr && k->host_memory;
+}
+
+// Throws the first bad input any layer's tree kernel launch met (the status
+// must be readable: copied back, or host memory the finished kernel wrote).
+void TorchTransformer::Impl::check_kernel_status(const Inputs& inputs) const {
+  const at::Tensor st = inputs.tk_status.to(at::kCPU);
+  const int32_t* sv = st.data_ptr<int32_t>();
+  TS_CHECK(sv[0] == 0, "transformer: " << inputs.kernel->name << ": " << inputs.kernel->error_name(sv[0]) << " (query " << sv[1] << ", slot "
+                                       << sv[2] << ")");
+}
+
+// The rows to the host: the copy synchronises, then the kernels' status is read.
+void TorchTransformer::Impl::download_logits(const at::Tensor& logits_dev, const Inputs& inputs, Logits& out) const {
+  const at::Tensor logits = logits_dev.to(at::kFloat).to(at::kCPU).contiguous();  // bf16 logits widened, as HF's generate does
+  if (inputs.kernel) check_kernel_status(inputs);
+  std::memcpy(out.data.data(), logits.data_ptr<float>(), sizeof(float) * static_cast<size_t>(out.rows) * static_cast<size_t>(out.vocab));
+}
+
+// The rows stay where the forward computed them (StepInput::logits_may_stay_on_device),
+// fp32 (bf16 widened on the device), kept until the next forward. On a GPU
+// nothing waits: the kernels' status rides with the selector's answer
+// (DeviceLogits::status), all in order on LibTorch's current stream, the
+// legacy default stream the tree kernel launches on. On the host runtime the
+// kernels have finished and their status is host memory: read here.
+void TorchTransformer::Impl::leave_logits(const at::Tensor& logits_dev, const Inputs& inputs, Logits& out) {
+  kept_logits = logits_dev.to(at::kFloat).contiguous();
+  kept_status = inputs.kernel ? inputs.tk_status : at::Tensor();
+  out.device.rows = kept_logits.data_ptr<float>();
+  out.device.rows_in_host_memory = !dev.is_cuda();
+  out.device.stream = nullptr;
+  if (!inputs.kernel) return;
+  if (dev.is_cuda())
+    out.device.status = kept_status.data_ptr<int32_t>();
+  else
+    check_kernel_status(inputs);
 }
 
 // Marks the step's slots as holding K/V: all writes happen before any read.

@@ -11,6 +11,7 @@
 // This header includes no LibTorch headers (the implementation is behind a
 // pointer), so code that only builds or drives a model compiles fast.
 #pragma once
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -75,6 +76,21 @@ class TorchTransformer : public Model {
   };
   const ForwardTimes& forward_times() const;
   void reset_forward_times();
+
+  // Decode forwards shaped for a captured step (issue 33, item 3): a forward
+  // whose logits stay on the device (StepInput::logits_may_stay_on_device),
+  // through the tree kernel on a GPU or the host runtime, with every row's
+  // logits wanted and no shared-prefix hint, is padded to its bucket of
+  // query counts (core/model/decode_buckets.h): root queries on scratch
+  // slots past num_slots, each attending to itself, their logits rows never
+  // read, their slots marked empty again after the forward. Every LibTorch
+  // shape of such a step is then one of a fixed set. Any other forward runs
+  // at its own size (eager).
+  struct BucketedForwards {
+    std::map<int32_t, int64_t> by_bucket;  // bucket -> padded forwards
+    int64_t eager = 0;
+  };
+  const BucketedForwards& bucketed_forwards() const;
 
   // A Hugging Face model directory: config.json, model.safetensors (or the
   // sharded index) and, when present, tokenizer.json.
