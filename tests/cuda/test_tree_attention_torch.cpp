@@ -45,6 +45,17 @@ std::unique_ptr<TorchTransformer> gpu_model(const LlamaConfig& c, uint64_t seed,
   return std::make_unique<TorchTransformer>(c, llama_random_weights(c, seed, 0.2), o);
 }
 
+// A decode of 10 new tokens, no EOS, garbage collection every `gc` steps (0: none).
+BeamConfig short_decode(int32_t beams, int32_t gc) {
+  BeamConfig cfg;
+  cfg.num_beams = beams;
+  cfg.max_new_tokens = 10;
+  cfg.eos_token = -1;
+  cfg.gc_interval = gc;
+  return cfg;
+}
+const std::vector<int32_t> kPrompt = {5, 17, 3, 60, 2, 9, 9, 1};
+
 StepInput step_of(const TokenTree& t, const std::vector<int32_t>& nodes, int32_t shared) {
   StepInput in;
   for (int32_t id : nodes) {
@@ -109,20 +120,10 @@ TEST_CASE("trie beam search on cuda (tree kernel) equals batch beam search on th
   const LlamaConfig c = tiny_config(4, 2);
   auto gpu = gpu_model(c, 7, "tree_kernel");
   auto cpu = tiny_model(c, 7, "dense");
-  BeamConfig cfg;
-  cfg.num_beams = 4;
-  cfg.max_new_tokens = 10;
-  cfg.eos_token = -1;
-  cfg.gc_interval = gc;
-  std::vector<int32_t> prompt = {5, 17, 3, 60, 2, 9, 9, 1};
+  const BeamConfig cfg = short_decode(4, gc);
+  std::vector<int32_t> prompt = kPrompt;
   for (int32_t i = 8; i < prompt_len; ++i) prompt.push_back((i * 37) % 90 + 4);
-  const DecodeResult t = trie_beam_search(*gpu, prompt, cfg);
-  const DecodeResult bb = batch_beam_search(*cpu, prompt, cfg);
-  REQUIRE(t.hypotheses.size() == bb.hypotheses.size());
-  for (size_t i = 0; i < t.hypotheses.size(); ++i) {
-    CHECK(t.hypotheses[i].tokens == bb.hypotheses[i].tokens);
-    CHECK(std::fabs(t.hypotheses[i].score - bb.hypotheses[i].score) <= 1e-4);
-  }
+  check_hypotheses_close(trie_beam_search(*gpu, prompt, cfg), batch_beam_search(*cpu, prompt, cfg), 1e-4);
 }
 
 // Issue 33, items 1 and 3 for a real model: with the CUDA backend's selector,
@@ -141,12 +142,8 @@ TEST_CASE("transformer logits read in place by the device selector: one download
   const LlamaConfig c = tiny_config(4, 2);
   auto gpu = gpu_model(c, 7, "tree_kernel");
   auto ref = gpu_model(c, 7, "tree_kernel");
-  BeamConfig cfg;
-  cfg.num_beams = 3;
-  cfg.max_new_tokens = 10;
-  cfg.eos_token = -1;
-  cfg.gc_interval = gc;
-  const std::vector<int32_t> prompt = {5, 17, 3, 60, 2, 9, 9, 1};
+  const BeamConfig cfg = short_decode(3, gc);
+  const std::vector<int32_t>& prompt = kPrompt;
   DecodeOptions opt;
   opt.make_selector = [] { return std::make_unique<cuda::DeviceSelector>(); };
   testing::CountingModel counted(*gpu);
@@ -165,13 +162,7 @@ TEST_CASE("transformer logits read in place by the device selector: one download
   CHECK(shapes.eager == 1);  // the prefill
   CHECK(shapes.by_bucket == std::map<int32_t, int64_t>{{4, 9}});
   CHECK(ref->bucketed_forwards().by_bucket.empty());  // host logits: nothing padded
-  const DecodeResult want = trie_beam_search(*ref, prompt, cfg);
-  REQUIRE(got.hypotheses.size() == want.hypotheses.size());
-  for (size_t i = 0; i < want.hypotheses.size(); ++i) {
-    CAPTURE(i);
-    CHECK(got.hypotheses[i].tokens == want.hypotheses[i].tokens);
-    CHECK(std::fabs(got.hypotheses[i].score - want.hypotheses[i].score) <= 1e-5);
-  }
+  check_hypotheses_close(got, trie_beam_search(*ref, prompt, cfg), 1e-5);
 }
 
 // A causal prompt of n tokens in each of `copies` regions of `stride` slots

@@ -236,13 +236,7 @@ TEST_CASE("trie beam search with tree_kernel attention equals batch beam search 
   cfg.eos_token = -1;
   cfg.gc_interval = gc;
   const std::vector<int32_t> prompt = {5, 17, 3, 60, 2};
-  const DecodeResult t = trie_beam_search(*tk, prompt, cfg);
-  const DecodeResult bb = batch_beam_search(*dense, prompt, cfg);
-  REQUIRE(t.hypotheses.size() == bb.hypotheses.size());
-  for (size_t i = 0; i < t.hypotheses.size(); ++i) {
-    CHECK(t.hypotheses[i].tokens == bb.hypotheses[i].tokens);
-    CHECK(std::fabs(t.hypotheses[i].score - bb.hypotheses[i].score) <= 1e-4);
-  }
+  check_hypotheses_close(trie_beam_search(*tk, prompt, cfg), batch_beam_search(*dense, prompt, cfg), 1e-4);
   CHECK(tk->last_attention() == "tree_kernel");
 }
 

@@ -8,6 +8,9 @@
 #include <random>
 #include <vector>
 
+#include <catch2/catch.hpp>
+
+#include "core/decode/decode_result.h"
 #include "core/decode/lookahead.h"
 #include "core/mask/ancestor_mask.h"
 #include "core/model/torch/torch_transformer.h"
@@ -183,6 +186,16 @@ inline LookaheadConfig test_lookahead_config(int32_t max_new_tokens, LookaheadVe
   cfg.trie_nodes = 12;
   cfg.verify = verify;
   return cfg;
+}
+
+// Two decodes' hypotheses: the same count, each the same tokens, the scores within `tol`.
+inline void check_hypotheses_close(const DecodeResult& got, const DecodeResult& want, double tol) {
+  REQUIRE(got.hypotheses.size() == want.hypotheses.size());
+  for (size_t i = 0; i < want.hypotheses.size(); ++i) {
+    CAPTURE(i);
+    CHECK(got.hypotheses[i].tokens == want.hypotheses[i].tokens);
+    CHECK(std::fabs(got.hypotheses[i].score - want.hypotheses[i].score) <= tol);
+  }
 }
 
 }  // namespace triescope::test
