@@ -46,6 +46,16 @@ QValueAxis* valueAxis(QChart* c, Qt::Alignment side, const QString& title, bool 
   return a;
 }
 
+// An axis of integer values up to `last`: ticks from 0 on a 1-2-5 interval
+// (at most about 8 of them), so its "%d" labels are never fractional ticks.
+void integerTicks(QValueAxis* ax, double last) {
+  double iv = 1;
+  while (last / iv > 8) iv *= (QString::number(iv).startsWith('2') ? 2.5 : 2);
+  ax->setTickType(QValueAxis::TicksDynamic);
+  ax->setTickAnchor(0);
+  ax->setTickInterval(iv);
+}
+
 // Every series of `lines` drawn against the axes x and y.
 void attachAxes(std::initializer_list<QAbstractSeries*> lines, QAbstractAxis* x, QAbstractAxis* y) {
   for (QAbstractSeries* s : lines) {
@@ -169,14 +179,7 @@ void PlotsPane::onTraceLoaded(TraceContext& ctx) {
   peak_->replace(pk.points());
   time_->replace(tm);
   const double last = std::max(1, doc->replay->last_step());
-  // Integer steps: ticks on a 1-2-5 interval, never fractional labels.
-  double iv = 1;
-  while (last / iv > 8) iv *= (QString::number(iv).startsWith('2') ? 2.5 : 2);
-  for (QValueAxis* ax : {kvX_, tX_}) {
-    ax->setTickType(QValueAxis::TicksDynamic);
-    ax->setTickAnchor(0);
-    ax->setTickInterval(iv);
-  }
+  for (QValueAxis* ax : {kvX_, tX_}) integerTicks(ax, last);
   kvY_->applyNiceNumbers();
   kvX_->setRange(0, last);
   kvY_->setRange(0, kvMax_ * 1.05);
@@ -263,6 +266,8 @@ void PlotsPane::buildAcceptance(const TraceDocument& doc) {
   QValueAxis* ay = valueAxis(accChart_, Qt::AlignLeft, tr("tokens"), true);
   ax->setRange(0, std::max(1, doc.replay->last_step()));
   ay->setRange(0, accMax_ + 1);
+  integerTicks(ax, std::max(1, doc.replay->last_step()));
+  integerTicks(ay, accMax_ + 1);
   attachAxes({line, accMarker_}, ax, ay);
 }
 

@@ -4,6 +4,8 @@
 // and stepped through in the main window.
 #include <catch2/catch.hpp>
 
+#include <cmath>
+
 #include <QApplication>
 #include <QChart>
 #include <QDir>
@@ -35,13 +37,23 @@ namespace {
 std::string sample_path(const char* name) { return std::string(TRIESCOPE_SOURCE_DIR "/samples/") + name; }
 
 // Every series of the acceptance chart is drawn against one horizontal and one
-// vertical axis; returns the vertical one's range.
+// vertical axis, and an axis with integer labels ("%d") ticks at whole
+// numbers only (no label repeated on a fractional tick); returns the vertical
+// axis's range.
 std::pair<double, double> acceptance_axes_check(const PlotsPane& plots) {
   QChart* chart = plots.acceptanceChart();
   REQUIRE(!chart->series().isEmpty());
   for (QAbstractSeries* s : chart->series()) {
     CHECK(chart->axes(Qt::Horizontal, s).size() == 1);
     CHECK(chart->axes(Qt::Vertical, s).size() == 1);
+  }
+  for (QAbstractAxis* a : chart->axes()) {
+    const auto* v = qobject_cast<const QValueAxis*>(a);
+    if (!v || v->labelFormat() != "%d") continue;
+    CAPTURE(v->titleText().toStdString());
+    CHECK(v->tickType() == QValueAxis::TicksDynamic);
+    CHECK(v->tickInterval() >= 1.0);
+    CHECK(v->tickInterval() == std::floor(v->tickInterval()));
   }
   const auto* y = qobject_cast<const QValueAxis*>(chart->axes(Qt::Vertical).value(0));
   REQUIRE(y);
