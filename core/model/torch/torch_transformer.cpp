@@ -122,6 +122,7 @@ struct TorchTransformer::Impl {
   BucketedForwards bucketed;
   int32_t padding_bucket(const StepInput& in) const;
   static StepInput padded_to_bucket(const StepInput& in, int32_t bucket);
+  const TreeAttentionKernel* device_kernel() const;
   bool logits_readable_in_place() const;
   void check_kernel_status(const Inputs& inputs) const;
   void download_logits(const at::Tensor& logits_dev, const Inputs& inputs, Logits& out) const;
@@ -186,9 +187,7 @@ TorchTransformer::TorchTransformer(const LlamaConfig& cfg, const TensorMap& w, T
   // "tree_kernel" runs the kernel's CPU twin (tree_attention_host), which
   // checks the same plumbing (CSR lists, raw cache layout) against the other
   // paths.
-  const TreeAttentionKernel* registered = tree_attention_kernel();
-  m.tree_kernel = m.opt.attention == "tree_kernel" || (m.opt.attention == "auto" && m.dt == at::kFloat && registered &&
-                                                       (m.opt.device == "cuda" || registered->host_memory));
+  m.tree_kernel = m.opt.attention == "tree_kernel" || (m.opt.attention == "auto" && m.dt == at::kFloat && m.device_kernel());
   llama_weights_check(cfg, w, "transformer weights");
   c10::InferenceMode guard;
   auto get = [&](const std::string& name) { return host_to_tensor(w.at(name), m.dev).to(m.dt); };
@@ -322,9 +321,7 @@ void TorchTransformer::Impl::forward(const StepInput& in_asked, Logits& out) {
 // The bucket a forward whose logits stay is padded to (BucketedForwards), or
 // 0: it runs at its own size.
 int32_t TorchTransformer::Impl::padding_bucket(const StepInput& in) const {
-  const TreeAttentionKernel* k = tree_attention_kernel();
-  const bool device_kernel = tree_kernel && k != nullptr && (dev.is_cuda() || k->host_memory);
-  if (!device_kernel || !in.logits_rows.empty() || in.shared_prefix_slots > 0 || in.tokens.empty()) return 0;
+  if (!tree_kernel || !device_kernel() || !in.logits_rows.empty() || in.shared_prefix_slots > 0 || in.tokens.empty()) return 0;
   return decode_bucket(static_cast<int32_t>(in.tokens.size()));
 }
 
@@ -350,14 +347,17 @@ StepInput TorchTransformer::Impl::padded_to_bucket(const StepInput& in, int32_t 
   return p;
 }
 
-// Whether a device selector of this build can read the logits where the
-// forward leaves them: on a GPU, or on the host runtime, whose device memory
-// is host memory (its tree attention kernel reads LibTorch's CPU tensors).
-bool TorchTransformer::Impl::logits_readable_in_place() const {
-  if (dev.is_cuda()) return true;
+// The registered tree attention kernel where it can read this model's
+// tensors: on a GPU, or on the CPU when it runs on the host runtime (whose
+// device memory is host memory); null otherwise (a plain CPU build: the CPU twin).
+const TreeAttentionKernel* TorchTransformer::Impl::device_kernel() const {
   const TreeAttentionKernel* k = tree_attention_kernel();
-  return k != nullptr && k->host_memory;
+  return k != nullptr && (dev.is_cuda() || k->host_memory) ? k : nullptr;
 }
+
+// Whether a device selector of this build can read the logits where the
+// forward leaves them: on a GPU, or on the host runtime.
+bool TorchTransformer::Impl::logits_readable_in_place() const { return dev.is_cuda() || device_kernel() != nullptr; }
 
 // Throws the first bad input any layer's tree kernel launch met (the status
 // must be readable: copied back, or host memory the finished kernel wrote).
@@ -591,10 +591,7 @@ TorchTransformer::Impl::Inputs TorchTransformer::Impl::upload(const StepInput& i
     t.hmask = at::from_blob(const_cast<float*>(p.hadd.data()), {q, p.L2}, fopt).clone().to(dev);
     t.hgidx = long_tensor(p.hidx, dev);
   }
-  // The registered kernel on a GPU, or on the CPU when it runs on the host
-  // runtime; otherwise (CPU, plain build) the CPU twin.
-  const TreeAttentionKernel* registered = tree_attention_kernel();
-  t.kernel = p.tk && registered && (dev.is_cuda() || registered->host_memory) ? registered : nullptr;
+  t.kernel = p.tk ? device_kernel() : nullptr;  // null: the CPU twin
   if (p.tk) setup_tree_kernel(p, t);
   for (const auto& bl : p.blocks)
     t.block_mask.push_back(at::from_blob(const_cast<float*>(bl.add.data()), {bl.n, bl.span}, fopt).clone().to(dev));
