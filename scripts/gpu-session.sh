@@ -87,11 +87,26 @@ built_from() {
   nvcc=$(sed -n 's/^nvcc //p' "$f")
   echo "commit ${commit:-unknown}, nvcc ${nvcc:-unrecorded} ($f)"
 }
+# The checkout these logs were made in: scripts/gpu-kit.sh's record
+# (.gpu-kit/CHECKOUT), checked against the files here by their fingerprint;
+# git only without a record (the device copy's git metadata can be older than
+# its files).
 checkout_commit() {
-  local c
-  c=$(git rev-parse --short HEAD 2>/dev/null) || { echo "unknown (no git here)"; return; }
+  local rec=.gpu-kit/CHECKOUT c want now
+  if [ -r "$rec" ] && [ -r "$rec.files" ]; then
+    c="$(sed -n 's/^commit //p' "$rec"), $(sed -n 's/^tree //p' "$rec") (recorded $(sed -n 's/^recorded //p' "$rec") by scripts/gpu-kit.sh)"
+    want=$(sed -n 's/^fingerprint //p' "$rec")
+    now=$(bash scripts/tree-fingerprint.sh <"$rec.files")
+    if [ "$now" = "$want" ]; then
+      echo "$c; the files here match that record (fingerprint $now)"
+    else
+      echo "$c; the files here DIFFER from that record (fingerprint $now, recorded $want)"
+    fi
+    return
+  fi
+  c=$(git rev-parse --short HEAD 2>/dev/null) || { echo "unknown (no .gpu-kit/CHECKOUT and no git here)"; return; }
   [ -z "$(git status --porcelain 2>/dev/null)" ] || c="$c with uncommitted changes"
-  echo "$c"
+  echo "$c (git here, no .gpu-kit/CHECKOUT: this copy's git metadata may be older than its files)"
 }
 # header PHASE BUDGET COMMANDS: the lines every log starts with.
 header() {
