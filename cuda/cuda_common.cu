@@ -16,6 +16,11 @@ int device_count(std::string* why) {
   return n;
 }
 
+void require_device(const char* who) {
+  std::string why;
+  TS_CHECK(device_count(&why) > 0, who << ": no usable CUDA device (" << why << ")");
+}
+
 const char* kernel_error_name(KernelError e) {
   switch (e) {
     case KernelError::none: return "none";

@@ -30,6 +30,9 @@ namespace triescope::cuda {
 // Number of usable CUDA devices; 0 when the runtime reports none or fails
 // (no driver, no device). `why` receives the runtime's answer.
 int device_count(std::string* why = nullptr);
+// Throws Error "<who>: no usable CUDA device (<the runtime's answer>)" when
+// there is none.
+void require_device(const char* who);
 
 // What a kernel found wrong with its input. Kernels write the first error
 // into a KernelStatus in device memory (atomicCAS on code), so a launcher

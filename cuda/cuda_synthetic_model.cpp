@@ -47,24 +47,9 @@ struct CudaSyntheticModel::Device {
   }
 };
 
-SyntheticLogitsConfig synthetic_logits_config(const SyntheticConfig& c) {
-  SyntheticLogitsConfig d;
-  d.vocab_size = c.vocab_size;
-  d.seed = c.seed;
-  d.peakiness_q8 = c.peakiness_q8;
-  d.repetitiveness_q8 = c.repetitiveness_q8;
-  d.ngram = c.ngram;
-  d.eos_token = c.eos_token;
-  d.eos_per_million = c.eos_per_million;
-  d.perturb_seed = c.perturb_seed;
-  d.perturb_q8 = c.perturb_q8;
-  return d;
-}
-
 CudaSyntheticModel::CudaSyntheticModel(SyntheticConfig cfg)
     : cfg_(cfg), description_(SyntheticModel(cfg).describe()) /* validates cfg too */, dev_(std::make_unique<Device>()) {
-  std::string why;
-  TS_CHECK(device_count(&why) > 0, "cuda backend: no usable CUDA device (" << why << ")");
+  require_device("cuda backend");
   TS_CUDA_CHECK(cudaStreamCreateWithFlags(&dev_->stream, cudaStreamNonBlocking), "cuda synthetic model: create stream");
   dev_->status.resize_discard(1, "kernel status");
   TS_CUDA_CHECK(cudaMemsetAsync(dev_->status.data(), 0, sizeof(KernelStatus), dev_->stream), "cuda synthetic model: clear status");
@@ -195,7 +180,7 @@ void CudaSyntheticModel::launch_forward(int32_t rows, int32_t num_slots, const u
   synthetic_kv_write(w, d.stream);
 
   SyntheticLogitsParams lp;
-  lp.cfg = synthetic_logits_config(cfg_);
+  lp.cfg = cfg_;
   lp.kv_tokens = d.kv_tokens.data();
   lp.kv_positions = d.kv_positions.data();
   lp.num_slots = num_slots;

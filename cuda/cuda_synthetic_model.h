@@ -22,9 +22,6 @@
 
 namespace triescope::cuda {
 
-// The kernel's plain copy of a SyntheticConfig (no KV shape, no host-only types).
-SyntheticLogitsConfig synthetic_logits_config(const SyntheticConfig& c);
-
 class CudaSyntheticModel final : public Model {
  public:
   // Throws Error when no CUDA device is usable, naming the runtime's answer.

@@ -40,8 +40,7 @@ struct DeviceSelector::Device {
 };
 
 DeviceSelector::DeviceSelector() : dev_(std::make_unique<Device>()) {
-  std::string why;
-  TS_CHECK(device_count(&why) > 0, "cuda selector: no usable CUDA device (" << why << ")");
+  require_device("cuda selector");
   TS_CUDA_CHECK(cudaStreamCreateWithFlags(&dev_->stream, cudaStreamNonBlocking), "cuda selector: create stream");
 }
 

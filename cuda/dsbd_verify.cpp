@@ -96,8 +96,7 @@ class CudaSampleVerifier final : public DsbdLayerVerifier, public SpeculativeVer
  public:
   explicit CudaSampleVerifier(VerifyExec exec) : exec_(exec) {
     if (exec_ == VerifyExec::device) {
-      std::string why;
-      TS_CHECK(device_count(&why) > 0, "cuda verifier: no usable CUDA device (" << why << ")");
+      require_device("cuda verifier");
     }
   }
 

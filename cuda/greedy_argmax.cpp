@@ -19,8 +19,7 @@ class CudaGreedyArgmax final : public GreedyArgmax {
  public:
   explicit CudaGreedyArgmax(VerifyExec exec) : exec_(exec) {
     if (exec_ == VerifyExec::device) {
-      std::string why;
-      TS_CHECK(device_count(&why) > 0, "cuda greedy argmax: no usable CUDA device (" << why << ")");
+      require_device("cuda greedy argmax");
     }
   }
 

@@ -23,8 +23,7 @@ struct IncrementalAncestorMask::Device {
 };
 
 IncrementalAncestorMask::IncrementalAncestorMask() : dev_(std::make_unique<Device>()) {
-  std::string why;
-  TS_CHECK(device_count(&why) > 0, "cuda incremental mask: no usable CUDA device (" << why << ")");
+  require_device("cuda incremental mask");
   TS_CUDA_CHECK(cudaStreamCreateWithFlags(&dev_->stream, cudaStreamNonBlocking), "cuda incremental mask: create stream");
   TS_CUDA_CHECK(cudaEventCreateWithFlags(&dev_->ready, cudaEventDisableTiming), "cuda incremental mask: create event");
   dev_->status.resize_discard(1, "kernel status");

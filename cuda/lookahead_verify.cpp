@@ -28,8 +28,7 @@ class CudaLookaheadVerifier final : public LookaheadVerifier {
  public:
   explicit CudaLookaheadVerifier(VerifyExec exec) : exec_(exec) {
     if (exec_ == VerifyExec::device) {
-      std::string why;
-      TS_CHECK(device_count(&why) > 0, "cuda verifier: no usable CUDA device (" << why << ")");
+      require_device("cuda verifier");
     }
   }
 

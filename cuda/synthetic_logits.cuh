@@ -8,23 +8,10 @@
 
 #include <cstdint>
 
+#include "core/model/synthetic_logits_config.h"
 #include "cuda/cuda_common.cuh"
 
 namespace triescope::cuda {
-
-// The fields of SyntheticConfig the logits depend on (a plain copy; the
-// byte-accounting shape stays on the host).
-struct SyntheticLogitsConfig {
-  int32_t vocab_size = 0;
-  uint64_t seed = 0;
-  int32_t peakiness_q8 = 256;
-  int32_t repetitiveness_q8 = 0;
-  int32_t ngram = 2;
-  int32_t eos_token = -1;
-  int32_t eos_per_million = 0;
-  uint64_t perturb_seed = 0;
-  int32_t perturb_q8 = 0;
-};
 
 // Writes each query's (token, position) into its slot: the K/V write that
 // precedes attention in a forward pass.
@@ -47,7 +34,7 @@ struct SyntheticKvWriteParams {
 void synthetic_kv_write(const SyntheticKvWriteParams& p, cudaStream_t stream);
 
 struct SyntheticLogitsParams {
-  SyntheticLogitsConfig cfg;
+  SyntheticLogitsConfig cfg;  // a SyntheticConfig without its KV shape
   const int32_t* kv_tokens = nullptr;        // [num_slots] token per slot, -1: empty
   const int32_t* kv_positions = nullptr;     // [num_slots] position id per slot
   int32_t num_slots = 0;

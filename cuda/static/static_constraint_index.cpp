@@ -42,8 +42,7 @@ struct StaticIndexCuda::Device {
 StaticIndexCuda::StaticIndexCuda(std::shared_ptr<const VntkIndex> cpu, VerifyExec exec) : cpu_(std::move(cpu)), exec_(exec) {
   TS_CHECK(cpu_, "static constraint (cuda): no VNTK index");
   if (exec_ == VerifyExec::device) {
-    std::string why;
-    TS_CHECK(device_count(&why) > 0, "cuda static constraint: no usable CUDA device (" << why << ")");
+    require_device("cuda static constraint");
     dev_ = std::make_unique<Device>(cpu_->matrix());
   }
 }

@@ -97,7 +97,7 @@ TEST_CASE("cuda synthetic model kernels shaped for a padded bucket read their li
   auto d_logits = poisoned<float>(cells);
   auto d_status = fresh_status();
   cuda::SyntheticLogitsParams p;
-  p.cfg = cuda::synthetic_logits_config(in.cfg);
+  p.cfg = in.cfg;
   p.kv_tokens = d_tok.data();
   p.kv_positions = d_pos.data();
   p.num_slots = cap_slots;

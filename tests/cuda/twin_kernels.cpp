@@ -121,7 +121,7 @@ SyntheticLogitsOut synthetic_logits_on_device(const SyntheticLogitsIn& in) {
   auto d_logits = poisoned<float>(n);
   auto d_status = fresh_status();
   cuda::SyntheticLogitsParams p;
-  p.cfg = cuda::synthetic_logits_config(in.cfg);
+  p.cfg = in.cfg;
   p.kv_tokens = d_tok.data();
   p.kv_positions = d_pos.data();
   p.num_slots = static_cast<int32_t>(in.kv_tokens.size());
