@@ -4,6 +4,7 @@
 
 #include "core/common/error.h"
 #include "core/config/json_reader.h"
+#include "core/trace/record_fields.h"
 #include "core/trace/trace.h"
 
 namespace triescope {
@@ -39,11 +40,9 @@ nlohmann::json GcRecord::to_json() const {
 }
 
 GcRecord GcRecord::from_json(const nlohmann::json& j, const std::string& where) {
-  TS_CHECK(j.is_object(), where << ": gc record must be an object, got " << json_brief(j));
+  const RecordFields f(j, where + ": gc");  // "<where>: gc must be an object", "<where>: gc: field step ..."
   GcRecord g;
-  const auto step = j.contains("step") ? json_int_in(j["step"], 0, INT32_MAX) : std::nullopt;
-  TS_CHECK(step, where << ": gc: field step must be an integer in [0, " << INT32_MAX << "]");
-  g.step = static_cast<int32_t>(*step);
+  g.step = f.int32("step");
   TS_CHECK(j.contains(kGcMoves) && j[kGcMoves].is_array(), where << ": gc field " << kGcMoves << " must be an array");
   g.slots_before = slot_count(j, kSlotsBefore, where);
   for (const auto& mv : j[kGcMoves]) {

@@ -5,6 +5,7 @@
 #include "core/common/error.h"
 #include "core/config/json_reader.h"
 #include "core/trace/node_record.h"
+#include "core/trace/record_fields.h"
 
 namespace triescope {
 
@@ -25,11 +26,9 @@ nlohmann::json KeyframeRecord::to_json() const {
 }
 
 KeyframeRecord KeyframeRecord::from_json(const nlohmann::json& j, const std::string& where) {
-  TS_CHECK(j.is_object(), where << ": keyframe record must be an object, got " << json_brief(j));
+  const RecordFields f(j, where + ": keyframe");  // "<where>: keyframe must be an object", "<where>: keyframe: field step ..."
   KeyframeRecord k;
-  const auto step = j.contains("step") ? json_int_in(j["step"], 0, INT32_MAX) : std::nullopt;
-  TS_CHECK(step, where << ": keyframe field step must be an integer in [0, " << INT32_MAX << "]");
-  k.step = static_cast<int32_t>(*step);
+  k.step = f.int32("step");
   TS_CHECK(j.contains(kKeyframeNodes) && j[kKeyframeNodes].is_array(), where << ": keyframe field " << kKeyframeNodes << " must be an array");
   const nlohmann::json& nodes = j[kKeyframeNodes];
   for (size_t i = 0; i < nodes.size(); ++i) {
