@@ -316,6 +316,11 @@ bool any_capture_on_this_thread() {
   State& g = st();                                            \
   std::lock_guard<std::recursive_mutex> api_lock_(g.mu);      \
   if (g.sticky != cudaSuccess) return t_last = g.sticky
+// CUstream_st* `var` for the API's stream handle `h`, or the API returns the
+// error resolve_stream recorded.
+#define TS_HOST_RESOLVE_STREAM(h, var) \
+  CUstream_st* var = nullptr;          \
+  if (resolve_stream(h, &var) != cudaSuccess) return t_last
 
 }  // namespace
 
@@ -600,8 +605,7 @@ namespace {
 // copies happen when the op runs.
 cudaError_t memcpy_async(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, cudaStream_t stream, const char* api) {
   TS_HOST_API_BEGIN;
-  CUstream_st* s = nullptr;
-  if (resolve_stream(stream, &s) != cudaSuccess) return t_last;
+  TS_HOST_RESOLVE_STREAM(stream, s);
   if (check_copy(dst, bytes, src, bytes, kind, api) != cudaSuccess) return t_last;
   if (bytes == 0) return cudaSuccess;
   if (source_is_host(kind) && !s->capture && settings().streams == StreamMode::deferred) {
@@ -616,8 +620,7 @@ cudaError_t memcpy_async(void* dst, const void* src, size_t bytes, cudaMemcpyKin
 cudaError_t memcpy2d_async(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width, size_t height, cudaMemcpyKind kind,
                            cudaStream_t stream, const char* api) {
   TS_HOST_API_BEGIN;
-  CUstream_st* s = nullptr;
-  if (resolve_stream(stream, &s) != cudaSuccess) return t_last;
+  TS_HOST_RESOLVE_STREAM(stream, s);
   if (width > dpitch || width > spitch)
     return fail(cudaErrorInvalidPitchValue, std::string(api) + ": width " + std::to_string(width) + " exceeds a pitch (" +
                                                 std::to_string(dpitch) + ", " + std::to_string(spitch) + ")");
@@ -638,8 +641,7 @@ cudaError_t memcpy2d_async(void* dst, size_t dpitch, const void* src, size_t spi
 
 cudaError_t memset_async(void* dst, int value, size_t bytes, cudaStream_t stream, const char* api) {
   TS_HOST_API_BEGIN;
-  CUstream_st* s = nullptr;
-  if (resolve_stream(stream, &s) != cudaSuccess) return t_last;
+  TS_HOST_RESOLVE_STREAM(stream, s);
   if (const std::string e = check_range(dst, bytes, true, "destination", api); !e.empty()) return fail(cudaErrorInvalidValue, e);
   if (bytes == 0) return cudaSuccess;
   enqueue(s, [dst, value, bytes] { std::memset(dst, value, bytes); });
@@ -721,8 +723,7 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream) {
 }
 cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
   TS_HOST_API_BEGIN;
-  CUstream_st* s = nullptr;
-  if (resolve_stream(stream, &s) != cudaSuccess) return t_last;
+  TS_HOST_RESOLVE_STREAM(stream, s);
   if (s->capture) {
     s->capture_invalidated = true;
     return fail(cudaErrorStreamCaptureUnsupported, "cudaStreamSynchronize on a stream that is capturing a graph");
@@ -732,14 +733,12 @@ cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
 }
 cudaError_t cudaStreamQuery(cudaStream_t stream) {
   TS_HOST_API_BEGIN;
-  CUstream_st* s = nullptr;
-  if (resolve_stream(stream, &s) != cudaSuccess) return t_last;
+  TS_HOST_RESOLVE_STREAM(stream, s);
   return s->queue.empty() ? cudaSuccess : cudaErrorNotReady;
 }
 cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int) {
   TS_HOST_API_BEGIN;
-  CUstream_st* s = nullptr;
-  if (resolve_stream(stream, &s) != cudaSuccess) return t_last;
+  TS_HOST_RESOLVE_STREAM(stream, s);
   if (!g.events.count(event)) return fail(cudaErrorInvalidResourceHandle, "cudaStreamWaitEvent: not a live event");
   enqueue(s, [event] {
     State& gg = st();
@@ -751,8 +750,7 @@ cudaError_t cudaStreamBeginCapture(cudaStream_t stream, cudaStreamCaptureMode mo
   TS_HOST_API_BEGIN;
   if (stream == nullptr || stream == cudaStreamLegacy)
     return fail(cudaErrorStreamCaptureUnsupported, "cudaStreamBeginCapture: the legacy default stream cannot capture");
-  CUstream_st* s = nullptr;
-  if (resolve_stream(stream, &s) != cudaSuccess) return t_last;
+  TS_HOST_RESOLVE_STREAM(stream, s);
   if (s->capture) return fail(cudaErrorIllegalState, "cudaStreamBeginCapture: the stream is already capturing");
   flush(s);
   s->capture = new CUgraph_st;
@@ -765,8 +763,7 @@ cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t* graph) {
   State& g = st();
   std::lock_guard lk(g.mu);
   if (graph) *graph = nullptr;
-  CUstream_st* s = nullptr;
-  if (resolve_stream(stream, &s) != cudaSuccess) return t_last;
+  TS_HOST_RESOLVE_STREAM(stream, s);
   if (!s->capture) return fail(cudaErrorIllegalState, "cudaStreamEndCapture: the stream is not capturing");
   if (s->capture_mode == cudaStreamCaptureModeThreadLocal && s->capture_thread != std::this_thread::get_id())
     return fail(cudaErrorStreamCaptureWrongThread, "cudaStreamEndCapture from another thread than the thread-local capture's");
@@ -785,8 +782,7 @@ cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t* graph) {
 }
 cudaError_t cudaStreamIsCapturing(cudaStream_t stream, cudaStreamCaptureStatus* status) {
   TS_HOST_API_BEGIN;
-  CUstream_st* s = nullptr;
-  if (resolve_stream(stream, &s) != cudaSuccess) return t_last;
+  TS_HOST_RESOLVE_STREAM(stream, s);
   if (status)
     *status = !s->capture ? cudaStreamCaptureStatusNone : s->capture_invalidated ? cudaStreamCaptureStatusInvalidated : cudaStreamCaptureStatusActive;
   return cudaSuccess;
@@ -810,8 +806,7 @@ cudaError_t cudaEventDestroy(cudaEvent_t event) {
 cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
   TS_HOST_API_BEGIN;
   if (!g.events.count(event)) return fail(cudaErrorInvalidResourceHandle, "cudaEventRecord: not a live event");
-  CUstream_st* s = nullptr;
-  if (resolve_stream(stream, &s) != cudaSuccess) return t_last;
+  TS_HOST_RESOLVE_STREAM(stream, s);
   event->recorded = true;
   event->done = false;
   event->stream = s == &g.legacy ? nullptr : s;
@@ -859,8 +854,7 @@ cudaError_t cudaGraphInstantiate(cudaGraphExec_t* exec, cudaGraph_t graph, unsig
 cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream) {
   TS_HOST_API_BEGIN;
   if (!g.execs.count(exec)) return fail(cudaErrorInvalidResourceHandle, "cudaGraphLaunch: not a live executable graph");
-  CUstream_st* s = nullptr;
-  if (resolve_stream(stream, &s) != cudaSuccess) return t_last;
+  TS_HOST_RESOLVE_STREAM(stream, s);
   for (const auto& node : exec->nodes) enqueue(s, node);
   return g.sticky != cudaSuccess ? (t_last = g.sticky) : cudaSuccess;
 }

@@ -205,26 +205,19 @@ inline unsigned atomicCAS(unsigned* address, unsigned compare, unsigned val) { r
 inline unsigned long long atomicCAS(unsigned long long* address, unsigned long long compare, unsigned long long val) {
   return triescope_cuda_host_atomic_cas(address, compare, val);
 }
-template <typename T>
-T atomicAdd(T* address, T val) {
-  return std::atomic_ref<T>(*address).fetch_add(val);
-}
-template <typename T>
-T atomicSub(T* address, T val) {
-  return std::atomic_ref<T>(*address).fetch_sub(val);
-}
-template <typename T>
-T atomicExch(T* address, T val) {
-  return std::atomic_ref<T>(*address).exchange(val);
-}
-template <typename T>
-T atomicOr(T* address, T val) {
-  return std::atomic_ref<T>(*address).fetch_or(val);
-}
-template <typename T>
-T atomicAnd(T* address, T val) {
-  return std::atomic_ref<T>(*address).fetch_and(val);
-}
+// The read-modify-write atomics: each CUDA name is std::atomic_ref's
+// operation of the same meaning, returning the old value.
+#define TRIESCOPE_CUDA_HOST_ATOMIC(cuda_name, atomic_ref_op) \
+  template <typename T>                                      \
+  T cuda_name(T* address, T val) {                           \
+    return std::atomic_ref<T>(*address).atomic_ref_op(val);  \
+  }
+TRIESCOPE_CUDA_HOST_ATOMIC(atomicAdd, fetch_add)
+TRIESCOPE_CUDA_HOST_ATOMIC(atomicSub, fetch_sub)
+TRIESCOPE_CUDA_HOST_ATOMIC(atomicExch, exchange)
+TRIESCOPE_CUDA_HOST_ATOMIC(atomicOr, fetch_or)
+TRIESCOPE_CUDA_HOST_ATOMIC(atomicAnd, fetch_and)
+#undef TRIESCOPE_CUDA_HOST_ATOMIC
 // atomicMax and atomicMin: stores val while it beats the value there
 // (beats(val, old)); returns the old value.
 template <typename T, typename Beats>
