@@ -266,16 +266,8 @@ MaskCellSource MaskView::cellSource() const {
 MaskCellExplanation MaskView::explain(int row, int col) const { return mask_cell_explain(cellSource(), row, col); }
 
 MaskCellHighlight MaskView::highlightOf(const MaskCellExplanation& e) const {
-  MaskCellHighlight h;
-  h.row = e.row;
-  h.col = e.col;
-  h.query = e.query;
-  h.key = e.key;
-  h.path = e.path;
-  h.querySlot = e.query_slot;
-  h.keySlot = e.col;
-  h.violation = !e.agrees || !e.row_faults.empty();
-  return h;
+  return {.row = e.row, .col = e.col, .query = e.query, .key = e.key, .path = e.path, .querySlot = e.query_slot, .keySlot = e.col,
+          .violation = !e.agrees || !e.row_faults.empty()};
 }
 
 void MaskView::hoverCell(int row, int col) {
