@@ -57,6 +57,12 @@ std::string first_line(const char* what) {
   return nl == std::string::npos ? s : s.substr(0, nl);
 }
 
+// An error's text without a leading "<origin>: " (model_build names the file once).
+std::string without_origin(const std::string& origin, const char* what) {
+  const std::string s(what);
+  return s.rfind(origin + ": ", 0) == 0 ? s.substr(origin.size() + 2) : s;
+}
+
 // The backend's ConstraintIndexMaker: the VNTK index on the device.
 std::shared_ptr<ConstraintIndex> device_constraint_index(const ConstraintIndexRequest& request) {
   return constraint_index_make(request, VerifyExec::device);
@@ -68,7 +74,7 @@ std::unique_ptr<Model> transformer_build_cuda(const json& model_obj, const std::
   try {
     return model_from_json(JsonObjectReader(transformer_on_cuda(model_obj), path, field));
   } catch (const Error& e) {
-    TS_FAIL("cuda backend: " << field << ": " << e.what());
+    TS_FAIL("cuda backend: " << field << ": " << without_origin(path, e.what()));
   } catch (const std::exception& e) {
     TS_FAIL("cuda backend: " << field << ": LibTorch could not run it on device \"" << (kEmulated ? "cpu" : "cuda")
                               << "\": " << first_line(e.what()));

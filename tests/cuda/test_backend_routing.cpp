@@ -43,6 +43,16 @@ TEST_CASE("sample_use_cuda rebuilds a transformer target and draft from the samp
     s.model = std::make_unique<SyntheticModel>(SyntheticConfig{});
     CHECK_THROWS_WITH(cuda::sample_use_cuda(s), Catch::Contains("dir/my_transformer.json") && Catch::Contains("cuda backend: model: ") &&
                                                     !Catch::Contains("no CUDA twin"));
+    // The file is named once, not again inside the model's own error.
+    std::string message;
+    try {
+      cuda::sample_use_cuda(s);
+    } catch (const Error& e) {
+      message = e.what();
+    }
+    CAPTURE(message);
+    CHECK(message.find("dir/my_transformer.json") == 0);
+    CHECK(message.find("dir/my_transformer.json", 1) == std::string::npos);
     CHECK(s.options.backend != "cuda");
   }
   {
