@@ -30,7 +30,7 @@ cp /usr/lib/libCatch2WithMain.a "$KIT.tmp/lib/"
 # The files the device `run` copies: tracked, and untracked but not ignored.
 git ls-files --cached --others --exclude-standard -- . ":(exclude)$KIT.tmp" | while IFS= read -r f; do [ -f "$f" ] && echo "$f"; done >"$KIT.tmp/CHECKOUT.files"
 dirty=clean
-[ -z "$(git status --porcelain)" ] || dirty="with uncommitted changes"
+[ -z "$(git status --porcelain -- . ":(exclude)$KIT.tmp")" ] || dirty="with uncommitted changes"
 {
   echo "commit $(git rev-parse --short HEAD)"
   echo "tree $dirty"
