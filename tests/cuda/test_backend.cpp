@@ -9,6 +9,7 @@
 #include <random>
 #include <sstream>
 
+#include "core/decode/tree_step.h"
 #include "core/common/error.h"
 #include "core/config/json_reader.h"
 #include "core/decode/batch_beam_search.h"
@@ -72,14 +73,7 @@ TEST_CASE("CudaSyntheticModel logits equal SyntheticModel's bit for bit through 
       t.node(id).slot = slots.allocate();
       fresh.push_back(id);
     }
-    StepInput in;
-    for (int32_t id : fresh) {
-      in.tokens.push_back(t.node(id).token);
-      in.positions.push_back(t.node(id).depth);
-      in.slots.push_back(t.node(id).slot);
-    }
-    in.num_slots = slots.num_slots();
-    in.mask = ancestor_mask_build(t, fresh, in.num_slots);
+    const StepInput in = tree_step_input(t, fresh, slots.num_slots());
     Logits a, b;
     cpu.forward(in, a);
     gpu.forward(in, b);

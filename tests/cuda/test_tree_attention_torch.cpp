@@ -13,6 +13,7 @@
 #include <iostream>
 #include <random>
 
+#include "core/decode/tree_step.h"
 #include "core/decode/batch_beam_search.h"
 #include "core/decode/trie_beam_search.h"
 #include "core/mask/ancestor_mask.h"
@@ -57,16 +58,9 @@ BeamConfig short_decode(int32_t beams, int32_t gc) {
 const std::vector<int32_t> kPrompt = {5, 17, 3, 60, 2, 9, 9, 1};
 
 StepInput step_of(const TokenTree& t, const std::vector<int32_t>& nodes, int32_t shared) {
-  StepInput in;
-  for (int32_t id : nodes) {
-    in.tokens.push_back(t.node(id).token);
-    in.positions.push_back(t.node(id).depth);
-    in.slots.push_back(t.node(id).slot);
-  }
   int32_t hi = 0;
   for (const auto& nd : t.nodes()) hi = std::max(hi, nd.slot + 1);
-  in.num_slots = hi;
-  in.mask = ancestor_mask_build(t, nodes, in.num_slots);
+  StepInput in = tree_step_input(t, nodes, hi);
   in.shared_prefix_slots = shared;
   return in;
 }

@@ -4,6 +4,7 @@
 
 #include <random>
 
+#include "core/decode/tree_step.h"
 #include "core/decode/multigen.h"
 #include "core/mask/ancestor_mask.h"
 #include "torch_test_util.h"
@@ -49,14 +50,7 @@ TEST_CASE("hybrid attention equals the masked path on a star step, and rejects a
   for (const auto& group : std::vector<std::vector<int32_t>>{prompt, tips, second})
     for (int32_t id : group) t.node(id).slot = s++;
   auto step = [&](const std::vector<int32_t>& nodes, int32_t shared) {
-    StepInput in;
-    for (int32_t id : nodes) {
-      in.tokens.push_back(t.node(id).token);
-      in.positions.push_back(t.node(id).depth);
-      in.slots.push_back(t.node(id).slot);
-    }
-    in.num_slots = t.node(nodes.back()).slot + 1;
-    in.mask = ancestor_mask_build(t, nodes, in.num_slots);
+    StepInput in = tree_step_input(t, nodes, t.node(nodes.back()).slot + 1);
     in.shared_prefix_slots = shared;
     return in;
   };

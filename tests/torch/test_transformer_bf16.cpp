@@ -10,6 +10,7 @@
 #include <numeric>
 #include <random>
 
+#include "core/decode/tree_step.h"
 #include "core/decode/trie_beam_search.h"
 #include "core/model/model_factory.h"
 #include "core/trace/trace.h"
@@ -115,16 +116,8 @@ TEST_CASE("bf16 hybrid attention: a star tree with the shared-prefix hint within
   }
   bf16->reset();
   forward_nodes(*bf16, t, pnodes, 0);
-  StepInput in;
-  for (size_t i = 0; i < rest.size(); ++i) {
-    auto& nd = t.node(rest[i]);
-    nd.slot = static_cast<int32_t>(pnodes.size() + i);
-    in.tokens.push_back(nd.token);
-    in.positions.push_back(nd.depth);
-    in.slots.push_back(nd.slot);
-  }
-  in.num_slots = static_cast<int32_t>(pnodes.size() + rest.size());
-  in.mask = ancestor_mask_build(t, rest, in.num_slots);
+  for (size_t i = 0; i < rest.size(); ++i) t.node(rest[i]).slot = static_cast<int32_t>(pnodes.size() + i);
+  StepInput in = tree_step_input(t, rest, static_cast<int32_t>(pnodes.size() + rest.size()));
   in.shared_prefix_slots = static_cast<int32_t>(pnodes.size());
   Logits star;
   bf16->forward(in, star);

@@ -11,6 +11,7 @@
 #include <limits>
 #include <random>
 
+#include "core/decode/tree_step.h"
 #include "core/config/json_reader.h"
 #include "core/decode/batch_beam_search.h"
 #include "core/decode/dsbd.h"
@@ -184,14 +185,7 @@ Star make_star(std::mt19937& rng, int32_t prompt_len, int32_t k, int32_t vocab) 
   return s;
 }
 StepInput step_of(const TokenTree& t, const std::vector<int32_t>& nodes, int32_t shared) {
-  StepInput in;
-  for (int32_t id : nodes) {
-    in.tokens.push_back(t.node(id).token);
-    in.positions.push_back(t.node(id).depth);
-    in.slots.push_back(t.node(id).slot);
-  }
-  in.num_slots = t.node(nodes.back()).slot + 1;
-  in.mask = ancestor_mask_build(t, nodes, in.num_slots);
+  StepInput in = tree_step_input(t, nodes, t.node(nodes.back()).slot + 1);
   in.shared_prefix_slots = shared;
   return in;
 }
