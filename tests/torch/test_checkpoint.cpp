@@ -9,6 +9,7 @@
 #include "core/decode/trie_beam_search.h"
 #include "core/model/model_factory.h"
 #include "core/trace/trace.h"
+#include "tests/common/fresh_test_dir.h"
 #include "tests/torch/torch_test_util.h"
 
 using namespace triescope;
@@ -16,12 +17,6 @@ using namespace triescope::test;
 namespace fs = std::filesystem;
 
 namespace {
-fs::path fresh_dir(const std::string& name) {
-  const fs::path d = fs::path(TRIESCOPE_BINARY_DIR) / "test_tmp" / "torch" / name;
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
 std::string read_bytes(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(in), {});
@@ -39,7 +34,7 @@ TEST_CASE("checkpoint round trip gives the same logits", "[model]") {
   CAPTURE(dtype, tied);
   const LlamaConfig c = tiny_config(4, 2, 80, tied);
   TensorMap w = llama_random_weights(c, 21, 0.2);
-  const fs::path dir = fresh_dir("roundtrip_" + dtype + (tied ? "_tied" : ""));
+  const fs::path dir = fresh_test_dir("torch/roundtrip_" + dtype + (tied ? "_tied" : ""));
   llama_checkpoint_write(dir.string(), c, w, dtype);
   auto loaded = TorchTransformer::load_dir(dir.string());
   CHECK(loaded->config().to_json() == c.to_json());
@@ -57,7 +52,7 @@ TEST_CASE("checkpoint round trip gives the same logits", "[model]") {
 TEST_CASE("sharded checkpoint (model.safetensors.index.json) loads", "[model]") {
   const LlamaConfig c = tiny_config(4, 4, 64);
   const TensorMap w = llama_random_weights(c, 5, 0.2);
-  const fs::path dir = fresh_dir("sharded");
+  const fs::path dir = fresh_test_dir("torch/sharded");
   TensorMap a, b;
   json index = {{"metadata", json::object()}, {"weight_map", json::object()}};
   for (const auto& [name, t] : w) {
@@ -103,7 +98,7 @@ TEST_CASE("half and bfloat16 conversions", "[model]") {
 TEST_CASE("bad checkpoints get named errors", "[model]") {
   const LlamaConfig c = tiny_config(4, 2, 64);
   const TensorMap w = llama_random_weights(c, 9, 0.2);
-  const fs::path dir = fresh_dir("bad");
+  const fs::path dir = fresh_test_dir("torch/bad");
   const fs::path st = dir / "model.safetensors";
   auto rewrite = [&](const TensorMap& m) {
     safetensors_write(st.string(), m);
@@ -203,7 +198,7 @@ TEST_CASE("attention biases (Qwen2 style) load and are used", "[model]") {
   c.attention_bias = true;
   const TensorMap w = llama_random_weights(c, 13, 0.2);
   REQUIRE(w.count("model.layers.0.self_attn.k_proj.bias"));
-  const fs::path dir = fresh_dir("bias");
+  const fs::path dir = fresh_test_dir("torch/bias");
   llama_checkpoint_write(dir.string(), c, w);
   auto loaded = TorchTransformer::load_dir(dir.string());
   TorchTransformer ref(c, w, {});
@@ -230,7 +225,7 @@ TEST_CASE("Llama's attention_bias biases o_proj too; Qwen2's does not", "[model]
   REQUIRE(w.count("model.layers.1.self_attn.o_proj.bias"));
   CHECK_FALSE(llama_random_weights(cq, 19, 0.2).count("model.layers.1.self_attn.o_proj.bias"));
   for (const LlamaConfig& c : {cl, cq}) {  // the config written is read back as the same kind
-    const fs::path dir = fresh_dir(c.o_proj_bias ? "bias_llama" : "bias_qwen2");
+    const fs::path dir = fresh_test_dir(c.o_proj_bias ? "torch/bias_llama" : "torch/bias_qwen2");
     llama_checkpoint_write(dir.string(), c, llama_random_weights(c, 19, 0.2));
     CHECK(llama_config_load((dir / "config.json").string()).o_proj_bias == c.o_proj_bias);
     CHECK_NOTHROW(TorchTransformer::load_dir(dir.string()));
@@ -247,7 +242,7 @@ TEST_CASE("Llama's attention_bias biases o_proj too; Qwen2's does not", "[model]
 TEST_CASE("model directory with tokenizer.json: text in, token strings in the trace", "[model]") {
   torch_models_register();
   const LlamaConfig c = tiny_config(4, 2, 302);  // the small tokenizer's ids reach 301
-  const fs::path dir = fresh_dir("with_tokenizer");
+  const fs::path dir = fresh_test_dir("torch/with_tokenizer");
   llama_checkpoint_write(dir.string(), c, llama_random_weights(c, 17, 0.2));
   file_write_atomic((dir / "tokenizer.json").string(), small_tokenizer().dump());
   const json mj = {{"type", "transformer"}, {"path", dir.string()}};

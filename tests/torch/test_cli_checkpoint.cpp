@@ -9,6 +9,7 @@
 
 #include "app/commands.h"
 #include "core/common/file_io.h"
+#include "tests/common/fresh_test_dir.h"
 #include "tests/torch/torch_test_util.h"
 
 using namespace triescope;
@@ -16,13 +17,6 @@ using namespace triescope::test;
 namespace fs = std::filesystem;
 
 namespace {
-fs::path fresh(const std::string& name) {
-  const fs::path d = fs::path(TRIESCOPE_BINARY_DIR) / "test_tmp" / "torch_cli" / name;
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
-
 int run_cli(std::vector<std::string> args) {
   args.insert(args.begin(), "triescope");
   std::vector<char*> argv;
@@ -37,7 +31,7 @@ fs::path checkpoint(const fs::path& dir, const std::string& dtype, uint64_t seed
 }  // namespace
 
 TEST_CASE("logits writes the logits of each prompt run causally", "[model]") {
-  const fs::path d = fresh("logits");
+  const fs::path d = fresh_test_dir("torch_cli/logits");
   const fs::path model = checkpoint(d / "model", "BF16", 41);
   const std::vector<std::vector<int32_t>> prompts = {{3}, {1, 7, 3, 60, 12, 5}, {95, 0, 95, 0, 44, 44, 44, 2, 9}};
   file_write_atomic((d / "prompts.json").string(), json(prompts).dump());
@@ -55,7 +49,7 @@ TEST_CASE("logits writes the logits of each prompt run causally", "[model]") {
 }
 
 TEST_CASE("logits refuses bad prompts by name and writes nothing", "[model]") {
-  const fs::path d = fresh("logits_bad");
+  const fs::path d = fresh_test_dir("torch_cli/logits_bad");
   const fs::path model = checkpoint(d / "model", "F32", 42);
   // The last: 100,000 nested arrays, a SIGSEGV on 9ae4cdc (a parser without the depth limit).
   const std::vector<std::string> bad = {R"([[1, 2, 96]])", R"([])", R"([[]])", R"({"a": 1})", R"([[1, -1]])", R"(["text"])", "not json",
@@ -69,7 +63,7 @@ TEST_CASE("logits refuses bad prompts by name and writes nothing", "[model]") {
 }
 
 TEST_CASE("convert-checkpoint rewrites what the loader read", "[model]") {
-  const fs::path d = fresh("convert");
+  const fs::path d = fresh_test_dir("torch_cli/convert");
   const fs::path src = checkpoint(d / "src", "F32", 43);
   const TensorMap w = safetensors_read_dir(src.string());
   for (const std::string dtype : {"F32", "BF16", "F16"}) {

@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "tests/torch/cli_run_captured.h"
+#include "tests/common/fresh_test_dir.h"
 #include "tests/torch/torch_test_util.h"
 
 using namespace triescope;
@@ -23,9 +24,7 @@ json trace_header(const fs::path& trace) {
 }  // namespace
 
 TEST_CASE("run --dtype bf16: the transformer sample's model in bf16; other models and values refused by name", "[model][bf16]") {
-  const fs::path dir = fs::path(TRIESCOPE_BINARY_DIR) / "test_tmp" / "cli_run_dtype";
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+  const fs::path dir = fresh_test_dir("cli_run_dtype");
   const std::string samples = std::string(TRIESCOPE_SOURCE_DIR) + "/samples/";
   const std::string tiny = samples + "transformer_tiny.json";
 

@@ -8,6 +8,7 @@
 
 #include "core/common/file_io.h"
 #include "tests/torch/cli_run_captured.h"
+#include "tests/common/fresh_test_dir.h"
 #include "tests/torch/torch_test_util.h"
 
 using namespace triescope;
@@ -15,8 +16,7 @@ using namespace triescope::test;
 namespace fs = std::filesystem;
 
 TEST_CASE("triescope tokenize: describe, encode, decode, jsonl, named errors", "[model]") {
-  const fs::path dir = fs::path(TRIESCOPE_BINARY_DIR) / "test_tmp" / "cmd_tokenize";
-  fs::create_directories(dir);
+  const fs::path dir = fresh_test_dir("cmd_tokenize");
   const std::string tok = (dir / "tokenizer.json").string();
   file_write_atomic(tok, small_tokenizer().dump());
 

@@ -15,6 +15,7 @@
 #include "core/trace/trace_diff.h"
 #include "core/trace/trace_replay.h"
 #include "tests/common/model_contract.h"
+#include "tests/common/fresh_test_dir.h"
 #include "tests/torch/torch_test_util.h"
 
 using namespace triescope;
@@ -58,12 +59,6 @@ std::vector<json> strip_time(std::vector<json> recs) {
   for (auto& r : recs)
     if (r.value("kind", "") == "summary") r.erase("seconds");
   return recs;
-}
-fs::path fresh_dir(const std::string& name) {
-  const fs::path d = fs::path(TRIESCOPE_BINARY_DIR) / "test_tmp" / "torch" / name;
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
 }
 }  // namespace
 
@@ -114,7 +109,7 @@ TEST_CASE("transformer draft options: perturb_std 0 and keep_layers give the exp
   SECTION("keep_layers L' equals a model built from the truncated checkpoint") {
     const LlamaConfig c3 = dynamic_cast<TorchTransformer&>(*target).config();
     const TensorMap full = llama_random_weights(c3, 11, 0.2);
-    const fs::path dfull = fresh_dir("dsbd_keep_full"), dcut = fresh_dir("dsbd_keep_cut");
+    const fs::path dfull = fresh_test_dir("torch/dsbd_keep_full"), dcut = fresh_test_dir("torch/dsbd_keep_cut");
     llama_checkpoint_write(dfull.string(), c3, full);
     // The truncated checkpoint, built independently of llama_keep_layers: 2 layers, layer 2's tensors left out.
     LlamaConfig c2 = c3;

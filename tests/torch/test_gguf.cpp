@@ -16,6 +16,7 @@
 #include "core/decode/run_sample.h"
 #include "core/decode/trie_beam_search.h"
 #include "core/model/torch/gguf_llama.h"
+#include "tests/common/fresh_test_dir.h"
 #include "tests/torch/torch_test_util.h"
 
 using namespace triescope;
@@ -157,13 +158,6 @@ std::string llama_gguf(const LlamaConfig& c, const TensorMap& w, bool permute, u
   put("output_norm.weight", "model.norm.weight", 0);
   if (!c.tie_word_embeddings) put("output.weight", "lm_head.weight", 0);
   return b.bytes();
-}
-
-fs::path fresh_dir(const std::string& name) {
-  const fs::path d = fs::path(TRIESCOPE_BINARY_DIR) / "test_tmp" / "gguf" / name;
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
 }
 
 // A valid file with one key and one tensor, for the bad-input cases to break.
@@ -372,7 +366,7 @@ TEST_CASE("a Llama in GGUF loads with the logits of its weights", "[model][gguf]
   if (type == 1)
     for (auto& [name, t] : w)
       for (auto& v : t.data) v = half_to_float(float_to_half(v));
-  const fs::path dir = fresh_dir("llama");
+  const fs::path dir = fresh_test_dir("gguf/llama");
   const std::string path = (dir / "tiny.gguf").string();
   file_write_atomic(path, llama_gguf(c, w, true, type));
   auto loaded = TorchTransformer::load_gguf(path);
@@ -391,7 +385,7 @@ TEST_CASE("a Llama in GGUF loads with the logits of its weights", "[model][gguf]
 TEST_CASE("a sample names a .gguf file; trie == batch beam search on it", "[model][gguf]") {
   torch_models_register();
   const LlamaConfig c = tiny_config(4, 2, 80, true);
-  const fs::path dir = fresh_dir("sample");
+  const fs::path dir = fresh_test_dir("gguf/sample");
   file_write_atomic((dir / "tiny.gguf").string(), llama_gguf(c, llama_random_weights(c, 9, 0.2), true));
   const json j = {{"schema", "triescope.sample"}, {"version", 1}, {"name", "gguf"}, {"algorithm", "trie_beam_search"},
                   {"model", {{"type", "transformer"}, {"path", "tiny.gguf"}, {"keep_layers", 1}}},
