@@ -32,9 +32,8 @@ std::unique_ptr<Model> transformer_from_json(JsonObjectReader& r) {
   TS_CHECK(opt.dtype == "float32" || opt.dtype == "bfloat16",
            r.where("dtype") << " must be \"float32\" or \"bfloat16\", got \"" << opt.dtype << "\"");
   TS_CHECK(opt.dtype == "float32" || opt.attention != "tree_kernel",
-           r.where("dtype") << " \"bfloat16\" cannot run attention \"tree_kernel\" (the tree attention kernel reads fp32 queries "
-                            "and cache; a cuda-emu run asks for it in place of \"auto\"): use attention \"auto\", \"dense\" or "
-                            "\"gather\" on the cpu or cuda backend");
+           r.where("dtype") << " \"bfloat16\" cannot run attention \"tree_kernel\" (the transformer's tree attention kernel reads "
+                            "fp32 queries and cache): use attention \"auto\", \"dense\" or \"gather\"");
   TS_CHECK(r.has("path") != r.has("random_init"), r.origin() << ": " << r.field("path") << ": give exactly one of path (a Hugging Face model directory or a .gguf file) or random_init (a config)");
   // A draft derived from the target's weights (DSBD's transformer pair, docs/dsbd.md):
   // keep_layers L' keeps decoder layers [0, L'); perturb_std x adds N(0, x * std(w)) to every tensor.
