@@ -1,5 +1,6 @@
 #include "core/analysis/constraint_source.h"
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <sstream>
@@ -12,6 +13,12 @@ namespace triescope {
 namespace {
 constexpr int64_t kMaxStates = int64_t{1} << 40;
 constexpr const char* kLivePrefix = "live: ";
+
+std::string joined(const std::vector<std::string>& parts, const char* sep) {
+  std::string out;
+  for (const auto& p : parts) out += (out.empty() ? "" : sep) + p;
+  return out;
+}
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -60,7 +67,7 @@ std::optional<ConstraintHeader> constraint_header_read(const HeaderRecord& heade
 }
 
 std::vector<std::string> constraint_file_candidates(const ConstraintHeader& h, const std::string& trace_origin,
-                                                    const std::string& chosen) {
+                                                    const std::string& chosen, const std::vector<std::string>& also_in) {
   namespace fs = std::filesystem;
   if (!chosen.empty()) return {chosen};
   if (h.set_file.empty()) return {};
@@ -74,36 +81,26 @@ std::vector<std::string> constraint_file_candidates(const ConstraintHeader& h, c
   } else {
     out.push_back((fs::path(trace_origin).parent_path() / file).string());
   }
+  for (const std::string& dir : also_in) {
+    const std::string c = (fs::path(dir) / file).lexically_normal().string();
+    if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
+  }
   return out;
 }
 
-ConstraintLoadResult constraint_index_load(const ConstraintHeader& h, const std::vector<std::string>& candidates) {
+namespace {
+
+// One file: read, checked against the header and indexed; the message says
+// what was loaded or why not (without what the viewer then shows).
+ConstraintLoadResult constraint_index_load_one(const ConstraintHeader& h, const std::string& path) {
   ConstraintLoadResult out;
-  if (candidates.empty()) {
-    out.message = "the trace header's config.constraint.set names no file (a set made in memory): showing what the records alone say";
-    return out;
-  }
-  std::string path;
-  for (const auto& c : candidates)
-    if (std::filesystem::is_regular_file(c)) {
-      path = c;
-      break;
-    }
-  if (path.empty()) {
-    std::ostringstream m;
-    m << "constraint set \"" << h.set_file << "\" (config.constraint.set.file) not found at";
-    for (const auto& c : candidates) m << " " << c;
-    m << ": showing what the records alone say; pick the file to see the prefix tree and the CSR rows";
-    out.message = m.str();
-    return out;
-  }
   try {
     const auto t0 = std::chrono::steady_clock::now();
     auto set = std::make_shared<const ConstraintSet>(constraint_set_read(path, "auto", h.vocab_size));
     auto loaded = std::make_shared<ConstraintIndexLoaded>();
     loaded->read_seconds = seconds_since(t0);
     if (std::string bad = set_mismatch(h, *set, path); !bad.empty()) {
-      out.message = bad + ": showing what the records alone say";
+      out.message = bad;
       return out;
     }
     const auto t1 = std::chrono::steady_clock::now();
@@ -111,7 +108,7 @@ ConstraintLoadResult constraint_index_load(const ConstraintHeader& h, const std:
     loaded->build_seconds = seconds_since(t1);
     if (h.states >= 0 && tm->num_states() != h.states) {
       out.message = path + ": the index has " + std::to_string(tm->num_states()) + " states, config.constraint.states is " +
-                    std::to_string(h.states) + ": showing what the records alone say";
+                    std::to_string(h.states);
       return out;
     }
     loaded->set = std::move(set);
@@ -122,8 +119,38 @@ ConstraintLoadResult constraint_index_load(const ConstraintHeader& h, const std:
     out.message = m.str();
     out.index = std::move(loaded);
   } catch (const std::exception& e) {
-    out.message = std::string(e.what()) + ": showing what the records alone say";
+    out.message = e.what();
   }
+  return out;
+}
+
+}  // namespace
+
+ConstraintLoadResult constraint_index_load(const ConstraintHeader& h, const std::vector<std::string>& candidates) {
+  ConstraintLoadResult out;
+  if (candidates.empty()) {
+    out.message = "the trace header's config.constraint.set names no file (a set made in memory): showing what the records alone say";
+    return out;
+  }
+  std::vector<std::string> refused;  // why each existing candidate was not used
+  for (const auto& c : candidates) {
+    if (!std::filesystem::is_regular_file(c)) continue;
+    ConstraintLoadResult one = constraint_index_load_one(h, c);
+    if (one.index) {
+      if (!refused.empty()) one.message += " (not used: " + joined(refused, "; ") + ")";
+      return one;
+    }
+    refused.push_back(std::move(one.message));
+  }
+  std::ostringstream m;
+  if (refused.empty()) {
+    m << "constraint set \"" << h.set_file << "\" (config.constraint.set.file) not found at";
+    for (const auto& c : candidates) m << " " << c;
+    m << ": showing what the records alone say; pick the file to see the prefix tree and the CSR rows";
+  } else {
+    m << joined(refused, "; ") << ": showing what the records alone say";
+  }
+  out.message = m.str();
   return out;
 }
 

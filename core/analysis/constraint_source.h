@@ -56,15 +56,17 @@ struct ConstraintLoadResult {
 };
 
 // Where the header's set file may be: `chosen` alone when given (a path the
-// user picked); else next to the trace file, and for a live run (origin
-// "live: <sample>") next to the sample, as the sample resolved it.
+// user picked); else next to the trace file (for a live run, origin
+// "live: <sample>", next to the sample, as the sample resolved it), then in
+// each folder of `also_in` (a viewer passes the bundled samples folder, so a
+// bundled sample's trace written elsewhere finds its set).
 std::vector<std::string> constraint_file_candidates(const ConstraintHeader& h, const std::string& trace_origin,
-                                                    const std::string& chosen = "");
+                                                    const std::string& chosen = "", const std::vector<std::string>& also_in = {});
 
-// Reads the first candidate that exists, checks it against the header
-// (sha256, items, length, vocab_size, states) and builds the matrix. Never
-// throws for a missing, unreadable or changed file: the message names it
-// and the index is null.
+// Reads the candidates that exist, in order, and indexes the first whose set
+// matches the header (sha256, items, length, vocab_size, states), building
+// the matrix. Never throws for a missing, unreadable or changed file: the
+// message names each file tried and why it was not used, and the index is null.
 ConstraintLoadResult constraint_index_load(const ConstraintHeader& h, const std::vector<std::string>& candidates);
 
 }  // namespace triescope

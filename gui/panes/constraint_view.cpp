@@ -13,6 +13,7 @@
 
 #include "core/common/error.h"
 #include "gui/panes/json_pane.h"
+#include "gui/start_page.h"
 
 namespace triescope::gui {
 
@@ -113,7 +114,8 @@ void ConstraintView::onTraceLoaded(TraceContext& ctx) {
     note_->setVisible(true);
     return;
   }
-  const auto candidates = constraint_file_candidates(*header_, doc->origin);
+  // Next to the trace, then in the bundled samples folder (a bundled sample's trace written elsewhere).
+  const auto candidates = constraint_file_candidates(*header_, doc->origin, "", {samples_dir().toStdString()});
   const std::string key = header_->set_sha256 + "|" + (candidates.empty() ? std::string() : candidates.front());
   if (index_ && key == loadedKey_) return;  // the same set (a preview replaced by the full file)
   index_.reset();

@@ -66,6 +66,20 @@ std::string decode_into(const QString& dir, const std::string& sample, const std
   return trace;
 }
 
+// The bundled samples folder the view also searches (TRIESCOPE_SAMPLES_DIR),
+// set for one test and restored after it.
+struct SamplesDirOverride {
+  QByteArray old = qgetenv("TRIESCOPE_SAMPLES_DIR");
+  bool had = qEnvironmentVariableIsSet("TRIESCOPE_SAMPLES_DIR");
+  explicit SamplesDirOverride(const QString& dir) { qputenv("TRIESCOPE_SAMPLES_DIR", dir.toLocal8Bit()); }
+  ~SamplesDirOverride() {
+    if (had) qputenv("TRIESCOPE_SAMPLES_DIR", old);
+    else qunsetenv("TRIESCOPE_SAMPLES_DIR");
+  }
+  SamplesDirOverride(const SamplesDirOverride&) = delete;
+  SamplesDirOverride& operator=(const SamplesDirOverride&) = delete;
+};
+
 struct Window : triescope::gui_tests::ShownWindow {
   ConstraintView* view() { return w.constraintView(); }
   // Opens a trace file the way File > Open does, and waits for its constraint set.
@@ -283,8 +297,10 @@ TEST_CASE("constraint view: a set of 1e6 ids loads off the UI thread and steps f
 }
 
 TEST_CASE("constraint view: a missing or changed constraint file is named and the records alone are shown", "[gui][constraint_view]") {
-  QTemporaryDir dir;
+  QTemporaryDir dir, noSamples;
   REQUIRE(dir.isValid());
+  REQUIRE(noSamples.isValid());
+  const SamplesDirOverride none(noSamples.path());  // no bundled copy to fall back on
   const std::string trace = decode_into(dir.path(), "static_figure1.json", "static_figure1.txt");
   const std::string set = dir.path().toStdString() + "/static_figure1.txt";
   auto records_only = [](ConstraintView* view, TraceContext& ctx) {
@@ -323,5 +339,32 @@ TEST_CASE("constraint view: a missing or changed constraint file is named and th
     CHECK(win.view()->loadMessage().contains(QStringLiteral("config.constraint.set.sha256")));
     CHECK(win.view()->loadMessage().contains(QString::fromStdString(set)));
     records_only(win.view(), win.w.context());
+  }
+}
+
+TEST_CASE("constraint view: a bundled sample's trace written elsewhere finds its set in the samples folder", "[gui][constraint_view]") {
+  QTemporaryDir dir;
+  REQUIRE(dir.isValid());
+  const std::string trace = decode_into(dir.path(), "static_figure1.json", "static_figure1.txt");
+  const std::string set = dir.path().toStdString() + "/static_figure1.txt";
+  const QString bundledSet = QString::fromStdString(fs::path(kSamples + "static_figure1.txt").lexically_normal().string());
+  const SamplesDirOverride bundled(QString::fromStdString(kSamples));
+  SECTION("missing next to the trace") {
+    fs::remove(set);
+    Window win;
+    win.open(trace);
+    CHECK(win.view()->indexed());
+    CHECK(win.view()->loadMessage().startsWith(bundledSet + QStringLiteral(":")));
+    CHECK(win.view()->loadMessage().contains(QStringLiteral("sha256 matches the header")));
+  }
+  SECTION("changed next to the trace: the bundled copy, whose sha256 matches, is used and the changed one named") {
+    std::ofstream(set, std::ios::app) << "1 2 3\n";
+    Window win;
+    win.open(trace);
+    CHECK(win.view()->indexed());
+    const QString m = win.view()->loadMessage();
+    CHECK(m.startsWith(bundledSet + QStringLiteral(":")));
+    CHECK(m.contains(QStringLiteral("not used: ") + QString::fromStdString(set)));
+    CHECK(m.contains(QStringLiteral("config.constraint.set.sha256")));
   }
 }
