@@ -1,7 +1,8 @@
 // What the CUDA backend declares it supports (cuda::sample_supports, its
 // BackendSpec::supports) against what it does. Every bundled sample, and every
 // value of a sample option that moves a seam (STATIC's constraint.ranking,
-// impl, layout and dense_levels; a transformer's attention), runs on the CPU
+// impl, layout and dense_levels; a transformer's attention, and its dtype
+// bf16 with "auto" and "tree_kernel" attention), runs on the CPU
 // and on this build's CUDA backend: the traces diff equal with `triescope
 // diff`'s comparison (trace_diff, provenance such as "backend" aside), or the
 // CUDA run is refused with an Error naming the sample file, exactly where the
