@@ -28,7 +28,7 @@ cp -r /usr/lib/cmake/Catch2 "$KIT.tmp/lib/cmake/"
 # Catch2Targets-none.cmake checks that this archive exists; we link our own main.
 cp /usr/lib/libCatch2WithMain.a "$KIT.tmp/lib/"
 # The files the device `run` copies: tracked, and untracked but not ignored.
-git ls-files --cached --others --exclude-standard -- . ":(exclude)$KIT.tmp" | while IFS= read -r f; do [ -f "$f" ] && echo "$f"; done >"$KIT.tmp/CHECKOUT.files"
+git ls-files --cached --others --exclude-standard -- . ":(exclude)$KIT.tmp" >"$KIT.tmp/CHECKOUT.files"
 dirty=clean
 [ -z "$(git status --porcelain -- . ":(exclude)$KIT.tmp")" ] || dirty="with uncommitted changes"
 {

@@ -73,16 +73,14 @@ std::vector<std::string> constraint_file_candidates(const ConstraintHeader& h, c
   if (h.set_file.empty()) return {};
   const fs::path file(h.set_file);
   if (file.is_absolute()) return {file.string()};
-  std::vector<std::string> out;
+  // A live run: the sample resolved the file against its own folder.
   const std::string prefix = kLivePrefix;
-  if (trace_origin.rfind(prefix, 0) == 0) {
-    // A live run: the sample resolved the file against its own folder.
-    out.push_back((fs::path(trace_origin.substr(prefix.size())).parent_path() / file).string());
-  } else {
-    out.push_back((fs::path(trace_origin).parent_path() / file).string());
-  }
-  for (const std::string& dir : also_in) {
-    const std::string c = (fs::path(dir) / file).lexically_normal().string();
+  const bool live = trace_origin.rfind(prefix, 0) == 0;
+  std::vector<fs::path> dirs{fs::path(live ? trace_origin.substr(prefix.size()) : trace_origin).parent_path()};
+  dirs.insert(dirs.end(), also_in.begin(), also_in.end());
+  std::vector<std::string> out;
+  for (const fs::path& dir : dirs) {  // each file once, however its folder is spelled
+    const std::string c = (dir / file).lexically_normal().string();
     if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
   }
   return out;
