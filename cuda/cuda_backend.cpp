@@ -30,11 +30,11 @@ std::unique_ptr<Model> model_to_cuda(const Model& cpu_model) {
 json transformer_on_cuda(const json& model_obj) {
   json m = model_obj;
   if (kEmulated) {
-    // The kernel reads LibTorch's CPU tensors as its "device" memory. It reads
-    // fp32 only: a bf16 model's "auto" stays LibTorch attention on the CPU.
+    // The kernel reads LibTorch's CPU tensors as its "device" memory; a model
+    // whose dtype it cannot read keeps "auto" (LibTorch attention on the CPU).
     m["device"] = "cpu";
     if (!m.contains("attention")) m["attention"] = "auto";
-    if (m["attention"] == "auto" && m.value("dtype", std::string("float32")) != "bfloat16") m["attention"] = "tree_kernel";
+    if (m["attention"] == "auto" && tree_attention_reads_dtype(m.value("dtype", std::string("float32")))) m["attention"] = "tree_kernel";
     return m;
   }
   m["device"] = "cuda";
@@ -115,17 +115,18 @@ void model_place(SeamSupport& x, const json& model_obj) {
     return;
   }
   const std::string attention = transformer_on_cuda(model_obj).value("attention", std::string("auto"));
-  const bool bf16 = model_obj.value("dtype", std::string("float32")) == "bfloat16";
-  if (bf16 && attention == "tree_kernel") {  // as the transformer factory refuses it, on every backend
+  const std::string dtype = model_obj.value("dtype", std::string("float32"));
+  const bool kernel_reads = tree_attention_reads_dtype(dtype);
+  if (!kernel_reads && attention == "tree_kernel") {  // as the transformer factory refuses it, on every backend
     x.place = SeamPlace::refused;
-    x.reason = "dtype \"bfloat16\" cannot run attention \"tree_kernel\" (the kernel reads fp32)";
+    x.reason = "dtype \"" + dtype + "\" cannot run attention \"tree_kernel\" (the kernel reads fp32)";
     return;
   }
   const bool host = kEmulated && attention != "tree_kernel";
   x.place = host ? SeamPlace::host : SeamPlace::device;
   if (host)
     x.reason = "attention \"" + attention + "\" is LibTorch on the CPU (the host runtime runs only the tree_kernel attention" +
-               (bf16 ? ", which reads fp32, not this model's bfloat16)" : ")");
+               (kernel_reads ? ")" : ", which reads fp32, not this model's " + dtype + ")");
 }
 
 bool device_verifier_for(const std::string& kind) {

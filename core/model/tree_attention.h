@@ -9,6 +9,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <string_view>
 #include <vector>
 
 #include "core/mask/bit_mask.h"
@@ -105,6 +106,10 @@ struct TreeAttentionKernel {
   const char* (*error_name)(int32_t code) = nullptr;              // KernelStatus code -> text
 };
 void tree_attention_kernel_register(const TreeAttentionKernel& k);
+// The kernel and its CPU twin read fp32 queries and cache: a model of another
+// dtype ("bfloat16") cannot run attention "tree_kernel", and its "auto" never
+// picks it.
+inline bool tree_attention_reads_dtype(std::string_view dtype) { return dtype == "float32"; }
 // The registered kernel, or null when none is (a CPU-only build).
 const TreeAttentionKernel* tree_attention_kernel();
 

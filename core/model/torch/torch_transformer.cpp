@@ -172,7 +172,7 @@ TorchTransformer::TorchTransformer(const LlamaConfig& cfg, const TensorMap& w, T
            "transformer: attention must be \"auto\", \"dense\", \"gather\" or \"tree_kernel\", got \"" << m.opt.attention << "\"");
   TS_CHECK(m.opt.dtype == "float32" || m.opt.dtype == "bfloat16",
            "transformer: dtype must be \"float32\" or \"bfloat16\", got \"" << m.opt.dtype << "\"");
-  TS_CHECK(m.opt.dtype == "float32" || m.opt.attention != "tree_kernel", kTreeKernelFp32Only);
+  TS_CHECK(tree_attention_reads_dtype(m.opt.dtype) || m.opt.attention != "tree_kernel", kTreeKernelFp32Only);
   m.dt = m.opt.dtype == "bfloat16" ? at::kBFloat16 : at::kFloat;
   if (m.opt.device == "cuda") {
     TS_CHECK(at::hasCUDA(), "transformer: device \"cuda\" requested, but this LibTorch has no CUDA device available");
@@ -187,7 +187,7 @@ TorchTransformer::TorchTransformer(const LlamaConfig& cfg, const TensorMap& w, T
   // "tree_kernel" runs the kernel's CPU twin (tree_attention_host), which
   // checks the same plumbing (CSR lists, raw cache layout) against the other
   // paths.
-  m.tree_kernel = m.opt.attention == "tree_kernel" || (m.opt.attention == "auto" && m.dt == at::kFloat && m.device_kernel());
+  m.tree_kernel = m.opt.attention == "tree_kernel" || (m.opt.attention == "auto" && tree_attention_reads_dtype(m.opt.dtype) && m.device_kernel());
   llama_weights_check(cfg, w, "transformer weights");
   c10::InferenceMode guard;
   auto get = [&](const std::string& name) { return host_to_tensor(w.at(name), m.dev).to(m.dt); };

@@ -8,6 +8,7 @@
 #include "core/model/model_factory.h"
 #include "core/model/torch/gguf_llama.h"
 #include "core/model/torch/torch_transformer.h"
+#include "core/model/tree_attention.h"
 
 namespace triescope {
 
@@ -31,7 +32,7 @@ std::unique_ptr<Model> transformer_from_json(JsonObjectReader& r) {
   opt.dtype = r.get_string("dtype", "float32");
   TS_CHECK(opt.dtype == "float32" || opt.dtype == "bfloat16",
            r.where("dtype") << " must be \"float32\" or \"bfloat16\", got \"" << opt.dtype << "\"");
-  TS_CHECK(opt.dtype == "float32" || opt.attention != "tree_kernel",
+  TS_CHECK(tree_attention_reads_dtype(opt.dtype) || opt.attention != "tree_kernel",
            r.where("dtype") << " \"bfloat16\" cannot run attention \"tree_kernel\" (the transformer's tree attention kernel reads "
                             "fp32 queries and cache): use attention \"auto\", \"dense\" or \"gather\"");
   TS_CHECK(r.has("path") != r.has("random_init"), r.origin() << ": " << r.field("path") << ": give exactly one of path (a Hugging Face model directory or a .gguf file) or random_init (a config)");
