@@ -18,8 +18,6 @@ class Timeline final : public QWidget, public ContextViewer {
   Q_OBJECT
  public:
   explicit Timeline(TraceContext& ctx, QWidget* parent = nullptr);
-  void onTraceLoaded(TraceContext& ctx) override;
-  void onStepChanged(TraceContext& ctx) override;
   bool playing() const;
   QSlider* slider() const { return slider_; }
 
@@ -32,6 +30,8 @@ class Timeline final : public QWidget, public ContextViewer {
   void focusJump();
 
  private:
+  void onTraceLoaded(TraceContext& ctx) override;
+  void onStepChanged(TraceContext& ctx) override;
   QSlider* slider_;
   QSpinBox* jump_;
   QComboBox* speed_;

@@ -14,12 +14,12 @@ class BeamsPane final : public QWidget, public ContextViewer {
   Q_OBJECT
  public:
   explicit BeamsPane(TraceContext& ctx, QWidget* parent = nullptr);
-  void onStepChanged(TraceContext& ctx) override;
-  void onSelectionChanged(TraceContext& ctx) override;
   ChosenBeamsModel* model() const { return model_; }
   QTableView* table() const { return table_; }
 
  private:
+  void onStepChanged(TraceContext& ctx) override;
+  void onSelectionChanged(TraceContext& ctx) override;
   QTableView* table_;
   ChosenBeamsModel* model_;
   bool updating_ = false;

@@ -32,9 +32,6 @@ class ConstraintView final : public QWidget, public ContextViewer, public Figure
  public:
   explicit ConstraintView(TraceContext& ctx, QWidget* parent = nullptr);
   ~ConstraintView() override;
-  void onTraceLoaded(TraceContext& ctx) override;
-  void onStepChanged(TraceContext& ctx) override;
-  void onSelectionChanged(TraceContext& ctx) override;
 
   // The raw record tab (the step record's `constraint` field as a tree).
   JsonPane* rawPane() const { return raw_; }
@@ -67,6 +64,9 @@ class ConstraintView final : public QWidget, public ContextViewer, public Figure
   void showEvent(QShowEvent* e) override;
 
  private:
+  void onTraceLoaded(TraceContext& ctx) override;
+  void onStepChanged(TraceContext& ctx) override;
+  void onSelectionChanged(TraceContext& ctx) override;
   void startLoad(const std::vector<std::string>& candidates);
   void rebuild() const;
   QStringList headingLines() const;

@@ -15,8 +15,6 @@ class DiffPane final : public QWidget, public ContextViewer {
   Q_OBJECT
  public:
   explicit DiffPane(TraceContext& ctx, QWidget* parent = nullptr);
-  void onTraceLoaded(TraceContext& ctx) override;
-  void onStepChanged(TraceContext& ctx) override;
   QListWidget* list() const { return list_; }
 
  public Q_SLOTS:
@@ -24,6 +22,8 @@ class DiffPane final : public QWidget, public ContextViewer {
   void prevDivergence();
 
  private:
+  void onTraceLoaded(TraceContext& ctx) override;
+  void onStepChanged(TraceContext& ctx) override;
   QLabel* summary_;
   QLabel* stepInfo_;
   QListWidget* list_;

@@ -17,8 +17,6 @@ class JsonPane final : public QWidget, public ContextViewer {
   Q_OBJECT
  public:
   JsonPane(TraceContext& ctx, QString key, QString absentNote, QWidget* parent = nullptr);
-  void onTraceLoaded(TraceContext& ctx) override;
-  void onStepChanged(TraceContext& ctx) override;
   // Brings the model up to date if the pane was hidden at the last step.
   JsonTreeModel* model() {
     if (widgetsStale_) updateWidgets();
@@ -37,6 +35,8 @@ class JsonPane final : public QWidget, public ContextViewer {
   }
 
  private:
+  void onTraceLoaded(TraceContext& ctx) override;
+  void onStepChanged(TraceContext& ctx) override;
   QString key_, absent_;
   QLabel* note_;
   QTreeView* tree_;

@@ -15,10 +15,6 @@ class KvView final : public QWidget, public ContextViewer {
  public:
   explicit KvView(TraceContext& ctx, QWidget* parent = nullptr);
 
-  void onStepChanged(TraceContext& ctx) override;
-  void onSelectionChanged(TraceContext& ctx) override;
-  void onHighlightChanged(TraceContext& ctx) override;
-
   QRect slotRect(int slot) const;       // after-GC (current) grid, widget coordinates
   QRect oldSlotRect(int slot) const;    // before-GC grid, only on GC steps
   int slotAt(QPoint p) const;
@@ -36,6 +32,9 @@ class KvView final : public QWidget, public ContextViewer {
   bool event(QEvent* e) override;
 
  private:
+  void onStepChanged(TraceContext& ctx) override;
+  void onSelectionChanged(TraceContext& ctx) override;
+  void onHighlightChanged(TraceContext& ctx) override;
   void relayout();
   struct SlotPainter;
   void paintLegend(QPainter& p) const;  // header text and colour legend

@@ -25,11 +25,6 @@ class MaskView final : public QAbstractScrollArea, public ContextViewer {
  public:
   explicit MaskView(TraceContext& ctx, QWidget* parent = nullptr);
 
-  void onTraceLoaded(TraceContext& ctx) override;
-  void onStepChanged(TraceContext& ctx) override;
-  void onSelectionChanged(TraceContext& ctx) override;
-  void onHighlightChanged(TraceContext& ctx) override;
-
   double cellSize() const { return cw_; }
   double cellHeight() const { return ch_; }
   void setCellSize(double px);  // zoom: square cells of px pixels
@@ -69,6 +64,10 @@ class MaskView final : public QAbstractScrollArea, public ContextViewer {
   bool viewportEvent(QEvent* e) override;
 
  private:
+  void onTraceLoaded(TraceContext& ctx) override;
+  void onStepChanged(TraceContext& ctx) override;
+  void onSelectionChanged(TraceContext& ctx) override;
+  void onHighlightChanged(TraceContext& ctx) override;
   void updateScrollBars();
   void paintTo(QPainter& p, QRect area, int scrollX, int scrollY) const;
   struct Frame;

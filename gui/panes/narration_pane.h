@@ -24,9 +24,6 @@ class NarrationPane final : public QWidget, public ContextViewer, public FigureS
   Q_OBJECT
  public:
   explicit NarrationPane(TraceContext& ctx, QWidget* parent = nullptr);
-  void onTraceLoaded(TraceContext& ctx) override;
-  void onStepChanged(TraceContext& ctx) override;
-  void onSelectionChanged(TraceContext& ctx) override;
 
   QString figureName() const override { return QStringLiteral("narration"); }
   QSizeF figureSize() const override;
@@ -38,6 +35,9 @@ class NarrationPane final : public QWidget, public ContextViewer, public FigureS
   static QString nodeHref(int32_t node);
 
  private:
+  void onTraceLoaded(TraceContext& ctx) override;
+  void onStepChanged(TraceContext& ctx) override;
+  void onSelectionChanged(TraceContext& ctx) override;
   void linkClicked(const QUrl& url);
   void render();
   QString html(int32_t selected, bool links) const;

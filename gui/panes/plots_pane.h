@@ -20,8 +20,6 @@ class PlotsPane final : public QWidget, public ContextViewer {
   Q_OBJECT
  public:
   explicit PlotsPane(TraceContext& ctx, QWidget* parent = nullptr);
-  void onTraceLoaded(TraceContext& ctx) override;
-  void onStepChanged(TraceContext& ctx) override;
   int seriesPointCount(int series) const;  // 0 trie slots, 1 batch slots, 2 peak
   // Acceptance tab (speculative traces): per-layer bars or per-step line.
   bool hasAcceptance() const;
@@ -30,6 +28,8 @@ class PlotsPane final : public QWidget, public ContextViewer {
   QTabWidget* tabs() const { return tabs_; }
 
  private:
+  void onTraceLoaded(TraceContext& ctx) override;
+  void onStepChanged(TraceContext& ctx) override;
   QTabWidget* tabs_;
   QChartView* kvView_;
   QChartView* timeView_;

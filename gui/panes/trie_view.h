@@ -27,11 +27,6 @@ class TrieView final : public QWidget, public ContextViewer {
   struct CachedLayout;
   explicit TrieView(TraceContext& ctx, QWidget* parent = nullptr);
 
-  void onTraceLoaded(TraceContext& ctx) override;
-  void onStepChanged(TraceContext& ctx) override;
-  void onSelectionChanged(TraceContext& ctx) override;
-  void onHighlightChanged(TraceContext& ctx) override;  // the pointed mask cell's path, drawn gold
-
   void setCollapsePrompt(bool on);
   void setHideCollected(bool on);  // drop nodes whose KV was garbage-collected
   void setFollow(bool on);         // keep this step's new nodes in view
@@ -54,6 +49,10 @@ class TrieView final : public QWidget, public ContextViewer {
   }
 
  private:
+  void onTraceLoaded(TraceContext& ctx) override;
+  void onStepChanged(TraceContext& ctx) override;
+  void onSelectionChanged(TraceContext& ctx) override;
+  void onHighlightChanged(TraceContext& ctx) override;  // the pointed mask cell's path, drawn gold
   void rebuild();
   void clicked(int32_t node);
 

@@ -31,9 +31,6 @@ class VerifyPane final : public QWidget, public ContextViewer {
   Q_OBJECT
  public:
   explicit VerifyPane(TraceContext& ctx, QWidget* parent = nullptr);
-  void onTraceLoaded(TraceContext& ctx) override;
-  void onStepChanged(TraceContext& ctx) override;
-  void onSelectionChanged(TraceContext& ctx) override;
 
   // For tests.
   bool hasData() const { return !info_.empty(); }
@@ -57,6 +54,9 @@ class VerifyPane final : public QWidget, public ContextViewer {
   void showEvent(QShowEvent* e) override;
 
  private:
+  void onTraceLoaded(TraceContext& ctx) override;
+  void onStepChanged(TraceContext& ctx) override;
+  void onSelectionChanged(TraceContext& ctx) override;
   void refresh();
   QString noRecordText() const;
   void fillTable();
