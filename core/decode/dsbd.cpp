@@ -48,19 +48,10 @@ nlohmann::json DsbdConfig::to_json() const {
           {"sampling", sampling.to_json()}};
 }
 
-nlohmann::json DsbdStats::to_json() const {
-  return {{"iterations", iterations},
-          {"full_iterations", full_iterations},
-          {"steps_in_full_iterations", steps_in_full_iterations},
-          {"layer_verified", layer_verified},
-          {"layer_accepted", layer_accepted},
-          {"predicted_accept_sum", predicted_accept_sum},
-          {"width_sum", width_sum},
-          {"draft_beams_tested", draft_beams_tested},
-          {"draft_beams_accepted", draft_beams_accepted},
-          {"paper_peak_slots", paper_peak_slots},
-          {"shared_peak_slots", shared_peak_slots}};
-}
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(DsbdStats, iterations, full_iterations, steps_in_full_iterations, layer_verified, layer_accepted,
+                                   predicted_accept_sum, width_sum, draft_beams_tested, draft_beams_accepted, paper_peak_slots,
+                                   shared_peak_slots)
+nlohmann::json DsbdStats::to_json() const { return *this; }
 
 namespace {
 

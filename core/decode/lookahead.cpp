@@ -19,13 +19,10 @@
 
 namespace triescope {
 
-nlohmann::json LookaheadMetrics::to_json() const {
-  return {{"prompt_len", prompt_len},           {"generated", generated},
-          {"steps", steps},                     {"computed_tokens", computed_tokens},
-          {"computed_decode", computed_decode}, {"verify_tokens", verify_tokens},
-          {"lookahead_tokens", lookahead_tokens}, {"accepted_from_candidates", accepted_from_candidates},
-          {"peak_slots", peak_slots}};
-}
+// `seconds` is the summary's own field, not a metric.
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(LookaheadMetrics, prompt_len, generated, steps, computed_tokens, computed_decode, verify_tokens,
+                                   lookahead_tokens, accepted_from_candidates, peak_slots)
+nlohmann::json LookaheadMetrics::to_json() const { return *this; }
 
 const char* lookahead_verify_name(LookaheadVerify v) { return enum_name(kLookaheadVerifyNames, v); }
 

@@ -14,16 +14,10 @@ namespace triescope {
 
 const char* multigen_method_name(MultiGenMethod m) { return enum_name(kMultiGenMethodNames, m); }
 
-nlohmann::json MultiGenMetrics::to_json() const {
-  return {{"prompt_len", prompt_len},
-          {"steps", steps},
-          {"model_calls", model_calls},
-          {"computed_tokens", computed_tokens},
-          {"peak_slots", peak_slots},
-          {"peak_bytes", peak_bytes},
-          {"attention_cells_dense", attention_cells_dense},
-          {"attention_cells_needed", attention_cells_needed}};
-}
+// `seconds` is the summary's own field, not a metric.
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(MultiGenMetrics, prompt_len, steps, model_calls, computed_tokens, peak_slots, peak_bytes,
+                                   attention_cells_dense, attention_cells_needed)
+nlohmann::json MultiGenMetrics::to_json() const { return *this; }
 
 namespace {
 

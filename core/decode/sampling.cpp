@@ -31,11 +31,9 @@ nlohmann::json SamplingConfig::to_json() const {
   return {{"temperature", temperature}, {"top_k", top_k}, {"top_p", top_p}, {"deterministic", deterministic}, {"seed", seed}};
 }
 
-nlohmann::json SamplingDecodeMetrics::to_json() const {
-  return {{"target_calls", target_calls},       {"draft_calls", draft_calls},         {"iterations", iterations},
-          {"target_tokens", target_tokens},     {"draft_tokens", draft_tokens},
-          {"layers_verified", layers_verified}, {"layers_accepted", layers_accepted}, {"log_likelihood", log_likelihood}};
-}
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(SamplingDecodeMetrics, target_calls, draft_calls, iterations, target_tokens, draft_tokens,
+                                   layers_verified, layers_accepted, log_likelihood)
+nlohmann::json SamplingDecodeMetrics::to_json() const { return *this; }
 
 std::vector<double> warp_log_weights(const std::vector<double>& log_w, const SamplingConfig& warp) {
   TS_CHECK(warp.temperature > 0.0, "sampling: temperature must be > 0, got " << warp.temperature);
