@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
-cmake -S . -B build -G Ninja >/dev/null
+bash scripts/configure.sh  # the build test.sh continues (scripts/configure.sh)
 targets=(triescope)
 # The inspector when Qt 6 was found (configure summary: TRIESCOPE_BUILD_GUI).
 if ninja -C build -t query triescope-gui >/dev/null 2>&1; then targets+=(triescope-gui); fi

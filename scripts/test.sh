@@ -8,11 +8,7 @@ BUILD=${BUILD_DIR:-build}
 bash scripts/install-engines.sh
 # The peer and Python tests are required here, not left to detection: a broken
 # peer environment (scripts/install-deps.sh) fails them instead of hiding them.
-# The project's default optimisation (-O2) without debug information: -g made the
-# LibTorch-heavy files a third slower to compile and the test binaries slower to
-# link, and no test reads it (configure a build of your own for a debugger).
-cmake -S . -B "$BUILD" -G Ninja -DTRIESCOPE_WERROR=ON -DTRIESCOPE_PEER_TESTS=ON -DTRIESCOPE_PYTHON_TESTS=ON -DTRIESCOPE_ENGINE_TESTS=ON \
-  -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE="-O2 -DNDEBUG" -DCMAKE_CUDA_FLAGS_RELEASE="-O2 -DNDEBUG" >/dev/null
+BUILD_DIR="$BUILD" bash scripts/configure.sh -DTRIESCOPE_PEER_TESTS=ON -DTRIESCOPE_PYTHON_TESTS=ON -DTRIESCOPE_ENGINE_TESTS=ON
 cmake --build "$BUILD" -j"$(nproc)"
 cd "$BUILD"
 ctest --output-on-failure -j"$(nproc)"
