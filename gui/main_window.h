@@ -73,10 +73,6 @@ class MainWindow final : public QMainWindow, public ITraceViewer {
   bool exportPane(const QString& pane, const QString& path, QSize size = {}, QString* error = nullptr);
   bool exportStepJson(const QString& path, QString* error = nullptr);
 
-  void onTraceLoaded(TraceContext& ctx) override;
-  void onStepChanged(TraceContext& ctx) override;
-  void onSelectionChanged(TraceContext& ctx) override;
-
  Q_SIGNALS:
   void loadFinished(bool ok, const QString& error);
   // A large trace's first records are on screen; the rest is still loading.
@@ -87,6 +83,9 @@ class MainWindow final : public QMainWindow, public ITraceViewer {
   void dropEvent(QDropEvent* e) override;
 
  private:
+  void onTraceLoaded(TraceContext& ctx) override;
+  void onStepChanged(TraceContext& ctx) override;
+  void onSelectionChanged(TraceContext& ctx) override;
   struct Loaded {
     TraceDocumentPtr a, b;
     QString error, report;

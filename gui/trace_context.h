@@ -21,8 +21,9 @@ namespace triescope::gui {
 class TraceContext;
 
 // What a viewer is told; a viewer overrides what it draws from (every
-// viewer draws the step). Only the context calls these, so a pane overrides
-// them in its private section: they are not part of its interface.
+// viewer draws the step). Only the context calls these, so a viewer (each
+// pane, the main window) overrides them in its private section: they are not
+// part of its interface.
 class ITraceViewer {
  public:
   virtual ~ITraceViewer() = default;
