@@ -47,7 +47,7 @@ PointerTrieIndex::PointerTrieIndex(const ConstraintSet& c) : vocab_(c.vocab_size
 int64_t PointerTrieIndex::root_state() const { return static_cast<int64_t>(reinterpret_cast<intptr_t>(&nodes_.front())); }
 
 template <class T>
-void PointerTrieIndex::mask_impl(const int64_t* states, int32_t n, T* lp, int32_t* valid, MaskPath* path) {
+void PointerTrieIndex::mask_impl(const int64_t* states, int32_t n, int32_t /*step*/, T* lp, int32_t* valid, MaskPath* path) {
   std::vector<std::pair<int32_t, T>> keep;
   for (int32_t i = 0; i < n; ++i) {
     T* row = lp + static_cast<size_t>(i) * static_cast<size_t>(vocab_);
@@ -62,8 +62,9 @@ void PointerTrieIndex::mask_impl(const int64_t* states, int32_t n, T* lp, int32_
     if (path) path[i] = MaskPath::pointer;
   }
 }
-void PointerTrieIndex::mask(const int64_t* s, int32_t n, int32_t, float* lp, int32_t* v, MaskPath* p) { mask_impl(s, n, lp, v, p); }
-void PointerTrieIndex::mask(const int64_t* s, int32_t n, int32_t, double* lp, int32_t* v, MaskPath* p) { mask_impl(s, n, lp, v, p); }
+// MaskBothPrecisions calls these from every file that builds the index.
+template void PointerTrieIndex::mask_impl(const int64_t*, int32_t, int32_t, float*, int32_t*, MaskPath*);
+template void PointerTrieIndex::mask_impl(const int64_t*, int32_t, int32_t, double*, int32_t*, MaskPath*);
 
 int64_t PointerTrieIndex::next_state(int64_t state, int32_t token, int32_t) const {
   if (state == kDeadState) return kDeadState;
@@ -146,8 +147,8 @@ void PpvIndex::mask_impl(const int64_t* states, int32_t n, int32_t step, T* lp, 
     if (path) path[i] = MaskPath::search;
   }
 }
-void PpvIndex::mask(const int64_t* s, int32_t n, int32_t st, float* lp, int32_t* v, MaskPath* p) { mask_impl(s, n, st, lp, v, p); }
-void PpvIndex::mask(const int64_t* s, int32_t n, int32_t st, double* lp, int32_t* v, MaskPath* p) { mask_impl(s, n, st, lp, v, p); }
+template void PpvIndex::mask_impl(const int64_t*, int32_t, int32_t, float*, int32_t*, MaskPath*);
+template void PpvIndex::mask_impl(const int64_t*, int32_t, int32_t, double*, int32_t*, MaskPath*);
 
 int64_t PpvIndex::next_state(int64_t state, int32_t token, int32_t step) const { return search(state, token, step); }
 
@@ -226,7 +227,7 @@ bool HashBitmapIndex::test(uint64_t h) const {
 }
 
 template <class T>
-void HashBitmapIndex::mask_impl(const int64_t* states, int32_t n, T* lp, int32_t* valid, MaskPath* path) {
+void HashBitmapIndex::mask_impl(const int64_t* states, int32_t n, int32_t /*step*/, T* lp, int32_t* valid, MaskPath* path) {
   constexpr T kNegInf = -std::numeric_limits<T>::infinity();
   for (int32_t i = 0; i < n; ++i) {
     T* row = lp + static_cast<size_t>(i) * static_cast<size_t>(vocab_);
@@ -240,8 +241,8 @@ void HashBitmapIndex::mask_impl(const int64_t* states, int32_t n, T* lp, int32_t
     if (path) path[i] = MaskPath::hash;
   }
 }
-void HashBitmapIndex::mask(const int64_t* s, int32_t n, int32_t, float* lp, int32_t* v, MaskPath* p) { mask_impl(s, n, lp, v, p); }
-void HashBitmapIndex::mask(const int64_t* s, int32_t n, int32_t, double* lp, int32_t* v, MaskPath* p) { mask_impl(s, n, lp, v, p); }
+template void HashBitmapIndex::mask_impl(const int64_t*, int32_t, int32_t, float*, int32_t*, MaskPath*);
+template void HashBitmapIndex::mask_impl(const int64_t*, int32_t, int32_t, double*, int32_t*, MaskPath*);
 
 int64_t HashBitmapIndex::next_state(int64_t state, int32_t token, int32_t) const {
   return static_cast<int64_t>(hash_extend(static_cast<uint64_t>(state), token));

@@ -15,20 +15,18 @@
 #include <unordered_map>
 #include <vector>
 
-#include "core/constraint/constraint_index.h"
+#include "core/constraint/mask_both_precisions.h"
 #include "core/constraint/constraint_set.h"
 
 namespace triescope {
 
-class PointerTrieIndex final : public ConstraintIndex {
+class PointerTrieIndex final : public MaskBothPrecisions<PointerTrieIndex> {
  public:
   explicit PointerTrieIndex(const ConstraintSet& c);
   std::string name() const override { return "pointer_trie"; }
   int32_t vocab_size() const override { return vocab_; }
   int32_t length() const override { return length_; }
   int64_t root_state() const override;
-  void mask(const int64_t* states, int32_t n, int32_t step, float* lp, int32_t* valid, MaskPath* path) override;
-  void mask(const int64_t* states, int32_t n, int32_t step, double* lp, int32_t* valid, MaskPath* path) override;
   int64_t next_state(int64_t state, int32_t token, int32_t step) const override;
   int64_t canonical_state(int64_t state, int32_t level) const override;
   int64_t trace_state(int64_t state, int32_t level) const override { return canonical_state(state, level); }
@@ -42,14 +40,15 @@ class PointerTrieIndex final : public ConstraintIndex {
     std::unordered_map<int32_t, Node*> children;
     int64_t bfs_id = 0;
   };
+  friend class MaskBothPrecisions<PointerTrieIndex>;
   template <class T>
-  void mask_impl(const int64_t* states, int32_t n, T* lp, int32_t* valid, MaskPath* path);
+  void mask_impl(const int64_t* states, int32_t n, int32_t step, T* lp, int32_t* valid, MaskPath* path);
   int32_t vocab_ = 0, length_ = 0;
   std::deque<Node> nodes_;
   int64_t memory_bytes_ = 0;  // estimated: nodes + hash buckets + hash entries
 };
 
-class PpvIndex final : public ConstraintIndex {
+class PpvIndex final : public MaskBothPrecisions<PpvIndex> {
  public:
   // top_k = 0: PPV exact (every token checked); top_k > 0: PPV approximate.
   PpvIndex(std::shared_ptr<const ConstraintSet> c, int32_t top_k);
@@ -57,8 +56,6 @@ class PpvIndex final : public ConstraintIndex {
   int32_t vocab_size() const override { return set_->vocab_size; }
   int32_t length() const override { return set_->length; }
   int64_t root_state() const override { return 0; }
-  void mask(const int64_t* states, int32_t n, int32_t step, float* lp, int32_t* valid, MaskPath* path) override;
-  void mask(const int64_t* states, int32_t n, int32_t step, double* lp, int32_t* valid, MaskPath* path) override;
   // A state is the index of the first id holding the prefix (its lower bound).
   int64_t next_state(int64_t state, int32_t token, int32_t step) const override;
   int64_t canonical_state(int64_t state, int32_t level) const override;
@@ -70,21 +67,20 @@ class PpvIndex final : public ConstraintIndex {
   // Binary search over the whole sorted array for (prefix of `state`, token) on
   // the first step + 1 tokens; returns its lower bound or kDeadState.
   int64_t search(int64_t state, int32_t token, int32_t step) const;
+  friend class MaskBothPrecisions<PpvIndex>;
   template <class T>
   void mask_impl(const int64_t* states, int32_t n, int32_t step, T* lp, int32_t* valid, MaskPath* path);
   std::shared_ptr<const ConstraintSet> set_;
   int32_t top_k_;
 };
 
-class HashBitmapIndex final : public ConstraintIndex {
+class HashBitmapIndex final : public MaskBothPrecisions<HashBitmapIndex> {
  public:
   HashBitmapIndex(const ConstraintSet& c, int32_t bits_per_prefix = 10, int32_t num_hashes = 3);
   std::string name() const override { return "hash_bitmap"; }
   int32_t vocab_size() const override { return vocab_; }
   int32_t length() const override { return length_; }
   int64_t root_state() const override;
-  void mask(const int64_t* states, int32_t n, int32_t step, float* lp, int32_t* valid, MaskPath* path) override;
-  void mask(const int64_t* states, int32_t n, int32_t step, double* lp, int32_t* valid, MaskPath* path) override;
   // A state is the 64-bit hash of the prefix; any token extends it.
   int64_t next_state(int64_t state, int32_t token, int32_t step) const override;
   int64_t canonical_state(int64_t, int32_t) const override { return -1; }
@@ -96,8 +92,9 @@ class HashBitmapIndex final : public ConstraintIndex {
 
  private:
   bool test(uint64_t prefix_hash) const;
+  friend class MaskBothPrecisions<HashBitmapIndex>;
   template <class T>
-  void mask_impl(const int64_t* states, int32_t n, T* lp, int32_t* valid, MaskPath* path);
+  void mask_impl(const int64_t* states, int32_t n, int32_t step, T* lp, int32_t* valid, MaskPath* path);
   int32_t vocab_ = 0, length_ = 0, k_ = 3;
   int64_t num_prefixes_ = 0;
   uint64_t num_bits_ = 0;

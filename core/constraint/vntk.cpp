@@ -204,13 +204,9 @@ void VntkIndex::mask_impl(const int64_t* states, int32_t n, int32_t step, T* lp,
   else vntk_sparse<T>(*tm_, states, n, step, lp, nullptr, nullptr, valid);
   if (path) std::fill(path, path + n, dense ? MaskPath::dense : MaskPath::sparse);
 }
-
-void VntkIndex::mask(const int64_t* states, int32_t n, int32_t step, float* lp, int32_t* valid, MaskPath* path) {
-  mask_impl(states, n, step, lp, valid, path);
-}
-void VntkIndex::mask(const int64_t* states, int32_t n, int32_t step, double* lp, int32_t* valid, MaskPath* path) {
-  mask_impl(states, n, step, lp, valid, path);
-}
+// MaskBothPrecisions calls these from every file that builds the index.
+template void VntkIndex::mask_impl(const int64_t*, int32_t, int32_t, float*, int32_t*, MaskPath*);
+template void VntkIndex::mask_impl(const int64_t*, int32_t, int32_t, double*, int32_t*, MaskPath*);
 
 std::string VntkIndex::name() const {
   return std::string("vntk_") + csr_layout_name(tm_->layout) + "_d" + std::to_string(tm_->dense_levels);

@@ -10,7 +10,7 @@
 #include <memory>
 #include <vector>
 
-#include "core/constraint/constraint_index.h"
+#include "core/constraint/mask_both_precisions.h"
 #include "core/constraint/transition_matrix.h"
 
 namespace triescope {
@@ -32,15 +32,13 @@ void dense_lookup(const TransitionMatrix& tm, const int64_t* states, int32_t n, 
 int64_t static_next_state(const TransitionMatrix& tm, int64_t state, int32_t token, int32_t step);
 
 // STATIC as a ConstraintIndex (either layout, any d).
-class VntkIndex final : public ConstraintIndex {
+class VntkIndex final : public MaskBothPrecisions<VntkIndex> {
  public:
   explicit VntkIndex(std::shared_ptr<const TransitionMatrix> tm) : tm_(std::move(tm)) {}
   std::string name() const override;
   int32_t vocab_size() const override { return tm_->vocab_size; }
   int32_t length() const override { return tm_->length; }
   int64_t root_state() const override { return 0; }
-  void mask(const int64_t* states, int32_t n, int32_t step, float* lp, int32_t* valid, MaskPath* path) override;
-  void mask(const int64_t* states, int32_t n, int32_t step, double* lp, int32_t* valid, MaskPath* path) override;
   int64_t next_state(int64_t state, int32_t token, int32_t step) const override { return static_next_state(*tm_, state, token, step); }
   int64_t canonical_state(int64_t state, int32_t) const override { return state; }
   bool exact() const override { return true; }
@@ -50,6 +48,7 @@ class VntkIndex final : public ConstraintIndex {
   const TransitionMatrix& matrix() const { return *tm_; }
 
  private:
+  friend class MaskBothPrecisions<VntkIndex>;
   template <class T>
   void mask_impl(const int64_t* states, int32_t n, int32_t step, T* lp, int32_t* valid, MaskPath* path);
   std::shared_ptr<const TransitionMatrix> tm_;

@@ -136,13 +136,10 @@ void StaticIndexCuda::mask_impl(const int64_t* states, int32_t n, int32_t step, 
   if (valid) std::copy(last_.valid.begin(), last_.valid.end(), valid);
   if (path) std::fill(path, path + n, last_.dense ? MaskPath::dense : MaskPath::sparse);
 }
+// MaskBothPrecisions calls these from every file that builds the index.
+template void StaticIndexCuda::mask_impl(const int64_t*, int32_t, int32_t, float*, int32_t*, MaskPath*);
+template void StaticIndexCuda::mask_impl(const int64_t*, int32_t, int32_t, double*, int32_t*, MaskPath*);
 
-void StaticIndexCuda::mask(const int64_t* states, int32_t n, int32_t step, float* lp, int32_t* valid, MaskPath* path) {
-  mask_impl(states, n, step, lp, valid, path);
-}
-void StaticIndexCuda::mask(const int64_t* states, int32_t n, int32_t step, double* lp, int32_t* valid, MaskPath* path) {
-  mask_impl(states, n, step, lp, valid, path);
-}
 
 namespace {
 int64_t lookup_next(const StaticIndexCuda::Rows& rows, int32_t r, int32_t token, int32_t V) {

@@ -21,14 +21,14 @@
 #include <unordered_map>
 #include <vector>
 
-#include "core/constraint/constraint_index.h"
+#include "core/constraint/mask_both_precisions.h"
 #include "core/constraint/constraint_index_request.h"
 #include "core/constraint/vntk.h"
 #include "cuda/verify_exec.h"
 
 namespace triescope::cuda {
 
-class StaticIndexCuda final : public ConstraintIndex {
+class StaticIndexCuda final : public MaskBothPrecisions<StaticIndexCuda> {
  public:
   // `cpu` supplies the TransitionMatrix and the describe()/name() metadata (so
   // trace headers equal the CPU's). exec = device uploads the matrix (throws
@@ -41,8 +41,6 @@ class StaticIndexCuda final : public ConstraintIndex {
   int32_t vocab_size() const override { return cpu_->vocab_size(); }
   int32_t length() const override { return cpu_->length(); }
   int64_t root_state() const override { return cpu_->root_state(); }
-  void mask(const int64_t* states, int32_t n, int32_t step, float* lp, int32_t* valid, MaskPath* path) override;
-  void mask(const int64_t* states, int32_t n, int32_t step, double* lp, int32_t* valid, MaskPath* path) override;
   int64_t next_state(int64_t state, int32_t token, int32_t step) const override;
   int64_t canonical_state(int64_t state, int32_t level) const override { return cpu_->canonical_state(state, level); }
   bool exact() const override { return true; }
@@ -72,6 +70,7 @@ class StaticIndexCuda final : public ConstraintIndex {
  private:
   template <class T>
   void run(const int64_t* states, int32_t n, int32_t step, T* lp, Rows& out) const;
+  friend class MaskBothPrecisions<StaticIndexCuda>;
   template <class T>
   void mask_impl(const int64_t* states, int32_t n, int32_t step, T* lp, int32_t* valid, MaskPath* path);
 
