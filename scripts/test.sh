@@ -8,7 +8,11 @@ BUILD=${BUILD_DIR:-build}
 bash scripts/install-engines.sh
 # The peer and Python tests are required here, not left to detection: a broken
 # peer environment (scripts/install-deps.sh) fails them instead of hiding them.
-BUILD_DIR="$BUILD" bash scripts/configure.sh -DTRIESCOPE_PEER_TESTS=ON -DTRIESCOPE_PYTHON_TESTS=ON -DTRIESCOPE_ENGINE_TESTS=ON
+# So is the llama_cpp model, whose llama.cpp install-engines.sh just put in
+# .cache: left to detection, a build that quickstart.sh configured before the
+# engines were installed kept it off.
+BUILD_DIR="$BUILD" bash scripts/configure.sh -DTRIESCOPE_PEER_TESTS=ON -DTRIESCOPE_PYTHON_TESTS=ON -DTRIESCOPE_ENGINE_TESTS=ON \
+  -DTRIESCOPE_WITH_LLAMA_CPP=ON
 cmake --build "$BUILD" -j"$(nproc)"
 cd "$BUILD"
 ctest --output-on-failure -j"$(nproc)"
